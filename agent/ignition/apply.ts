@@ -1,0 +1,84 @@
+/**
+ * Applying a parsed config to a host: resolve every resource, plan every change
+ * against the current state, and only then touch the disk. An invalid or
+ * conflicting config therefore writes nothing; a re-apply of an applied config
+ * plans no operation at all.
+ */
+import { chmod, link, mkdir, rm, symlink } from "node:fs/promises";
+import { writeFileAtomic } from "../common/atomic-file";
+import { type FetchOptions, resolveResource } from "./fetch";
+import { type Ledger, emptyLedger, readLedger, writeLedger } from "./ledger";
+import type { FileEntry, IgnitionConfig } from "./model";
+import type { PathMapper } from "./paths";
+import { type ApplyPlan, type Operation, type ResolvedFile, planApply } from "./plan";
+
+/** Options for {@link applyIgnition}. */
+export interface ApplyOptions extends FetchOptions {
+  readonly mapper: PathMapper;
+  /** Where the ledger of written files lives; without one, re-apply semantics are Ignition's own. */
+  readonly ledgerPath?: string;
+  /** fsync every file before renaming it into place. @default true */
+  readonly durable?: boolean;
+  /** Plan only. @default false */
+  readonly dryRun?: boolean;
+}
+
+/** What an apply did. */
+export interface ApplyReport {
+  readonly changed: readonly string[];
+  readonly unchanged: readonly string[];
+  readonly operations: number;
+}
+
+/** Fetches every resource of every file; throws before anything is written. */
+export async function resolveAll(config: IgnitionConfig, options: FetchOptions): Promise<Map<FileEntry, ResolvedFile>> {
+  const out = new Map<FileEntry, ResolvedFile>();
+  for (const f of config.files) {
+    const contents = f.contents ? await resolveResource(f.contents, options) : undefined;
+    const append: Buffer[] = [];
+    for (const a of f.append) append.push((await resolveResource(a, options)) ?? Buffer.alloc(0));
+    out.set(f, { contents, append });
+  }
+  return out;
+}
+
+/** Applies `config` to the host `options.mapper` describes. */
+export async function applyIgnition(config: IgnitionConfig, options: ApplyOptions): Promise<ApplyReport> {
+  const resolved = await resolveAll(config, options);
+  const previous: Ledger = options.ledgerPath ? await readLedger(options.ledgerPath) : emptyLedger();
+  const plan = await planApply(config, resolved, options.mapper, previous);
+  if (!options.dryRun) {
+    await executePlan(plan, options.durable ?? true);
+    if (options.ledgerPath) await writeLedger(options.ledgerPath, { version: 1, files: { ...previous.files, ...plan.ledger } });
+  }
+  return { changed: plan.changed, unchanged: plan.unchanged, operations: plan.operations.length };
+}
+
+/** Carries out planned operations in order. */
+export async function executePlan(plan: ApplyPlan, durable: boolean): Promise<void> {
+  for (const op of plan.operations) await execute(op, durable);
+}
+
+async function execute(op: Operation, durable: boolean): Promise<void> {
+  switch (op.op) {
+    case "mkdir":
+      await mkdir(op.host);
+      await chmod(op.host, op.mode);
+      return;
+    case "remove":
+      await rm(op.host, { recursive: true, force: true });
+      return;
+    case "write":
+      await writeFileAtomic(op.host, op.data, { mode: op.mode, durable });
+      return;
+    case "chmod":
+      await chmod(op.host, op.mode);
+      return;
+    case "symlink":
+      await symlink(op.text, op.host);
+      return;
+    case "hardlink":
+      await link(op.existing, op.host);
+      return;
+  }
+}

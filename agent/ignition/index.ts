@@ -1,0 +1,9 @@
+/** The Ignition engine's public surface. */
+export { applyIgnition, resolveAll, type ApplyOptions, type ApplyReport } from "./apply";
+export { decodeDataUrl, encodeDataUrl } from "./data-url";
+export { resolveResource, type FetchOptions, type RetryPolicy } from "./fetch";
+export { readLedger, sha512, type Ledger } from "./ledger";
+export type { DirectoryEntry, Entry, FileEntry, Hash, IgnitionConfig, LinkEntry, NotApplicable, Resource } from "./model";
+export { parseIgnition, SUPPORTED_VERSIONS, type ParseOptions, type ParsedIgnition } from "./parse";
+export { rootedMapper, type PathMapper } from "./paths";
+export { renderV3 } from "./render";

@@ -1,0 +1,252 @@
+/**
+ * Planning an apply: every decision Ignition's files stage would make, taken up
+ * front against a virtual view of the host, so that a config that would fail
+ * half-way fails before anything is written. The result is a list of primitive
+ * operations that {@link executePlan} carries out.
+ */
+import { createHash } from "node:crypto";
+import { lstat, readFile, readlink, stat } from "node:fs/promises";
+import { dirname } from "node:path";
+import { AgentError, AgentErrorCode } from "../common/errors";
+import { type Ledger, sha512 } from "./ledger";
+import type { DirectoryEntry, Entry, FileEntry, IgnitionConfig, LinkEntry } from "./model";
+import type { PathMapper } from "./paths";
+
+/** One primitive change to the host. */
+export type Operation =
+  | { readonly op: "mkdir"; readonly host: string; readonly mode: number }
+  | { readonly op: "remove"; readonly host: string }
+  | { readonly op: "write"; readonly host: string; readonly data: Buffer; readonly mode: number }
+  | { readonly op: "chmod"; readonly host: string; readonly mode: number }
+  | { readonly op: "symlink"; readonly host: string; readonly text: string }
+  | { readonly op: "hardlink"; readonly host: string; readonly existing: string };
+
+/** Bytes resolved for one file entry. */
+export interface ResolvedFile {
+  readonly contents: Buffer | undefined;
+  readonly append: readonly Buffer[];
+}
+
+/** What {@link planApply} decided. */
+export interface ApplyPlan {
+  readonly operations: readonly Operation[];
+  /** Config paths whose node changes. */
+  readonly changed: readonly string[];
+  /** Config paths already in the desired state. */
+  readonly unchanged: readonly string[];
+  /** Ledger records to store for files, keyed by config path. */
+  readonly ledger: Ledger["files"];
+}
+
+type NodeState =
+  | { readonly type: "absent" }
+  | { readonly type: "file"; readonly mode: number; readonly ino: number; readonly read: () => Promise<Buffer> }
+  | { readonly type: "dir"; readonly mode: number }
+  | { readonly type: "symlink"; readonly text: string }
+  | { readonly type: "other" };
+
+/** The host as it will be after the operations planned so far. */
+class VirtualHost {
+  private readonly planned = new Map<string, NodeState>();
+  private readonly removed: string[] = [];
+
+  async lookup(host: string, follow = false): Promise<NodeState> {
+    const p = this.planned.get(host);
+    if (p) return p;
+    if (this.removed.some((r) => host === r || host.startsWith(`${r}/`) || host.startsWith(`${r}\\`))) return { type: "absent" };
+    try {
+      const s = follow ? await stat(host) : await lstat(host);
+      if (s.isFile()) return { type: "file", mode: s.mode & 0o7777, ino: s.ino, read: () => readFile(host) };
+      if (s.isDirectory()) return { type: "dir", mode: s.mode & 0o7777 };
+      if (s.isSymbolicLink()) return { type: "symlink", text: await readlink(host) };
+      return { type: "other" };
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return { type: "absent" };
+      if (code === "ENOTDIR") return { type: "other" };
+      throw e;
+    }
+  }
+
+  set(host: string, state: NodeState): void {
+    this.planned.set(host, state);
+  }
+
+  remove(host: string): void {
+    for (const key of this.planned.keys()) if (key === host || key.startsWith(`${host}/`) || key.startsWith(`${host}\\`)) this.planned.delete(key);
+    this.removed.push(host);
+    this.planned.set(host, { type: "absent" });
+  }
+}
+
+/** Ignition's order: parents before children (stable by list), hard links last. */
+export function creationOrder(config: IgnitionConfig): Entry[] {
+  const depth = (e: Entry): number => e.path.split("/").length;
+  const all: Entry[] = [...config.directories, ...config.files, ...config.links.filter((l) => !l.hard)];
+  const sorted = all.map((e, i) => ({ e, i })).sort((a, b) => depth(a.e) - depth(b.e) || a.i - b.i).map((x) => x.e);
+  return [...sorted, ...config.links.filter((l) => l.hard)];
+}
+
+/** A digest of everything that decides what a file entry writes. */
+export function fingerprint(entry: FileEntry, resolved: ResolvedFile): string {
+  const body = JSON.stringify({
+    contents: resolved.contents === undefined ? null : sha512(resolved.contents),
+    append: resolved.append.map(sha512),
+    mode: entry.mode ?? null,
+    overwrite: entry.overwrite,
+  });
+  return createHash("sha256").update(body).digest("hex");
+}
+
+function conflict(entry: Entry, message: string): AgentError {
+  return new AgentError(AgentErrorCode.Conflict, `${entry.at} (${entry.path}): ${message}`);
+}
+
+/** Plans the whole apply; throws an {@link AgentError} for the first conflict, having changed nothing. */
+export async function planApply(
+  config: IgnitionConfig,
+  resolved: ReadonlyMap<FileEntry, ResolvedFile>,
+  mapper: PathMapper,
+  previous: Ledger,
+): Promise<ApplyPlan> {
+  const view = new VirtualHost();
+  const ops: Operation[] = [];
+  const changed: string[] = [];
+  const unchanged: string[] = [];
+  const ledger: Ledger["files"] = {};
+
+  for (const entry of creationOrder(config)) {
+    const host = mapper.hostPath(entry.path);
+    const before = ops.length;
+    await ensureParents(entry, host, view, ops);
+    const parentsMade = ops.length > before;
+    let same: boolean;
+    if (entry.kind === "file") {
+      const r = resolved.get(entry) ?? { contents: undefined, append: [] };
+      same = await planFile(entry, host, r, view, ops, previous, ledger);
+    } else if (entry.kind === "directory") {
+      same = await planDirectory(entry, host, view, ops);
+    } else {
+      same = await planLink(entry, host, mapper, view, ops);
+    }
+    (same && !parentsMade ? unchanged : changed).push(entry.path);
+  }
+  return { operations: ops, changed, unchanged, ledger };
+}
+
+async function ensureParents(entry: Entry, host: string, view: VirtualHost, ops: Operation[]): Promise<void> {
+  const missing: string[] = [];
+  for (let dir = dirname(host); dir !== dirname(dir); dir = dirname(dir)) {
+    const state = await view.lookup(dir, true);
+    if (state.type === "dir") break;
+    if (state.type !== "absent") throw conflict(entry, `${dir} exists and is not a directory`);
+    missing.unshift(dir);
+  }
+  for (const dir of missing) {
+    ops.push({ op: "mkdir", host: dir, mode: 0o755 });
+    view.set(dir, { type: "dir", mode: 0o755 });
+  }
+}
+
+async function planFile(
+  entry: FileEntry,
+  host: string,
+  r: ResolvedFile,
+  view: VirtualHost,
+  ops: Operation[],
+  previous: Ledger,
+  ledger: Ledger["files"],
+): Promise<boolean> {
+  const fp = fingerprint(entry, r);
+  let existing = await view.lookup(host);
+  const record = previous.files[entry.path];
+  const matchesLedger = async (state: NodeState): Promise<boolean> =>
+    state.type === "file" && record?.fingerprint === fp && record.sha512 === sha512(await state.read());
+
+  let data: Buffer;
+  let mode: number;
+  if (entry.overwrite || existing.type === "absent") {
+    data = Buffer.concat([r.contents ?? Buffer.alloc(0), ...r.append]);
+    mode = entry.mode ?? 0o644;
+  } else if (existing.type !== "file") {
+    throw conflict(entry, "a non regular file exists there already and overwrite is false");
+  } else if (r.contents !== undefined || entry.contents?.source !== undefined) {
+    if (!(await matchesLedger(existing))) throw conflict(entry, "a file exists there already and overwrite is false");
+    data = await existing.read();
+    mode = entry.mode ?? existing.mode;
+  } else {
+    const current = await existing.read();
+    data = r.append.length === 0 || (await matchesLedger(existing)) ? current : Buffer.concat([current, ...r.append]);
+    mode = entry.mode ?? existing.mode;
+  }
+  ledger[entry.path] = { fingerprint: fp, sha512: sha512(data), mode, host };
+
+  if (existing.type === "file") {
+    const current = existing;
+    const sameBytes = (await current.read()).equals(data);
+    if (sameBytes && current.mode === mode) return true;
+    if (sameBytes) {
+      ops.push({ op: "chmod", host, mode });
+      view.set(host, { ...current, mode });
+      return false;
+    }
+  } else if (existing.type !== "absent") {
+    ops.push({ op: "remove", host });
+    view.remove(host);
+    existing = { type: "absent" };
+  }
+  ops.push({ op: "write", host, data, mode });
+  view.set(host, { type: "file", mode, ino: -1, read: () => Promise.resolve(data) });
+  return false;
+}
+
+async function planDirectory(entry: DirectoryEntry, host: string, view: VirtualHost, ops: Operation[]): Promise<boolean> {
+  const existing = await view.lookup(host);
+  if (existing.type === "dir" && !entry.overwrite) {
+    if (entry.mode === undefined || entry.mode === existing.mode) return true;
+    ops.push({ op: "chmod", host, mode: entry.mode });
+    view.set(host, { type: "dir", mode: entry.mode });
+    return false;
+  }
+  if (existing.type !== "absent") {
+    if (!entry.overwrite) throw conflict(entry, "a non-directory exists there already and overwrite is false");
+    ops.push({ op: "remove", host });
+    view.remove(host);
+  }
+  const mode = entry.mode ?? 0o755;
+  ops.push({ op: "mkdir", host, mode });
+  view.set(host, { type: "dir", mode });
+  return false;
+}
+
+async function planLink(entry: LinkEntry, host: string, mapper: PathMapper, view: VirtualHost, ops: Operation[]): Promise<boolean> {
+  const existing = await view.lookup(host);
+  if (entry.hard) {
+    const targetHost = mapper.hostPath(entry.target);
+    const target = await view.lookup(targetHost);
+    if (target.type === "absent") throw conflict(entry, `hard link target ${entry.target} does not exist`);
+    if (target.type === "dir") throw conflict(entry, "hard link target is a directory");
+    if (existing.type === "file" && target.type === "file" && target.ino >= 0 && existing.ino === target.ino) return true;
+    if (existing.type !== "absent") {
+      if (!entry.overwrite) throw conflict(entry, "a file already exists at that path but is not the target and overwrite is false");
+      ops.push({ op: "remove", host });
+      view.remove(host);
+    }
+    ops.push({ op: "hardlink", host, existing: targetHost });
+    view.set(host, target);
+    return false;
+  }
+  const text = mapper.linkText(entry.target);
+  if (existing.type === "symlink" && existing.text === text) return true;
+  if (existing.type !== "absent") {
+    if (!entry.overwrite) {
+      const what = existing.type === "symlink" ? `a symlink exists at that path but points to ${existing.text}, not ${text}` : "a non-symlink exists at that path";
+      throw conflict(entry, `${what} and overwrite is false`);
+    }
+    ops.push({ op: "remove", host });
+    view.remove(host);
+  }
+  ops.push({ op: "symlink", host, text });
+  view.set(host, { type: "symlink", text });
+  return false;
+}

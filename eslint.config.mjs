@@ -1,0 +1,31 @@
+// Type-aware lint: the rules that matter most in a daemon (floating promises,
+// misused promises, unsafe any) need type information, so every TS file is
+// linted against tsconfig.json.
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["dist/**", "node_modules/**", ".winfleet/**", "**/*.mjs", "bin/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
+      "@typescript-eslint/return-await": ["error", "in-try-catch"],
+      "@typescript-eslint/consistent-type-imports": "error",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
+      "no-restricted-syntax": [
+        "error",
+        { selector: "TSEnumDeclaration", message: "Use an `as const` object and a derived union." },
+        {
+          selector: "CallExpression[callee.object.name=/^(it|test|describe)$/][callee.property.name='only']",
+          message: ".only would skip the rest of the suite.",
+        },
+      ],
+    },
+  },
+);

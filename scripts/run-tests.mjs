@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+// Runs every *.test.ts in the repository with node's test runner (through tsx) and
+// ends with one plain summary line, "N passed, N failed, N skipped", that CI reads.
+// Usage: npm test [-- <path filter>...]
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+
+const root = new URL("..", import.meta.url).pathname;
+const searched = ["agent", "components", "infra", "test"];
+const filters = process.argv.slice(2);
+
+function* walk(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name === "node_modules" || entry.name === "bench" || entry.name.startsWith(".")) continue;
+      yield* walk(full);
+    } else if (entry.name.endsWith(".test.ts")) {
+      yield full;
+    }
+  }
+}
+
+const files = searched
+  .flatMap((d) => [...walk(join(root, d))])
+  .map((f) => relative(root, f))
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .sort();
+if (files.length === 0) {
+  console.error("no test files matched");
+  process.exit(1);
+}
+
+const out = mkdtempSync(join(tmpdir(), "winfleet-test-"));
+const tap = join(out, "report.tap");
+const args = [
+  "--import", "tsx",
+  "--test",
+  "--test-timeout=600000",
+  "--test-reporter=spec", "--test-reporter-destination=stdout",
+  "--test-reporter=tap", `--test-reporter-destination=${tap}`,
+  ...files,
+];
+const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+child.on("exit", (code, signal) => {
+  let text = "";
+  try { text = readFileSync(tap, "utf8"); } catch { /* the runner died before writing */ }
+  rmSync(out, { recursive: true, force: true });
+  const count = (name) => Number((text.match(new RegExp(`^# ${name} (\\d+)$`, "m")) ?? [])[1] ?? 0);
+  const passed = count("pass");
+  const failed = count("fail") + count("cancelled");
+  const skipped = count("skipped") + count("todo");
+  console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
+  if (signal) process.exit(1);
+  process.exit(code === 0 && failed === 0 ? 0 : 1);
+});
