@@ -12,6 +12,9 @@ import { type Ledger, sha512 } from "./ledger";
 import type { DirectoryEntry, Entry, FileEntry, IgnitionConfig, LinkEntry } from "./model";
 import type { PathMapper } from "./paths";
 
+/** The ledger's digest for a directory, which has no bytes. */
+export const DIRECTORY_DIGEST = "directory";
+
 /** One primitive change to the host. */
 export type Operation =
   | { readonly op: "mkdir"; readonly host: string; readonly mode: number }
@@ -125,7 +128,7 @@ export async function planApply(
       const r = resolved.get(entry) ?? { contents: undefined, append: [] };
       same = await planFile(entry, host, r, view, ops, previous, ledger);
     } else if (entry.kind === "directory") {
-      same = await planDirectory(entry, host, view, ops);
+      same = await planDirectory(entry, host, view, ops, previous, ledger);
     } else {
       same = await planLink(entry, host, mapper, view, ops);
     }
@@ -200,9 +203,22 @@ async function planFile(
   return false;
 }
 
-async function planDirectory(entry: DirectoryEntry, host: string, view: VirtualHost, ops: Operation[]): Promise<boolean> {
+// A directory is recorded too: overwrite empties it on the first apply, as in
+// Ignition, but a re-apply of the same entry must not wipe what the config put inside.
+async function planDirectory(
+  entry: DirectoryEntry,
+  host: string,
+  view: VirtualHost,
+  ops: Operation[],
+  previous: Ledger,
+  ledger: Ledger["files"],
+): Promise<boolean> {
   const existing = await view.lookup(host);
-  if (existing.type === "dir" && !entry.overwrite) {
+  const fp = `directory:${entry.overwrite}:${entry.mode ?? "-"}`;
+  const mode = entry.mode ?? (existing.type === "dir" ? existing.mode : 0o755);
+  ledger[entry.path] = { fingerprint: fp, sha512: DIRECTORY_DIGEST, mode, host };
+  const reapplied = previous.files[entry.path]?.fingerprint === fp;
+  if (existing.type === "dir" && (!entry.overwrite || reapplied)) {
     if (entry.mode === undefined || entry.mode === existing.mode) return true;
     ops.push({ op: "chmod", host, mode: entry.mode });
     view.set(host, { type: "dir", mode: entry.mode });
@@ -213,9 +229,9 @@ async function planDirectory(entry: DirectoryEntry, host: string, view: VirtualH
     ops.push({ op: "remove", host });
     view.remove(host);
   }
-  const mode = entry.mode ?? 0o755;
-  ops.push({ op: "mkdir", host, mode });
-  view.set(host, { type: "dir", mode });
+  ops.push({ op: "mkdir", host, mode: entry.mode ?? 0o755 });
+  view.set(host, { type: "dir", mode: entry.mode ?? 0o755 });
+  ledger[entry.path] = { fingerprint: fp, sha512: DIRECTORY_DIGEST, mode: entry.mode ?? 0o755, host };
   return false;
 }
 
