@@ -11,7 +11,10 @@ import { checkEntryGraph } from "./graph-checks";
 type RawResource = NonNullable<NonNullable<NonNullable<ConfigV3["storage"]>["files"]>[number]>["contents"];
 type Owner = { id?: number | null; name?: string | null } | null | undefined;
 
-const SCHEMES_V3 = ["http", "https", "tftp", "s3", "gs", "data", BUNDLE_SCHEME];
+/** URL schemes by the spec minor that introduced them (gs: 3.2, arn: 3.4); bundle is ours. */
+function schemesFor(minor: number): string[] {
+  return ["http", "https", "tftp", "s3", "data", BUNDLE_SCHEME, ...(minor >= 2 ? ["gs"] : []), ...(minor >= 4 ? ["arn"] : [])];
+}
 
 /** Validates `doc` (spec 3.`minor`) into `issues` and returns the model (meaningful only without errors). */
 export function normalizeV3(doc: ConfigV3, version: string, minor: number, issues: IssueList): IgnitionConfig {
@@ -66,7 +69,7 @@ function checkOwner(owner: Owner, at: string, issues: IssueList): void {
 
 function resource(raw: NonNullable<RawResource>, at: string, minor: number, issues: IssueList): Resource {
   const source = raw.source ?? undefined;
-  if (source !== undefined) checkSource(source, `${at}.source`, issues, SCHEMES_V3);
+  if (source !== undefined) checkSource(source, `${at}.source`, issues, schemesFor(minor));
   const compression = raw.compression ?? "";
   if (compression !== "" && compression !== "gzip") issues.error(`${at}.compression`, "invalid compression method");
   const headers: HttpHeader[] = [];
