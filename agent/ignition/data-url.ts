@@ -24,7 +24,11 @@ const BASE64_BODY = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3
 export function decodeDataUrl(url: string): DataUrl {
   if (!url.startsWith("data:")) throw new DataUrlError("missing data prefix");
   const comma = url.indexOf(",", 5);
-  if (comma < 0) throw new DataUrlError("missing comma before data");
+  if (comma < 0) {
+    // Go's lexer reads the media type before it looks for the comma.
+    const head = url.slice(5);
+    throw new DataUrlError(head !== "" && !head.startsWith(";") && !head.includes("/") ? "missing media type slash" : "missing comma before data");
+  }
   const header = url.slice(5, comma);
   const body = url.slice(comma + 1);
   const params = header.split(";");

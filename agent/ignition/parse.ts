@@ -30,7 +30,7 @@ export interface ParsedIgnition {
 }
 
 /** Parses JSON text (or an already-decoded JSON value); throws {@link ValidationError}. */
-export function parseIgnition(input: string | unknown, options: ParseOptions = {}): ParsedIgnition {
+export function parseIgnition(input: unknown, options: ParseOptions = {}): ParsedIgnition {
   const subject = options.subject ?? "Ignition config";
   let doc: unknown = input;
   if (typeof input === "string") {

@@ -75,7 +75,7 @@ const MUTATIONS: Record<string, Mutation> = {
   users: (d) => { d.passwd = { users: [{ name: "core", sshAuthorizedKeys: ["ssh-ed25519 AAAA"] }], groups: [{ name: "g" }] }; return d; },
   kernelArguments: (d) => { d.kernelArguments = { shouldExist: ["quiet"] }; return d; },
   unknownKeys: (d) => { d.extra = 1; anyFile(d).colour = "blue"; return d; },
-  nullEntry: (d) => { (d.storage.files ??= []).push(null as unknown as Record<string, unknown>); return d; },
+  nullEntry: (d) => { (d.storage.files ??= []).push(null); return d; },
   nullSection: (d) => { (d as Record<string, unknown>).storage = null; return d; },
   overwriteAsString: (d) => { anyFile(d).overwrite = "yes"; return d; },
   filesAsObject: (d) => { (d.storage as Record<string, unknown>).files = {}; return d; },
@@ -97,7 +97,9 @@ export function validateCorpus(seed: number, count: number): ValidateCase[] {
     doc.storage ??= {};
     const name = i < names.length ? names[i] : rng.chance(0.2) ? undefined : rng.pick(names);
     if (name === undefined) return { name: `validate-${i}`, mutation: "none", text: JSON.stringify(doc) };
-    const mutated = (MUTATIONS[name] as Mutation)(doc, rng);
+    const mutation = MUTATIONS[name];
+    if (mutation === undefined) throw new Error(`no mutation ${name}`);
+    const mutated = mutation(doc, rng);
     return { name: `validate-${i}`, mutation: name, text: typeof mutated === "string" ? mutated : JSON.stringify(mutated) };
   });
 }

@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync }
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
+import { errorMessage } from "../../agent/common/errors";
 import { applyIgnition, parseIgnition, renderV3, rootedMapper } from "../../agent/ignition";
 import { IGNITION, skipUnlessInstalled } from "../support/tools";
 import { snapshotTree } from "../support/tree";
@@ -67,7 +68,7 @@ async function compare(name: string, ours: string, theirs: string, pre: readonly
     }
     return { applied: false };
   }
-  if (ourError !== undefined) return { applied: true, diff: `Ignition applied but we failed: ${String(ourError)}` };
+  if (ourError !== undefined) return { applied: true, diff: `Ignition applied but we failed: ${errorMessage(ourError)}` };
   try {
     assert.deepEqual(ourTree, snapshotTree(coreosRoot, IGNITION_OWN_FILES));
   } catch (e) {

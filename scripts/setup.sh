@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One command that installs everything winfleet's tests need on a fresh Debian
+# machine of this kind: npm dependencies, CoreOS Ignition (Debian `ignition`),
+# PowerShell 7 (`dotnet tool install --global PowerShell`). It says what it could
+# not install and why, and exits non-zero only when the npm install fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+note() { printf '\n==> %s\n' "$*"; }
+missing=()
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi
+}
+
+apt_updated=""
+apt_install() {
+  if ! command -v apt-get >/dev/null; then return 1; fi
+  if [ -z "$apt_updated" ]; then as_root apt-get update -qq >/dev/null && apt_updated=yes || return 1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+note "npm dependencies"
+if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi || {
+  echo "setup: npm install failed; nothing else can work without it" >&2
+  exit 1
+}
+
+note "CoreOS Ignition (differential tests)"
+if [ -x /usr/bin/ignition-validate ] && [ -x /usr/lib/dracut/modules.d/30ignition/ignition ]; then
+  echo "present: $(/usr/bin/ignition-validate -version)"
+elif apt_install ignition; then
+  echo "installed: $(/usr/bin/ignition-validate -version)"
+else
+  missing+=("CoreOS Ignition: 'apt-get install ignition' failed (needs root or sudo and Debian's package index)")
+fi
+
+note "PowerShell 7 (lifecycle tests)"
+pwsh_path="$(command -v pwsh || true)"
+[ -z "$pwsh_path" ] && [ -x "$HOME/.dotnet/tools/pwsh" ] && pwsh_path="$HOME/.dotnet/tools/pwsh"
+if [ -n "$pwsh_path" ]; then
+  echo "present: $pwsh_path ($("$pwsh_path" -NoLogo -NoProfile -Command '$PSVersionTable.PSVersion.ToString()' 2>/dev/null))"
+elif ! command -v dotnet >/dev/null; then
+  missing+=("PowerShell 7: the .NET SDK is not installed, so 'dotnet tool install --global PowerShell' cannot run")
+elif out=$(dotnet tool install --global PowerShell 2>&1); then
+  echo "installed: $HOME/.dotnet/tools/pwsh"
+else
+  missing+=("PowerShell 7: 'dotnet tool install --global PowerShell' failed: $(echo "$out" | tail -n 1)")
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  note "could not install"
+  for m in "${missing[@]}"; do echo "  - $m"; done
+  echo "  Tests that need these are skipped outside CI (each says so) and fail in CI."
+else
+  note "setup complete"
+fi
+exit 0
