@@ -1,0 +1,41 @@
+/** `winfleet content build|validate`: a thin shell over the content build. */
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { formatIssues } from "../common/errors";
+import { buildContent } from "../content/build";
+import { validateContent } from "../content/validate";
+import { reportFailure } from "./ignition-commands";
+
+/** Registers the `content` command group. */
+export function registerContentCommands(program: Command): void {
+  const content = program.command("content").description("validate and build templates and components");
+
+  content
+    .command("validate")
+    .description("report every problem in the content tree; exit 1 if there is any error")
+    .option("--content <dir>", "content tree", "content")
+    .action(async (opts: { content: string }) => {
+      const { problems, templates, components } = await validateContent(resolve(opts.content));
+      if (problems.length > 0) process.stderr.write(`${formatIssues(problems)}\n`);
+      const errors = problems.filter((p) => p.severity === "error").length;
+      process.stdout.write(`${templates.length} templates, ${components.length} components, ${errors} errors, ${problems.length - errors} warnings\n`);
+      if (errors > 0) process.exitCode = 1;
+    });
+
+  content
+    .command("build")
+    .description("compile components to Ignition and write a bundle with a SHA-256 manifest (deterministic)")
+    .option("--content <dir>", "content tree", "content")
+    .option("--out <dir>", "bundle directory (replaced atomically)", "dist/content")
+    .option("--embed-limit <bytes>", "embed files up to this size; ship larger ones in the bundle", (v) => Number.parseInt(v, 10), 64 * 1024)
+    .action(async (opts: { content: string; out: string; embedLimit: number }) => {
+      try {
+        const manifest = await buildContent(resolve(opts.content), resolve(opts.out), opts.embedLimit);
+        process.stdout.write(
+          `built ${manifest.templates.length} templates, ${manifest.components.length} components, ${manifest.files.length} shipped files into ${opts.out}\n`,
+        );
+      } catch (e) {
+        reportFailure(e);
+      }
+    });
+}

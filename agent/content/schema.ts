@@ -1,0 +1,89 @@
+/**
+ * The content contracts — templates and component metadata — as zod schemas,
+ * the one source of truth for their shape; the TypeScript types are derived.
+ * Field names keep the 2019 format (`install_message`, `pre_upgrade`, `lprecmds`…)
+ * so existing content loads unchanged.
+ */
+import { z } from "zod";
+
+/** A component name: no `_`, because `_` separates name and version in package references. */
+export const componentName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.-]*$/, "letters, digits, '.' and '-' only (no '_')");
+/** A version: anything without whitespace, `_` allowed only because versions like `16e1a3cf` exist. */
+export const componentVersion = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._+-]*$/, "letters, digits, '.', '_', '+' and '-' only");
+
+/** `"yes"`/`"no"` as the 2019 format writes it; booleans are accepted too. */
+const yesNo = z.union([z.enum(["yes", "no"]), z.boolean()]).transform((v) => v === true || v === "yes");
+const commands = z.array(z.string()).default([]);
+
+/** A lifecycle section: cluster-side hooks around host commands, ordered by priority. */
+export const sectionSchema = z.strictObject({
+  /** Lower runs first; ties keep template order. */
+  priority: z.number().int().min(0).max(10_000).default(100),
+  /** Cluster-side commands run before `commands`, with the node's kubeconfig in KUBECONFIG. */
+  lprecmds: commands,
+  /** PowerShell run on the host; each must be idempotent (a step interrupted by a crash is re-run). */
+  commands,
+  /** Cluster-side commands run after `commands`. */
+  lpstcmds: commands,
+  /** Whether the host must restart before the next step that depends on this one. */
+  reboot: yesNo.default(false),
+});
+
+/** `pre_upgrade` also says whether the old version is uninstalled before the new one is laid down. */
+export const preUpgradeSchema = sectionSchema.extend({ uninstall: yesNo.default(false) });
+
+const emptySection = { priority: 100, lprecmds: [], commands: [], lpstcmds: [], reboot: false };
+
+/** A component's metadata file (`/bin/metadata/<name>_<version>.metadata`). */
+export const metadataSchema = z.strictObject({
+  name: componentName,
+  version: componentVersion,
+  description: z.string().default(""),
+  install_message: z.string().default(""),
+  package_url: z.string().default(""),
+  install: sectionSchema,
+  uninstall: sectionSchema.default(emptySection),
+  pre_upgrade: preUpgradeSchema.default({ ...emptySection, uninstall: false }),
+  post_upgrade: sectionSchema.default(emptySection),
+  /** Host paths the component owns beyond its Ignition files (removed on uninstall). */
+  files: z.array(z.string()).default([]),
+  /** winfleet: run this component's commands in a PowerShell process of its own. */
+  isolated: z.boolean().default(false),
+  /** winfleet: per-command time limit. */
+  timeout_seconds: z.number().int().positive().max(86_400).default(900),
+});
+
+/** Parsed component metadata. */
+export type ComponentMetadata = z.infer<typeof metadataSchema>;
+/** A parsed lifecycle section. */
+export type Section = z.infer<typeof sectionSchema>;
+
+/** A package reference in a template: `<component>_<version>`. */
+export const packageRef = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.-]*_[A-Za-z0-9][A-Za-z0-9._+-]*$/, "expected <component>_<version>");
+
+/** A template: the components one kind of node runs, for the Windows builds it fits. */
+export const templateSchema = z.strictObject({
+  name: componentName,
+  version: z.string().min(1),
+  description: z.string().default(""),
+  install_message: z.string().default(""),
+  packages: z.array(packageRef).min(1),
+  /** Windows build numbers this template fits (17763 = Server 2019, 20348 = 2022, 26100 = 2025). */
+  os: z.array(z.number().int().positive()).optional(),
+  /** Values handed to every command as environment variables (never interpolated into code). */
+  variables: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"), z.string()).default({}),
+});
+
+/** A parsed template. */
+export type Template = z.infer<typeof templateSchema>;
+
+/** Splits `name_version` at the first `_`. */
+export function splitPackageRef(ref: string): { name: string; version: string } {
+  const i = ref.indexOf("_");
+  return { name: ref.slice(0, i), version: ref.slice(i + 1) };
+}
+
+/** Where a component's metadata lives inside its Ignition file. */
+export function metadataPath(name: string, version: string): string {
+  return `/bin/metadata/${name}_${version}.metadata`;
+}
