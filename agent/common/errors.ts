@@ -12,6 +12,8 @@ export const AgentErrorCode = {
   HashMismatch: "HASH_MISMATCH",
   /** The target filesystem holds something the config may not replace. */
   Conflict: "CONFLICT",
+  /** The host refused a change (permissions, name too long, disk full…). */
+  ApplyFailed: "APPLY_FAILED",
   /** A lifecycle command ran and failed. */
   CommandFailed: "COMMAND_FAILED",
   /** A feature this host or build cannot provide. */

@@ -40,7 +40,7 @@ function parseJson<S extends z.ZodType>(schema: S, text: string, subject: string
   }
   const parsed = schema.safeParse(doc);
   if (!parsed.success) throw new ValidationError(subject, zodIssues(parsed.error));
-  return { value: parsed.data as z.infer<S>, warnings };
+  return { value: parsed.data, warnings };
 }
 
 /** Parses a template. */

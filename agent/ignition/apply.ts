@@ -6,6 +6,7 @@
  */
 import { chmod, link, mkdir, rm, symlink } from "node:fs/promises";
 import { writeFileAtomic } from "../common/atomic-file";
+import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import { type FetchOptions, resolveResource } from "./fetch";
 import { type Ledger, emptyLedger, readLedger, writeLedger } from "./ledger";
 import type { FileEntry, IgnitionConfig } from "./model";
@@ -46,12 +47,23 @@ export async function resolveAll(config: IgnitionConfig, options: FetchOptions):
 export async function applyIgnition(config: IgnitionConfig, options: ApplyOptions): Promise<ApplyReport> {
   const resolved = await resolveAll(config, options);
   const previous: Ledger = options.ledgerPath ? await readLedger(options.ledgerPath) : emptyLedger();
-  const plan = await planApply(config, resolved, options.mapper, previous);
+  const plan = await hostErrors("planning", () => planApply(config, resolved, options.mapper, previous));
   if (!options.dryRun) {
-    await executePlan(plan, options.durable ?? true);
+    await hostErrors("applying", () => executePlan(plan, options.durable ?? true));
     if (options.ledgerPath) await writeLedger(options.ledgerPath, { version: 1, files: { ...previous.files, ...plan.ledger } });
   }
   return { changed: plan.changed, unchanged: plan.unchanged, operations: plan.operations.length };
+}
+
+// What the host refuses (a name too long, permissions, a full disk) becomes a
+// catalog error; planning reads every path first, so most refusals come before any write.
+async function hostErrors<T>(phase: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    if (e instanceof AgentError) throw e;
+    throw new AgentError(AgentErrorCode.ApplyFailed, `${phase} failed: ${errorMessage(e)}`, { cause: e });
+  }
 }
 
 /** Carries out planned operations in order. */

@@ -34,6 +34,10 @@ export function checkPath(p: string | null | undefined, at: string, issues: Issu
     issues.error(at, "path not specified");
     return undefined;
   }
+  if (p.includes("\0")) {
+    issues.error(at, "path contains a NUL character");
+    return undefined;
+  }
   const drive = DRIVE.exec(p);
   const body = drive ? p.slice(2).replace(/\\/g, "/") : p;
   if (!posix.isAbsolute(body)) {

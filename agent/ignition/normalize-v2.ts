@@ -49,6 +49,7 @@ export function normalizeV2(doc: ConfigV2, issues: IssueList, options: V2Options
     const append = raw.append ?? false;
     if (append && raw.overwrite === true) issues.error(`${at}.overwrite`, "cannot set both append and overwrite to true");
     const contents = resourceV2(raw.contents ?? {}, `${at}.contents`, issues, !append);
+    if (path === "/") issues.error(`${at}.path`, "a file cannot replace the root directory");
     if (!onRoot || path === undefined) return;
     const mode = raw.mode ?? undefined;
     const existing = byPath.get(path);
@@ -86,6 +87,8 @@ export function normalizeV2(doc: ConfigV2, issues: IssueList, options: V2Options
     const path = checkPath(raw.path, `${at}.path`, issues);
     checkOwnerV2(raw.user, `${at}.user`, issues);
     if (!raw.target) issues.error(`${at}.target`, "link target is required");
+    else if (raw.target.includes("\0")) issues.error(`${at}.target`, "link target contains a NUL character");
+    else if (path === "/") issues.error(`${at}.path`, "a link cannot replace the root directory");
     else if (onRoot && path !== undefined) {
       links.push({ kind: "link", path, target: raw.target, hard: raw.hard ?? false, overwrite: raw.overwrite ?? false, at });
     }

@@ -35,6 +35,7 @@ export function normalizeV3(doc: ConfigV3, version: string, minor: number, issue
     const append = (raw.append ?? []).map((a, j) => resource(a ?? {}, `${at}.append[${j}]`, minor, issues));
     const overwrite = raw.overwrite ?? false;
     if (overwrite && contents?.source === undefined) issues.error(`${at}.overwrite`, "overwrite must be false if source is unspecified");
+    if (path === "/") issues.error(`${at}.path`, "a file cannot replace the root directory");
     if (path !== undefined) files.push({ kind: "file", path, overwrite, contents, append, mode: raw.mode ?? undefined, at });
   });
   (storage.directories ?? []).forEach((d, i) => {
@@ -55,6 +56,8 @@ export function normalizeV3(doc: ConfigV3, version: string, minor: number, issue
     // Ignition 2.14 accepts a link without a target and then fails while applying it;
     // later releases reject it up front, as we do.
     if (raw.target === undefined || raw.target === null || raw.target === "") issues.error(`${at}.target`, "link target is required");
+    else if (raw.target.includes("\0")) issues.error(`${at}.target`, "link target contains a NUL character");
+    else if (path === "/") issues.error(`${at}.path`, "a link cannot replace the root directory");
     else if (path !== undefined) links.push({ kind: "link", path, target: raw.target, hard: raw.hard ?? false, overwrite: raw.overwrite ?? false, at });
   });
   checkEntryGraph([...files, ...directories, ...links] as Entry[], issues);

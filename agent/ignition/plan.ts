@@ -12,6 +12,9 @@ import { type Ledger, sha512 } from "./ledger";
 import type { DirectoryEntry, Entry, FileEntry, IgnitionConfig, LinkEntry } from "./model";
 import type { PathMapper } from "./paths";
 
+/** The longest file name ext4, XFS and NTFS all accept, checked before anything is written. */
+const NAME_MAX = 255;
+
 /** The ledger's digest for a directory, which has no bytes. */
 export const DIRECTORY_DIGEST = "directory";
 
@@ -120,6 +123,8 @@ export async function planApply(
 
   for (const entry of creationOrder(config)) {
     const host = mapper.hostPath(entry.path);
+    const long = entry.path.split("/").find((name) => Buffer.byteLength(name) > NAME_MAX);
+    if (long !== undefined) throw new AgentError(AgentErrorCode.ApplyFailed, `${entry.at}.path: the name ${long.slice(0, 20)}… is longer than ${NAME_MAX} bytes`);
     const before = ops.length;
     await ensureParents(entry, host, view, ops);
     const parentsMade = ops.length > before;
