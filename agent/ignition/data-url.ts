@@ -16,9 +16,19 @@ export interface DataUrl {
 export class DataUrlError extends Error {}
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// Unreserved and reserved URI characters, minus those RFC 2396 calls "unwise".
-const URL_CHAR = /^[A-Za-z0-9\-_.!~*'();/?:@&=+$,]$/;
-const BASE64_BODY = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// Lookup tables rather than regular expressions: data URLs run to hundreds of
+// megabytes, where a backtracking regex overflows the stack.
+const table = (chars: string): Uint8Array => {
+  const t = new Uint8Array(128);
+  for (const c of chars) t[c.charCodeAt(0)] = 1;
+  return t;
+};
+const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+/** Unreserved and reserved URI characters, minus those RFC 2396 calls "unwise". */
+const URL_CHAR = table(`${ALNUM}-_.!~*'();/?:@&=+$,`);
+const B64_CHAR = table(`${ALNUM}+/`);
+const HEX = table("0123456789ABCDEFabcdef");
+const isIn = (t: Uint8Array, code: number): boolean => code < 128 && t[code] === 1;
 
 /** Parses and decodes `url`; throws {@link DataUrlError} when it is not a valid data URL. */
 export function decodeDataUrl(url: string): DataUrl {
@@ -52,19 +62,20 @@ export function decodeDataUrl(url: string): DataUrl {
     }
   });
   for (let i = 0; i < body.length; i++) {
-    const c = body[i] ?? "";
-    if (c === "%" && !base64) {
-      if (!/^[0-9A-Fa-f]{2}$/.test(body.slice(i + 1, i + 3))) {
+    const code = body.charCodeAt(i);
+    if (code === 0x25 && !base64) {
+      if (!isIn(HEX, body.charCodeAt(i + 1)) || !isIn(HEX, body.charCodeAt(i + 2))) {
         throw new DataUrlError("rfc2396: invalid char 0x25 in unescape sequence");
       }
       i += 2;
       continue;
     }
-    if (!URL_CHAR.test(c)) throw new DataUrlError("invalid data character");
+    if (!isIn(URL_CHAR, code)) throw new DataUrlError("invalid data character");
   }
   let data: Buffer;
   if (base64) {
-    if (!BASE64_BODY.test(body)) throw new DataUrlError(`illegal base64 data at input byte ${firstBadBase64Byte(body)}`);
+    const bad = firstBadBase64Byte(body);
+    if (bad >= 0) throw new DataUrlError(`illegal base64 data at input byte ${bad}`);
     data = Buffer.from(body, "base64");
   } else {
     data = percentDecode(body);
@@ -90,26 +101,32 @@ export function percentEncode(data: Uint8Array): string {
 }
 
 function percentDecode(text: string): Buffer {
-  const bytes: number[] = [];
+  const out = Buffer.allocUnsafe(text.length);
+  let n = 0;
   for (let i = 0; i < text.length; i++) {
-    if (text[i] === "%") {
-      bytes.push(parseInt(text.slice(i + 1, i + 3), 16));
+    const code = text.charCodeAt(i);
+    if (code === 0x25) {
+      out[n++] = parseInt(text.slice(i + 1, i + 3), 16);
       i += 2;
     } else {
-      bytes.push(text.charCodeAt(i));
+      out[n++] = code;
     }
   }
-  return Buffer.from(bytes);
+  return out.subarray(0, n);
 }
 
-// Go's decoder reports the start of the first 4-byte quantum it cannot decode.
+// Standard padded base64, as Go's StdEncoding reads it; returns the offset of the
+// first 4-byte quantum it cannot decode (Go's error position), or -1.
 function firstBadBase64Byte(body: string): number {
-  for (let q = 0; q < body.length; q += 4) {
-    const quantum = body.slice(q, q + 4);
-    const last = q + 4 >= body.length;
-    if (!/^[A-Za-z0-9+/]{4}$/.test(quantum) && !(last && /^[A-Za-z0-9+/]{2,3}={1,2}$/.test(quantum) && quantum.length === 4)) {
-      return q;
-    }
+  if (body.length % 4 !== 0) {
+    // Go reports the last, incomplete quantum unless an earlier one is bad.
+    const early = firstBadBase64Byte(body.slice(0, body.length - (body.length % 4)));
+    return early >= 0 ? early : body.length - (body.length % 4);
   }
-  return body.length;
+  for (let q = 0; q < body.length; q += 4) {
+    const last = q + 4 === body.length;
+    const pad = last ? (body.endsWith("==") ? 2 : body.endsWith("=") ? 1 : 0) : 0;
+    for (let i = q; i < q + 4 - pad; i++) if (!isIn(B64_CHAR, body.charCodeAt(i))) return q;
+  }
+  return -1;
 }

@@ -1,0 +1,23 @@
+/** Small helpers for benchmarks: repeated timing, medians, aligned output. */
+import { performance } from "node:perf_hooks";
+
+/** Median wall time in ms of `runs` runs of `work`; `prepare` runs untimed before each. */
+export async function medianMs(runs: number, work: () => Promise<unknown> | unknown, prepare?: () => void): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    prepare?.();
+    const t = performance.now();
+    await work();
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)] ?? NaN;
+}
+
+/** Prints `label: ours vs baseline (ratio)`. */
+export function report(label: string, ours: { name: string; ms: number }, baseline: { name: string; ms: number }): void {
+  const ratio = ours.ms / baseline.ms;
+  console.log(
+    `${label.padEnd(28)} ${ours.name} ${ours.ms.toFixed(1).padStart(9)} ms | ${baseline.name} ${baseline.ms.toFixed(1).padStart(9)} ms | ratio ${ratio.toFixed(2)}x`,
+  );
+}
