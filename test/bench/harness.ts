@@ -2,7 +2,7 @@
 import { performance } from "node:perf_hooks";
 
 /** Median wall time in ms of `runs` runs of `work`; `prepare` runs untimed before each. */
-export async function medianMs(runs: number, work: () => Promise<unknown> | unknown, prepare?: () => void): Promise<number> {
+export async function medianMs(runs: number, work: () => unknown, prepare?: () => void): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     prepare?.();
