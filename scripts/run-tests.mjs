@@ -3,7 +3,7 @@
 // ends with one plain summary line, "N passed, N failed, N skipped", that CI reads.
 // Usage: npm test [-- <path filter>...]
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 
@@ -24,6 +24,7 @@ function* walk(dir) {
 }
 
 const files = searched
+  .filter((d) => existsSync(join(root, d)))
   .flatMap((d) => [...walk(join(root, d))])
   .map((f) => relative(root, f))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
