@@ -3,6 +3,7 @@
  * area; each is a thin shell over the engine it drives.
  */
 import { Command } from "commander";
+import { registerBrokerCommands } from "./broker-commands";
 import { registerIgnitionCommands } from "./ignition-commands";
 import { AGENT_VERSION } from "../version";
 
@@ -13,6 +14,7 @@ const program = new Command("winfleet-agent")
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
 registerIgnitionCommands(program);
+registerBrokerCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`winfleet-agent: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);

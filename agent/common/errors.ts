@@ -6,6 +6,12 @@
 export const AgentErrorCode = {
   /** Input (a config, a template, metadata) failed validation. */
   InvalidInput: "INVALID_INPUT",
+  /** What a request names does not exist. */
+  NotFound: "NOT_FOUND",
+  /** A request conflicts with something already running. */
+  AlreadyExists: "ALREADY_EXISTS",
+  /** Not allowed by configuration (a port not in proxyPorts…). */
+  PermissionDenied: "PERMISSION_DENIED",
   /** Something the input refers to could not be fetched or read. */
   FetchFailed: "FETCH_FAILED",
   /** A fetched resource did not match its declared hash. */

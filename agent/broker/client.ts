@@ -1,0 +1,151 @@
+/**
+ * The container side: a client of the broker built from the same generated code,
+ * with wins's `prc run` behaviour (checksum, KeepAlive every 5 minutes, output
+ * streamed verbatim) plus what wins lacked: the host process's exit code.
+ */
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import * as grpc from "@grpc/grpc-js";
+import { ApplicationService, type ApplicationInfoResponse } from "./generated/wins/application_pb";
+import { HostService, type HostGetVersionResponse } from "./generated/wins/host_pb";
+import {
+  ProcessService,
+  type ProcessStartRequestSchema,
+  type ProcessStartResponse,
+  type ProcessWaitResponse,
+} from "./generated/wins/process_pb";
+import { TunnelService } from "./generated/winfleet/proxy_pb";
+import { grpcClientClass } from "./grpc-adapter";
+
+/** How often KeepAlive pings, as wins. */
+export const KEEPALIVE_INTERVAL_MS = 5 * 60 * 1000;
+
+type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+
+function client(service: Parameters<typeof grpcClientClass>[0], socket: string): Client {
+  const Ctor = grpcClientClass(service);
+  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as unknown as Client;
+}
+
+function unaryCall<Res>(c: Client, method: string, req: unknown): Promise<Res> {
+  return new Promise((resolvePromise, reject) => {
+    (c[method] as (r: unknown, cb: (e: grpc.ServiceError | null, r: Res) => void) => void).call(c, req, (e, r) => (e ? reject(e) : resolvePromise(r)));
+  });
+}
+
+/** `ApplicationService.Info`. */
+export async function appInfo(socket: string): Promise<ApplicationInfoResponse> {
+  const c = client(ApplicationService, socket);
+  try {
+    return await unaryCall<ApplicationInfoResponse>(c, "Info", {});
+  } finally {
+    c.close();
+  }
+}
+
+/** `HostService.GetVersion`. */
+export async function hostVersion(socket: string): Promise<HostGetVersionResponse> {
+  const c = client(HostService, socket);
+  try {
+    return await unaryCall<HostGetVersionResponse>(c, "GetVersion", {});
+  } finally {
+    c.close();
+  }
+}
+
+/** SHA1 hex of a file, as wins checks binaries. */
+export async function sha1File(path: string): Promise<string> {
+  return createHash("sha1").update(await readFile(path)).digest("hex");
+}
+
+/** What `runProcess` writes to. */
+export interface RunIo {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream;
+}
+
+/** A running `prc run`: `done` resolves with the exit code; `stop()` ends the KeepAlive, which kills the host process. */
+export interface RunningProcess {
+  readonly name: string;
+  readonly done: Promise<number>;
+  stop(): void;
+}
+
+/** Starts a host process through the broker and streams its output into `io`. */
+export async function runProcess(
+  socket: string,
+  request: Omit<MessageInitShape<typeof ProcessStartRequestSchema>, "Checksum">,
+  io: RunIo,
+): Promise<RunningProcess> {
+  const path = resolve(request.Path ?? "");
+  const checksum = await sha1File(path);
+  const c = client(ProcessService, socket);
+  const started = await unaryCall<ProcessStartResponse>(c, "Start", { ...request, Path: path, Checksum: checksum }).catch((e: unknown) => {
+    c.close();
+    throw e;
+  });
+  const name = started.Data?.Value ?? "";
+  const keepAlive = (c.KeepAlive as (cb: (e: grpc.ServiceError | null) => void) => grpc.ClientWritableStream<unknown>).call(c, () => undefined);
+  const ping = (): boolean => keepAlive.write({ Data: { Value: name } });
+  ping();
+  const timer = setInterval(ping, KEEPALIVE_INTERVAL_MS);
+  let stopped = false;
+  const stop = (): void => {
+    if (stopped) return;
+    stopped = true;
+    clearInterval(timer);
+    keepAlive.end();
+  };
+  const wait = (c.Wait as (r: unknown) => grpc.ClientReadableStream<ProcessWaitResponse>).call(c, { Data: { Value: name } });
+  const done = new Promise<number>((resolvePromise, reject) => {
+    let exitCode = 0;
+    wait.on("data", (msg: ProcessWaitResponse) => {
+      const o = msg.Options;
+      const out = o.case === "StdOut" ? io.stdout : o.case === "StdErr" ? io.stderr : undefined;
+      if (out && !out.write(o.value as Uint8Array)) {
+        wait.pause();
+        out.once("drain", () => wait.resume());
+      } else if (o.case === "ExitCode") {
+        exitCode = o.value;
+      }
+    });
+    wait.on("end", () => {
+      stop();
+      c.close();
+      resolvePromise(exitCode);
+    });
+    wait.on("error", (e) => {
+      stop();
+      c.close();
+      reject(e);
+    });
+  });
+  return { name, done, stop };
+}
+
+/** The proxy's allowed ports. */
+export async function proxyPorts(socket: string): Promise<number[]> {
+  const c = client(TunnelService, socket);
+  try {
+    return (await unaryCall<{ Ports: number[] }>(c, "ListPorts", {})).Ports;
+  } finally {
+    c.close();
+  }
+}
+
+/** A tunnel stream's frames as the client sees them. */
+export type TunnelCall = grpc.ClientDuplexStream<unknown, { Frame: { case?: string; value?: unknown } }>;
+
+/** One connection to the proxy socket; every tunnel is a stream on it. */
+export function tunnelClient(socket: string): grpc.Client {
+  return client(TunnelService, socket);
+}
+
+/** Opens a tunnel stream to `port` on the host. */
+export function openTunnel(c: grpc.Client, port: number, clientName: string): TunnelCall {
+  const call = ((c as Client).Open as () => TunnelCall).call(c);
+  call.write({ Frame: { case: "Open", value: { Port: port, Client: clientName } } });
+  return call;
+}

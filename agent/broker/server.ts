@@ -1,0 +1,139 @@
+/**
+ * The broker: the wins-compatible gRPC server on one socket (a named pipe on
+ * Windows) and the port proxy on another. Starting it cleans up processes left
+ * by an earlier broker; stopping it ends every host process it started.
+ */
+import { chmod, mkdir, rm } from "node:fs/promises";
+import { connect } from "node:net";
+import { dirname } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+import type { Logger } from "../common/log";
+import { type BrokerConfig, endpointPath } from "./config";
+import { type Firewall, noFirewall } from "./firewall";
+import { TunnelService } from "./generated/winfleet/proxy_pb";
+import { ApplicationService } from "./generated/wins/application_pb";
+import { HnsService } from "./generated/wins/hns_pb";
+import { HostService } from "./generated/wins/host_pb";
+import { NetworkService } from "./generated/wins/network_pb";
+import { ProcessService } from "./generated/wins/process_pb";
+import { RouteService } from "./generated/wins/route_pb";
+import { grpcService } from "./grpc-adapter";
+import { type ProcessHost, linuxProcessHost } from "./process-host";
+import { ProcessPool } from "./process-pool";
+import { tunnelService } from "./proxy-service";
+import { applicationService, hostService, processService, unavailableService } from "./services";
+import { ProcessPathPolicy } from "./whitelist";
+
+/** Everything the broker needs, passed in. */
+export interface BrokerOptions {
+  readonly config: BrokerConfig;
+  /** Where relative socket names live on Linux. */
+  readonly runDir: string;
+  /** Where process records live (stale-process cleanup). */
+  readonly stateDir: string;
+  /** The file whose SHA1 `ApplicationService.Info` reports. */
+  readonly entryFile: string;
+  readonly log: Logger;
+  readonly host?: ProcessHost;
+  readonly firewall?: Firewall;
+  readonly platform?: NodeJS.Platform;
+}
+
+const WINDOWS_ONLY = "is only available on Windows hosts";
+
+async function listening(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(path);
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}
+
+async function bind(server: grpc.Server, path: string, platform: NodeJS.Platform): Promise<void> {
+  if (platform !== "win32") {
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    if (await listening(path)) throw new AgentError(AgentErrorCode.AlreadyExists, `another broker is already listening on ${path}`);
+    await rm(path, { force: true }); // a socket file left by a broker that died
+  }
+  await new Promise<void>((resolve, reject) => {
+    server.bindAsync(`unix:${path}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve()));
+  }).catch((e: unknown) => {
+    throw new AgentError(AgentErrorCode.ApplyFailed, `cannot listen on ${path}: ${errorMessage(e)}`);
+  });
+  if (platform !== "win32") await chmod(path, 0o600);
+}
+
+/** A running broker. */
+export class Broker {
+  private constructor(
+    private readonly grpcServer: grpc.Server,
+    private readonly proxyServer: grpc.Server,
+    private readonly pool: ProcessPool,
+    /** The gRPC socket or pipe. */
+    readonly listenPath: string,
+    /** The proxy socket or pipe. */
+    readonly proxyPath: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts both servers; rejects (having bound nothing it keeps) if either cannot listen. */
+  static async start(options: BrokerOptions): Promise<Broker> {
+    const platform = options.platform ?? process.platform;
+    const { config, log } = options;
+    const pool = new ProcessPool(options.stateDir, options.host ?? linuxProcessHost, options.firewall ?? noFirewall, log);
+    const stale = await pool.cleanStale();
+    if (stale.length > 0) log.warn("killed processes left by an earlier broker", { count: stale.length, names: stale.join(",") });
+    if (config.whiteList.allowAll) log.warn("allowAll is set: any host binary may be started");
+    else if (config.whiteList.processPaths.length === 0) log.warn("the process whitelist is empty: prc run will refuse every path");
+
+    const policy = new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform);
+    const server = new grpc.Server();
+    server.addService(grpcService(ApplicationService), applicationService(options.entryFile));
+    server.addService(grpcService(HostService), hostService());
+    server.addService(grpcService(ProcessService), processService(pool, policy, log));
+    server.addService(grpcService(NetworkService), unavailableService(["Get"], `NetworkService ${WINDOWS_ONLY}`));
+    server.addService(grpcService(HnsService), unavailableService(["GetNetwork"], `HnsService ${WINDOWS_ONLY}`));
+    server.addService(grpcService(RouteService), unavailableService(["Add"], `RouteService ${WINDOWS_ONLY}`));
+    const proxy = new grpc.Server();
+    proxy.addService(grpcService(TunnelService), tunnelService(config.whiteList.proxyPorts, log));
+
+    const listenPath = endpointPath(config.listen, platform, options.runDir);
+    const proxyPath = endpointPath(config.proxy, platform, options.runDir);
+    await bind(server, listenPath, platform);
+    try {
+      await bind(proxy, proxyPath, platform);
+    } catch (e) {
+      server.forceShutdown();
+      throw e;
+    }
+    log.info("broker listening", { listen: listenPath, proxy: proxyPath, proxyPorts: config.whiteList.proxyPorts.join(",") });
+    return new Broker(server, proxy, pool, listenPath, proxyPath, log);
+  }
+
+  /** Names of the host processes running now. */
+  processes(): string[] {
+    return this.pool.names();
+  }
+
+  /** Stops accepting calls, ends every host process, and closes both sockets. */
+  async stop(): Promise<void> {
+    await this.pool.shutdown();
+    for (const s of [this.grpcServer, this.proxyServer]) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          s.forceShutdown();
+          resolve();
+        }, 2000);
+        s.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    this.log.info("broker stopped");
+  }
+}

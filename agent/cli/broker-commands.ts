@@ -1,0 +1,166 @@
+/**
+ * `winfleet-agent broker` (the server alone) and `winfleet-agent cli …` (the
+ * wins-compatible client a container runs). The client exits with the host
+ * process's exit code.
+ */
+import { hostname } from "node:os";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { errorMessage } from "../common/errors";
+import { createLogger } from "../common/log";
+import { DEFAULT_LISTEN, DEFAULT_PROXY, endpointPath, loadBrokerConfig } from "../broker/config";
+import { appInfo, hostVersion, openTunnel, proxyPorts, runProcess, sha1File, tunnelClient } from "../broker/client";
+import { parseListValue, parsePortSpec } from "../broker/list-value";
+import { Broker } from "../broker/server";
+import { AGENT_VERSION } from "../version";
+import { reportFailure } from "./ignition-commands";
+
+/** Where relative socket names live on Linux. */
+export function defaultRunDir(): string {
+  return process.env.WINFLEET_RUN_DIR ?? (process.getuid?.() === 0 ? "/run/winfleet" : join(process.env.XDG_RUNTIME_DIR ?? "/tmp", "winfleet"));
+}
+
+const socketOf = (name: string): string => endpointPath(name, process.platform, defaultRunDir());
+
+/** JSON with empty fields omitted, as wins printed Go structs. */
+function winsJson(value: unknown): string {
+  return JSON.stringify(value, (k, v: unknown) => (k === "$typeName" || v === "" || (Array.isArray(v) && v.length === 0) ? undefined : v));
+}
+
+/** Registers `broker` and `cli`. */
+export function registerBrokerCommands(program: Command): void {
+  program
+    .command("broker")
+    .description("serve the wins-compatible host-process API and the port proxy")
+    .requiredOption("--config <file>", "wins-style config (YAML or JSON): listen, proxy, white_list.processPaths/proxyPorts, allowAll")
+    .option("--state-dir <dir>", "where process records live (default: stateDir from the config, else <run dir>/broker-state)")
+    .action(async (opts: { config: string; stateDir?: string }) => {
+      try {
+        const config = await loadBrokerConfig(opts.config);
+        const log = createLogger("broker", { debug: config.debug });
+        const runDir = defaultRunDir();
+        const broker = await Broker.start({
+          config, runDir, log,
+          stateDir: resolve(opts.stateDir ?? config.stateDir ?? join(runDir, "broker-state")),
+          entryFile: process.argv[1] ?? __filename,
+        });
+        await new Promise<void>((done) => {
+          const stop = (): void => {
+            process.off("SIGINT", stop);
+            process.off("SIGTERM", stop);
+            broker.stop().then(done, done);
+          };
+          process.on("SIGINT", stop);
+          process.on("SIGTERM", stop);
+        });
+      } catch (e) {
+        reportFailure(e);
+      }
+    });
+
+  const cli = program.command("cli").description("the client side: what a container runs against the host's broker");
+  const server = (c: Command): Command => c.option("--server <name>", "broker socket: a name (pipe on Windows) or an absolute socket path", DEFAULT_LISTEN);
+
+  const prc = cli.command("prc").alias("process").description("host processes");
+  server(prc.command("run").description("run a host process for as long as this client lives; exits with its exit code"))
+    .requiredOption("--path <path>", "the binary, at the same absolute path on host and container")
+    .option("--args <list>", "arguments, space-separated; quotes group (and are kept)", "")
+    .option("--exposes <list>", "ports to open in the host firewall, e.g. \"TCP:443 UDP:4789-4790\"", "")
+    .option("--envs <list>", "environment, e.g. \"A=1 B=2\"", "")
+    .option("--dir <dir>", "working directory (default: the binary's directory)", "")
+    .action(async (opts: { path: string; args: string; exposes: string; envs: string; dir: string; server: string }) => {
+      try {
+        const exposes = parseListValue(opts.exposes).flatMap((item) => {
+          const spec = parsePortSpec(item);
+          return spec.ports.map((Port) => ({ Port, Protocol: spec.protocol === "UDP" ? 1 : 0 }));
+        });
+        const run = await runProcess(socketOf(opts.server), {
+          Path: opts.path, Args: parseListValue(opts.args), Envs: parseListValue(opts.envs), Dir: opts.dir, Exposes: exposes,
+        }, { stdout: process.stdout, stderr: process.stderr });
+        const stop = (): void => run.stop();
+        process.once("SIGINT", stop);
+        process.once("SIGTERM", stop);
+        process.exitCode = await run.done;
+      } catch (e) {
+        process.stderr.write(`error: ${errorMessage(e)}\n`);
+        process.exitCode = 1;
+      }
+    });
+
+  const app = cli.command("app").alias("application").description("the broker application");
+  server(app.command("info").description("client and server version and checksum, as JSON")).action(async (opts: { server: string }) => {
+    try {
+      const server = await appInfo(socketOf(opts.server));
+      const client = { Checksum: await sha1File(process.argv[1] ?? __filename), Version: AGENT_VERSION, Commit: process.env.WINFLEET_COMMIT ?? "" };
+      process.stdout.write(winsJson({ Client: client, Server: server.Info }));
+    } catch (e) {
+      process.stderr.write(`error: ${errorMessage(e)}\n`);
+      process.exitCode = 1;
+    }
+  });
+
+  const hst = cli.command("hst").alias("host").description("the host");
+  server(hst.command("get-version").description("the host OS version, as JSON")).action(async (opts: { server: string }) => {
+    try {
+      process.stdout.write(winsJson((await hostVersion(socketOf(opts.server))).Data));
+    } catch (e) {
+      process.stderr.write(`error: ${errorMessage(e)}\n`);
+      process.exitCode = 1;
+    }
+  });
+
+  cli
+    .command("proxy")
+    .description("listen on ports inside the pod and tunnel each connection to the same port on the host's localhost")
+    .requiredOption("--publish <list>", "ports to publish, e.g. \"TCP:9796 TCP:80-81\" (TCP only)")
+    .option("--proxy <name>", "proxy socket: a name (pipe on Windows) or an absolute socket path", DEFAULT_PROXY)
+    .option("--bind <address>", "address to listen on inside the pod", "0.0.0.0")
+    .action(async (opts: { publish: string; proxy: string; bind: string }) => {
+      try {
+        const ports = parseListValue(opts.publish).flatMap((i) => parsePortSpec(i, ["TCP"]).ports);
+        const socket = socketOf(opts.proxy);
+        const allowed = new Set(await proxyPorts(socket));
+        const refused = ports.filter((p) => !allowed.has(p));
+        if (refused.length > 0) {
+          throw new Error(`the host does not allow port(s) ${refused.join(", ")} (proxyPorts: ${[...allowed].join(", ") || "none"})`);
+        }
+        await Promise.all(ports.map((port) => publish(socket, port, opts.bind)));
+        process.stderr.write(`proxying ${ports.map((p) => `${opts.bind}:${p}`).join(", ")} to the host\n`);
+      } catch (e) {
+        process.stderr.write(`error: ${errorMessage(e)}\n`);
+        process.exitCode = 1;
+      }
+    });
+}
+
+/** Listens on `bind:port` and tunnels each connection to the host through one shared proxy connection. */
+export function publish(socket: string, port: number, bind: string): Promise<void> {
+  const client = tunnelClient(socket);
+  const server = createServer((conn) => {
+    const call = openTunnel(client, port, hostname());
+    conn.on("data", (chunk: Buffer) => {
+      if (!call.write({ Frame: { case: "Data", value: chunk } })) {
+        conn.pause();
+        call.once("drain", () => conn.resume());
+      }
+    });
+    conn.on("end", () => call.end());
+    conn.on("error", () => call.cancel());
+    call.on("data", (frame: { Frame: { case?: string; value?: unknown } }) => {
+      if (frame.Frame.case === "Data" && !conn.write(frame.Frame.value as Uint8Array)) {
+        call.pause();
+        conn.once("drain", () => call.resume());
+      }
+    });
+    call.on("end", () => conn.end());
+    call.on("error", (e: Error) => {
+      process.stderr.write(`proxy ${port}: ${e.message}\n`);
+      conn.destroy();
+    });
+  });
+  return new Promise((resolvePromise, reject) => {
+    server.once("error", reject);
+    server.listen(port, bind, () => resolvePromise());
+  });
+}
