@@ -1,0 +1,98 @@
+/**
+ * Broker test helpers: a broker on temporary sockets, and a client built from
+ * the .proto files by @grpc/proto-loader — a different code path from the
+ * server's generated codecs, as an old wins client would be.
+ */
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import type { BrokerConfig } from "../../agent/broker/config";
+import { Broker } from "../../agent/broker/server";
+import { silentLogger } from "../../agent/common/log";
+
+export const PROTO_DIR = join(__dirname, "..", "..", "agent", "broker", "proto");
+export const AGENT = join(__dirname, "..", "..", "bin", "winfleet-agent.js");
+
+/** The proto-loader view of every broker proto. */
+export const packageDefinition = protoLoader.loadSync(
+  ["wins/application.proto", "wins/host.proto", "wins/network.proto", "wins/hns.proto", "wins/route.proto", "wins/process.proto", "winfleet/proxy.proto"],
+  { includeDirs: [PROTO_DIR], keepCase: true, longs: String, enums: String, defaults: true, oneofs: true },
+);
+const loaded = grpc.loadPackageDefinition(packageDefinition) as unknown as {
+  wins: Record<string, grpc.ServiceClientConstructor>;
+  winfleet: { proxy: { v1: Record<string, grpc.ServiceClientConstructor> } };
+};
+
+/** A raw client for a wins service on `socket`. */
+export function winsClient(service: string, socket: string): grpc.Client & Record<string, (...a: unknown[]) => unknown> {
+  const Ctor = loaded.wins[service];
+  if (!Ctor) throw new Error(`no service wins.${service}`);
+  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, (...a: unknown[]) => unknown>;
+}
+
+/** A raw client for the tunnel service. */
+export function tunnelRawClient(socket: string): grpc.Client & Record<string, (...a: unknown[]) => unknown> {
+  const Ctor = loaded.winfleet.proxy.v1.TunnelService;
+  if (!Ctor) throw new Error("no TunnelService");
+  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, (...a: unknown[]) => unknown>;
+}
+
+/** Calls a unary method, resolving with the response or rejecting with the ServiceError. */
+export function call<T>(client: grpc.Client & Record<string, (...a: unknown[]) => unknown>, method: string, req: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    (client[method] as (r: unknown, cb: (e: grpc.ServiceError | null, r: T) => void) => void).call(client, req, (e, r) => (e ? reject(e) : resolve(r)));
+  });
+}
+
+/** A temporary directory, real-path resolved (no symlinks along it). */
+export function tempDir(prefix: string): string {
+  return realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+}
+
+/** Writes an executable shell script. */
+export function script(path: string, body: string): string {
+  writeFileSync(path, `#!/bin/sh\n${body}\n`);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+/** A broker in this process on fresh sockets. */
+export async function startBroker(whiteList: Partial<BrokerConfig["whiteList"]>, dir = tempDir("broker-")): Promise<{ broker: Broker; dir: string; socket: string; proxy: string }> {
+  mkdirSync(join(dir, "run"), { recursive: true, mode: 0o700 });
+  const config: BrokerConfig = {
+    debug: false,
+    listen: join(dir, "run", "wins.sock"),
+    proxy: join(dir, "run", "proxy.sock"),
+    whiteList: { processPaths: [], proxyPorts: [], allowAll: false, ...whiteList },
+    stateDir: join(dir, "state"),
+  };
+  const broker = await Broker.start({ config, runDir: join(dir, "run"), stateDir: join(dir, "state"), entryFile: AGENT, log: silentLogger });
+  return { broker, dir, socket: broker.listenPath, proxy: broker.proxyPath };
+}
+
+/** Waits until `check` is true, polling; fails after `ms`. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+}
+
+/** Whether a pid is alive (and not a zombie). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = require("node:fs").readFileSync(`/proc/${pid}/stat`, "utf8") as string;
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * A host process lives exactly as long as its client: killing the client (as a
+ * container dying would) kills the whole tree; a broker that restarts finds and
+ * kills what an earlier broker left, and the same binary then runs again.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import type * as grpc from "@grpc/grpc-js";
+import { AGENT, alive, call, eventually, script, startBroker, tempDir, winsClient } from "./harness";
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+
+const children: ChildProcess[] = [];
+after(() => children.forEach((c) => c.kill("SIGKILL")));
+
+/** Runs the CLI client and resolves with the pids the tool prints on its first line. */
+function runClient(socket: string, tool: string): Promise<{ child: ChildProcess; pids: number[] }> {
+  const child = spawn(process.execPath, [AGENT, "cli", "prc", "run", "--server", socket, "--path", tool], { stdio: ["ignore", "pipe", "inherit"] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      const line = out.split("\n")[0];
+      if (out.includes("\n") && line) resolve({ child, pids: line.trim().split(/\s+/).map(Number) });
+    });
+    child.once("exit", (code) => reject(new Error(`client exited ${code} before printing pids: ${out}`)));
+  });
+}
+
+// A process with a child and a grandchild, printing all three pids.
+const TREE = 'sleep 300 & a=$!; sh -c "sleep 300 & echo \\$! > $0.grand; wait" "$0" & b=$!; sleep 0.3; echo "$$ $a $b $(cat "$0.grand")"; wait';
+
+describe("host process lifetime", () => {
+  it("kills the whole process tree when the client dies", async () => {
+    const bin = tempDir("tree-");
+    const tool = script(join(bin, "tree.sh"), TREE);
+    const env = await startBroker({ processPaths: [tool] });
+    try {
+      const { child, pids } = await runClient(env.socket, tool);
+      assert.equal(pids.length, 4);
+      assert.ok(pids.every(alive));
+      child.kill("SIGKILL"); // the container dies: no goodbye, the connection just breaks
+      await eventually(() => pids.every((p) => !alive(p)), 10_000, `pids ${pids.join(" ")} to die`);
+      await eventually(() => env.broker.processes().length === 0, 5000, "the broker to forget the process");
+    } finally {
+      await env.broker.stop();
+    }
+  });
+
+  it("ends the process when the client is interrupted, and the client exits with its code", async () => {
+    const bin = tempDir("int-");
+    const tool = script(join(bin, "wait.sh"), 'echo "$$"; exec sleep 300');
+    const env = await startBroker({ processPaths: [tool] });
+    try {
+      const { child, pids } = await runClient(env.socket, tool);
+      const exited = new Promise<number | null>((r) => child.once("exit", r));
+      child.kill("SIGINT");
+      assert.equal(await exited, 137); // 128 + SIGKILL: the broker killed it
+      assert.ok(!alive(pids[0] ?? 0));
+    } finally {
+      await env.broker.stop();
+    }
+  });
+
+  it("refuses a second start of a running name with ALREADY_EXISTS, without crashing", async () => {
+    const bin = tempDir("dup-");
+    const tool = script(join(bin, "dup.sh"), "echo $$; exec sleep 300");
+    const env = await startBroker({ processPaths: [tool] });
+    try {
+      const { child } = await runClient(env.socket, tool);
+      const client = winsClient("ProcessService", env.socket);
+      const checksum = createHash("sha1").update(readFileSync(tool)).digest("hex");
+      await assert.rejects(call(client, "Start", { Path: tool, Checksum: checksum }), (e: grpc.ServiceError) => e.code === 6);
+      client.close();
+      child.kill("SIGKILL");
+    } finally {
+      await env.broker.stop();
+    }
+  });
+
+  it("a restarted broker kills what the previous one left and runs the binary again", async () => {
+    const dir = tempDir("restart-");
+    const bin = tempDir("restart-bin-");
+    const tool = script(join(bin, "long.sh"), "echo $$; exec sleep 300");
+    const config = join(dir, "config.yaml");
+    writeFileSync(config, [
+      "white_list:", `  processPaths: [${tool}]`, `listen: ${dir}/run/wins.sock`, `proxy: ${dir}/run/proxy.sock`, `stateDir: ${dir}/state`,
+    ].join("\n"));
+    const startServer = async (): Promise<ChildProcess> => {
+      const server = spawn(process.execPath, [AGENT, "broker", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
+      children.push(server);
+      let log = "";
+      server.stderr?.on("data", (d: Buffer) => (log += d.toString()));
+      await eventually(() => log.includes("broker listening"), 15_000, `the broker to listen (log: ${log})`);
+      return server;
+    };
+    const first = await startServer();
+    const { child: client, pids } = await runClient(`${dir}/run/wins.sock`, tool);
+    first.kill("SIGKILL"); // the agent crashes; its host process lives on
+    client.kill("SIGKILL");
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(alive(pids[0] ?? 0), "the orphan outlived its broker");
+    const second = await startServer();
+    await eventually(() => !alive(pids[0] ?? 0), 5000, "the stale process to be killed");
+    const again = await runClient(`${dir}/run/wins.sock`, tool);
+    assert.ok(alive(again.pids[0] ?? 0));
+    again.child.kill("SIGKILL");
+    second.kill("SIGTERM");
+    await new Promise((r) => second.once("exit", r));
+    assert.ok(!alive(again.pids[0] ?? 0), "a stopping broker ends its processes");
+  });
+});
