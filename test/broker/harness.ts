@@ -3,7 +3,7 @@
  * the .proto files by @grpc/proto-loader — a different code path from the
  * server's generated codecs, as an old wins client would be.
  */
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -90,7 +90,7 @@ export function alive(pid: number): boolean {
     return false;
   }
   try {
-    const stat = require("node:fs").readFileSync(`/proc/${pid}/stat`, "utf8") as string;
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
   } catch {
     return false;

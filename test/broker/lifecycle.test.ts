@@ -9,6 +9,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
+import { status as grpcStatus } from "@grpc/grpc-js";
 import { AGENT, alive, call, eventually, script, startBroker, tempDir, winsClient } from "./harness";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -74,7 +75,7 @@ describe("host process lifetime", () => {
       const { child } = await runClient(env.socket, tool);
       const client = winsClient("ProcessService", env.socket);
       const checksum = createHash("sha1").update(readFileSync(tool)).digest("hex");
-      await assert.rejects(call(client, "Start", { Path: tool, Checksum: checksum }), (e: grpc.ServiceError) => e.code === 6);
+      await assert.rejects(call(client, "Start", { Path: tool, Checksum: checksum }), (e: grpc.ServiceError) => e.code === grpcStatus.ALREADY_EXISTS);
       client.close();
       child.kill("SIGKILL");
     } finally {

@@ -9,6 +9,7 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
+import { status as grpcStatus } from "@grpc/grpc-js";
 import { type Broker } from "../../agent/broker/server";
 import { call, packageDefinition, script, startBroker, tempDir, winsClient } from "./harness";
 
@@ -118,7 +119,7 @@ describe("ProcessService over a real socket", () => {
 
   it("refuses a binary whose checksum differs with NOT_FOUND", async () => {
     const client = winsClient("ProcessService", env.socket);
-    await assert.rejects(call(client, "Start", { Path: tool, Checksum: "0".repeat(40) }), (e: grpc.ServiceError) => e.code === 5 && /checksum mismatch/.test(e.details));
+    await assert.rejects(call(client, "Start", { Path: tool, Checksum: "0".repeat(40) }), (e: grpc.ServiceError) => e.code === grpcStatus.NOT_FOUND && /checksum mismatch/.test(e.details));
     client.close();
   });
 
@@ -130,7 +131,7 @@ describe("ProcessService over a real socket", () => {
     assert.ok((await call<{ Data: { CurrentBuildNumber: string } }>(host, "GetVersion", {})).Data.CurrentBuildNumber);
     for (const [service, method] of [["NetworkService", "Get"], ["HnsService", "GetNetwork"], ["RouteService", "Add"]] as const) {
       const c = winsClient(service, env.socket);
-      await assert.rejects(call(c, method, {}), (e: grpc.ServiceError) => e.code === 12 && /only available on Windows/.test(e.details), service);
+      await assert.rejects(call(c, method, {}), (e: grpc.ServiceError) => e.code === grpcStatus.UNIMPLEMENTED && /only available on Windows/.test(e.details), service);
       c.close();
     }
     app.close();

@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
+import { status as grpcStatus } from "@grpc/grpc-js";
 import type { Broker } from "../../agent/broker/server";
 import { call, script, startBroker, tempDir, winsClient } from "./harness";
 
@@ -68,14 +69,14 @@ describe("the process whitelist", () => {
   for (const [what, path, reason] of escapes) {
     it(`refuses ${what} with INVALID_ARGUMENT`, async () => {
       const e = await start(env.socket, path(bin));
-      assert.equal(e?.code, 3, `${path(bin)}: ${e?.details ?? "ran"}`);
+      assert.equal(e?.code, grpcStatus.INVALID_ARGUMENT, `${path(bin)}: ${e?.details ?? "ran"}`);
       assert.match(e?.details ?? "", reason);
     });
   }
 
   it("refuses a symlink even when its target is whitelisted", async () => {
     const e = await start(env.socket, join(bin, "link", "tool.sh"));
-    assert.equal(e?.code, 3);
+    assert.equal(e?.code, grpcStatus.INVALID_ARGUMENT);
     const broker = await startBroker({ processPaths: [join(bin, "link", "tool.sh")] });
     const viaLink = await start(broker.socket, join(bin, "link", "tool.sh"));
     await broker.broker.stop();
@@ -84,12 +85,12 @@ describe("the process whitelist", () => {
 
   it("denies everything when the whitelist is empty, unless allowAll", async () => {
     const e = await start(empty.socket, tool);
-    assert.equal(e?.code, 3);
+    assert.equal(e?.code, grpcStatus.INVALID_ARGUMENT);
     assert.match(e?.details ?? "", /whitelist is empty.*allowAll/);
     assert.equal(await start(open.socket, tool), undefined);
   });
 
   it("still refuses escapes under allowAll", async () => {
-    assert.equal((await start(open.socket, `${bin}/sub/../sub/tool.sh`))?.code, 3);
+    assert.equal((await start(open.socket, `${bin}/sub/../sub/tool.sh`))?.code, grpcStatus.INVALID_ARGUMENT);
   });
 });
