@@ -9,7 +9,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import type { Logger } from "../common/log";
 import { ListPortsResponseSchema, type TunnelFrame, TunnelFrameSchema } from "./generated/winfleet/proxy_pb";
-import { toServiceError } from "./status";
+import { failStream } from "./status";
 
 /** `TunnelService` for the allowed `ports`. */
 export function tunnelService(ports: readonly number[], log: Logger, host = "localhost"): grpc.UntypedServiceImplementation {
@@ -18,7 +18,7 @@ export function tunnelService(ports: readonly number[], log: Logger, host = "loc
     let socket: ReturnType<typeof connect> | undefined;
     const fail = (e: AgentError): void => {
       socket?.destroy();
-      call.destroy(toServiceError(e));
+      failStream(call, e);
     };
     call.on("data", (frame: TunnelFrame) => {
       if (socket === undefined) {
@@ -29,7 +29,7 @@ export function tunnelService(ports: readonly number[], log: Logger, host = "loc
           return fail(new AgentError(AgentErrorCode.PermissionDenied, `port ${port} is not in proxyPorts (allowed: ${list})`));
         }
         log.debug("tunnel opened", { port, client: frame.Frame.value.Client });
-        const s = connect({ port, host });
+        const s = connect({ port, host, allowHalfOpen: true });
         socket = s;
         s.on("data", (chunk: Buffer) => {
           if (!call.write(create(TunnelFrameSchema, { Frame: { case: "Data", value: chunk } }))) {

@@ -27,7 +27,7 @@ import {
   RunExposeProtocol,
 } from "./generated/wins/process_pb";
 import type { ProcessPool } from "./process-pool";
-import { toServiceError } from "./status";
+import { failStream, toServiceError } from "./status";
 import type { ProcessPathPolicy } from "./whitelist";
 import type { MessageShape } from "@bufbuild/protobuf";
 
@@ -110,7 +110,7 @@ export function processService(pool: ProcessPool, policy: ProcessPathPolicy, log
         trailer.set(EXIT_CODE_METADATA, String(code));
         call.end(trailer);
       })
-      .catch((e: unknown) => call.destroy(toServiceError(e)));
+      .catch((e: unknown) => failStream(call, e));
   };
 
   const KeepAlive: grpc.handleClientStreamingCall<ProcessKeepAliveRequest, Void> = (call, callback) => {

@@ -26,3 +26,12 @@ export function toServiceError(e: unknown): ServiceError {
   const details = e instanceof AgentError ? e.message : `internal error: ${errorMessage(e)}`;
   return Object.assign(new Error(details), { code, details, metadata: new Metadata() });
 }
+
+/**
+ * Ends a server stream with an error status. grpc-js sends a stream's status
+ * from its `error` handler; `destroy(err)` would tear the stream down first and
+ * the client would never hear why.
+ */
+export function failStream(call: { emit(event: "error", e: ServiceError): boolean }, e: unknown): void {
+  call.emit("error", toServiceError(e));
+}

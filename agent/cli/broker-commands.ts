@@ -3,14 +3,13 @@
  * wins-compatible client a container runs). The client exits with the host
  * process's exit code.
  */
-import { hostname } from "node:os";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { errorMessage } from "../common/errors";
 import { createLogger } from "../common/log";
 import { DEFAULT_LISTEN, DEFAULT_PROXY, endpointPath, loadBrokerConfig } from "../broker/config";
-import { appInfo, hostVersion, openTunnel, proxyPorts, runProcess, sha1File, tunnelClient } from "../broker/client";
+import { appInfo, hostVersion, proxyPorts, runProcess, sha1File } from "../broker/client";
+import { publish } from "../broker/proxy-client";
 import { parseListValue, parsePortSpec } from "../broker/list-value";
 import { Broker } from "../broker/server";
 import { AGENT_VERSION } from "../version";
@@ -125,42 +124,18 @@ export function registerBrokerCommands(program: Command): void {
         if (refused.length > 0) {
           throw new Error(`the host does not allow port(s) ${refused.join(", ")} (proxyPorts: ${[...allowed].join(", ") || "none"})`);
         }
-        await Promise.all(ports.map((port) => publish(socket, port, opts.bind)));
+        const published = await Promise.all(ports.map((port) => publish(socket, port, opts.bind, (m) => process.stderr.write(`${m}\n`))));
         process.stderr.write(`proxying ${ports.map((p) => `${opts.bind}:${p}`).join(", ")} to the host\n`);
+        await new Promise<void>((done) => {
+          const stop = (): void => {
+            Promise.all(published.map((p) => p.close())).then(() => done(), () => done());
+          };
+          process.once("SIGINT", stop);
+          process.once("SIGTERM", stop);
+        });
       } catch (e) {
         process.stderr.write(`error: ${errorMessage(e)}\n`);
         process.exitCode = 1;
       }
     });
-}
-
-/** Listens on `bind:port` and tunnels each connection to the host through one shared proxy connection. */
-export function publish(socket: string, port: number, bind: string): Promise<void> {
-  const client = tunnelClient(socket);
-  const server = createServer((conn) => {
-    const call = openTunnel(client, port, hostname());
-    conn.on("data", (chunk: Buffer) => {
-      if (!call.write({ Frame: { case: "Data", value: chunk } })) {
-        conn.pause();
-        call.once("drain", () => conn.resume());
-      }
-    });
-    conn.on("end", () => call.end());
-    conn.on("error", () => call.cancel());
-    call.on("data", (frame: { Frame: { case?: string; value?: unknown } }) => {
-      if (frame.Frame.case === "Data" && !conn.write(frame.Frame.value as Uint8Array)) {
-        call.pause();
-        conn.once("drain", () => call.resume());
-      }
-    });
-    call.on("end", () => conn.end());
-    call.on("error", (e: Error) => {
-      process.stderr.write(`proxy ${port}: ${e.message}\n`);
-      conn.destroy();
-    });
-  });
-  return new Promise((resolvePromise, reject) => {
-    server.once("error", reject);
-    server.listen(port, bind, () => resolvePromise());
-  });
 }
