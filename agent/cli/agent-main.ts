@@ -5,6 +5,7 @@
 import { Command } from "commander";
 import { registerBrokerCommands } from "./broker-commands";
 import { registerIgnitionCommands } from "./ignition-commands";
+import { registerUpgradeCommands } from "./upgrade-commands";
 import { AGENT_VERSION } from "../version";
 
 const program = new Command("winfleet-agent")
@@ -15,6 +16,7 @@ const program = new Command("winfleet-agent")
 
 registerIgnitionCommands(program);
 registerBrokerCommands(program);
+registerUpgradeCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`winfleet-agent: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);

@@ -1,0 +1,69 @@
+/** `winfleet-agent up` and `winfleet-agent service render`. */
+import { spawn } from "node:child_process";
+import { openSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { appInfo } from "../broker/client";
+import { endpointPath, loadBrokerConfig } from "../broker/config";
+import { createLogger } from "../common/log";
+import { installationAt } from "../upgrade/installation";
+import { pidFileManager, systemdManager } from "../upgrade/service-manager";
+import { renderSystemdUnit, renderWindowsServiceInstall } from "../upgrade/service-units";
+import { up } from "../upgrade/up";
+import { defaultRunDir } from "./broker-commands";
+import { reportFailure } from "./ignition-commands";
+
+interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile"; timeout: number; detach: boolean }
+
+/** Registers `up` and `service`. */
+export function registerUpgradeCommands(program: Command): void {
+  program
+    .command("up")
+    .description("self-upgrade: install an agent bundle, restart the service, verify it answers, roll back if not")
+    .requiredOption("--bundle <dir>", "the new agent bundle (a directory with package.json and bin/)")
+    .requiredOption("--install-dir <dir>", "the installation (releases/ and the current link)")
+    .requiredOption("--config <file>", "the broker config, whose socket the new version must answer on")
+    .option("--manager <kind>", "how to restart the agent: systemd or pidfile", "systemd")
+    .option("--timeout <seconds>", "how long the new version has to answer", (v) => Number(v), 30)
+    .option("--detach", "run the upgrade in the background (when started through the broker, whose restart would end it)", false)
+    .action(async (opts: UpOpts) => {
+      try {
+        if (opts.detach) {
+          const log = openSync(join(opts.installDir, "up.log"), "a");
+          const args = process.argv.slice(1).filter((a) => a !== "--detach");
+          const child = spawn(process.execPath, args, { detached: true, stdio: ["ignore", log, log] });
+          child.unref();
+          process.stdout.write(`upgrade started in the background (pid ${child.pid}); log: ${join(opts.installDir, "up.log")}\n`);
+          return;
+        }
+        const config = await loadBrokerConfig(opts.config);
+        const socket = endpointPath(config.listen, process.platform, defaultRunDir());
+        const installDir = resolve(opts.installDir);
+        const manager = opts.manager === "pidfile" ? pidFileManager(installDir, ["broker", "--config", resolve(opts.config)]) : systemdManager();
+        const result = await up(resolve(opts.bundle), {
+          installation: installationAt(installDir),
+          manager,
+          probe: async () => (await appInfo(socket)).Info?.Version,
+          timeoutMs: opts.timeout * 1000,
+          log: createLogger("up"),
+        });
+        process.stdout.write(`${result.outcome}: ${result.from ?? "(none)"} -> ${result.to}\n`);
+      } catch (e) {
+        reportFailure(e);
+      }
+    });
+
+  const service = program.command("service").description("service registration");
+  service
+    .command("render")
+    .description("print the service definition: a systemd unit, or the Windows registration PowerShell")
+    .option("--os <os>", "linux or windows", process.platform === "win32" ? "windows" : "linux")
+    .option("--install-dir <dir>", "the installation directory", process.platform === "win32" ? "C:\\ProgramData\\winfleet" : "/opt/winfleet")
+    .option("--node <path>", "Node.js executable", process.platform === "win32" ? "C:\\Program Files\\nodejs\\node.exe" : "/usr/bin/node")
+    .option("--nssm <path>", "service wrapper on Windows", "C:\\ProgramData\\winfleet\\nssm.exe")
+    .option("--config <file>", "broker config", process.platform === "win32" ? "C:\\etc\\rancher\\wins\\config" : "/etc/winfleet/broker.yaml")
+    .action((opts: { os: string; installDir: string; node: string; nssm: string; config: string }) => {
+      const spec = { installDir: opts.installDir, node: opts.node, args: ["broker", "--config", opts.config] };
+      process.stdout.write(opts.os === "windows" ? renderWindowsServiceInstall({ ...spec, nssm: opts.nssm }) : renderSystemdUnit(spec));
+    });
+}

@@ -1,0 +1,69 @@
+/**
+ * The agent's installation on a host: every version in `releases/<version>/`
+ * and a `current` link naming the active one, which the service runs from.
+ * Switching versions is one atomic rename of that link, so a host is always on
+ * exactly one complete version, and going back is the same operation.
+ */
+import { cp, mkdir, readFile, readlink, rename, rm, stat, symlink } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+
+/** Paths of an installation rooted at `dir`. */
+export interface Installation {
+  readonly dir: string;
+  readonly releases: string;
+  /** The link the service runs through. */
+  readonly current: string;
+}
+
+/** The installation at `dir`. */
+export function installationAt(dir: string): Installation {
+  return { dir, releases: join(dir, "releases"), current: join(dir, "current") };
+}
+
+/** The version a bundle directory declares (its package.json), checked for the entry point. */
+export async function bundleVersion(bundle: string): Promise<string> {
+  let pkg: { name?: unknown; version?: unknown };
+  try {
+    pkg = JSON.parse(await readFile(join(bundle, "package.json"), "utf8")) as typeof pkg;
+  } catch (e) {
+    throw new AgentError(AgentErrorCode.InvalidInput, `${bundle} is not an agent bundle: cannot read package.json: ${errorMessage(e)}`);
+  }
+  if (pkg.name !== "winfleet" || typeof pkg.version !== "string" || !/^[0-9A-Za-z.+-]+$/.test(pkg.version)) {
+    throw new AgentError(AgentErrorCode.InvalidInput, `${bundle} is not an agent bundle: package.json must be winfleet's with a version`);
+  }
+  await stat(join(bundle, "bin", "winfleet-agent.js")).catch(() => {
+    throw new AgentError(AgentErrorCode.InvalidInput, `${bundle} is not an agent bundle: bin/winfleet-agent.js is missing`);
+  });
+  return pkg.version;
+}
+
+/** The active release's directory name (its version), or undefined before the first install. */
+export async function activeVersion(inst: Installation): Promise<string | undefined> {
+  try {
+    return basename(await readlink(inst.current));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Copies `bundle` into `releases/<version>` (staged, then renamed) unless that version is already there. */
+export async function installRelease(inst: Installation, bundle: string): Promise<string> {
+  const version = await bundleVersion(bundle);
+  const target = join(inst.releases, version);
+  if (await stat(target).then(() => true, () => false)) return version;
+  await mkdir(inst.releases, { recursive: true });
+  const staging = join(inst.releases, `.${version}.staging`);
+  await rm(staging, { recursive: true, force: true });
+  await cp(bundle, staging, { recursive: true, verbatimSymlinks: true });
+  await rename(staging, target);
+  return version;
+}
+
+/** Points `current` at `releases/<version>` atomically (a junction on Windows). */
+export async function activate(inst: Installation, version: string): Promise<void> {
+  const temp = join(inst.dir, `.current.${process.pid}`);
+  await rm(temp, { force: true });
+  await symlink(join("releases", version), temp, process.platform === "win32" ? "junction" : "dir");
+  await rename(temp, inst.current);
+}
