@@ -35,6 +35,14 @@ else
   missing+=("CoreOS Ignition: 'apt-get install ignition' failed (needs root or sudo and Debian's package index)")
 fi
 
+note "socat and systemd-analyze (benchmark baseline, service unit check)"
+for pair in socat:socat systemd-analyze:systemd; do
+  cmd=${pair%%:*}; pkg=${pair##*:}
+  if command -v "$cmd" >/dev/null; then echo "present: $cmd"
+  elif apt_install "$pkg"; then echo "installed: $cmd"
+  else missing+=("$cmd: 'apt-get install $pkg' failed"); fi
+done
+
 note "PowerShell 7 (lifecycle tests)"
 pwsh_path="$(command -v pwsh || true)"
 [ -z "$pwsh_path" ] && [ -x "$HOME/.dotnet/tools/pwsh" ] && pwsh_path="$HOME/.dotnet/tools/pwsh"
