@@ -21,7 +21,10 @@ apt_install() {
 }
 
 note "npm dependencies"
-if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi || {
+# npm install rather than npm ci: the registry this machine reaches omits other
+# platforms' optional packages (e.g. @bufbuild/buf-darwin-*) from the lock file,
+# which npm ci rejects as out of sync.
+npm install --no-audit --no-fund || {
   echo "setup: npm install failed; nothing else can work without it" >&2
   exit 1
 }
