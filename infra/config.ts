@@ -1,0 +1,153 @@
+/**
+ * Everything a stack declares, as one zod schema: the single definition of the
+ * stack config. Values live under the project namespace (`winfleet:`): the
+ * structured `winfleet:fleet`, and secrets as separate secure keys that the fleet
+ * config names (`adminPasswordSecret: adminPassword` → `winfleet:adminPassword`).
+ * Bad config fails before any resource is registered, naming the key path.
+ */
+import { z } from "zod";
+import { formatIssues, ValidationError } from "../agent/common/errors";
+import { zodIssues } from "../agent/ignition/unused-keys";
+
+const name = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/, "lower-case letters, digits and '-', at most 40 characters");
+const secretRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, "the name of a secure config key, e.g. adminPassword");
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits");
+const version = z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]*$/, "a version");
+
+/** How nodes join the cluster. */
+const joinSchema = z.discriminatedUnion("method", [
+  z.strictObject({
+    method: z.literal("kubeadm"),
+    /** API server endpoint, e.g. https://10.0.0.4:6443. */
+    apiServer: z.string().url(),
+    /** kubeadm discovery: `sha256:<hex>` of the cluster CA's public key. */
+    caCertHash: z.string().regex(/^sha256:[0-9a-f]{64}$/, "sha256:<64 hex digits>"),
+    /** Bootstrap token id (6 chars) and the secure key holding its 16-char secret. */
+    tokenId: z.string().regex(/^[a-z0-9]{6}$/, "6 lower-case letters or digits"),
+    tokenSecret: secretRef,
+    /** Token lifetime. @default "24h" */
+    tokenTtl: z.string().regex(/^\d+[hm]$/).default("24h"),
+  }),
+  z.strictObject({
+    method: z.literal("rke2"),
+    /** RKE2 server, e.g. https://rke2.example:9345. */
+    server: z.string().url(),
+    tokenSecret: secretRef,
+  }),
+]);
+
+/** A Windows Server image: a release name or an explicit marketplace image. */
+const imageSchema = z.union([
+  z.enum(["ws2019", "ws2022", "ws2025"]),
+  z.strictObject({ publisher: z.string(), offer: z.string(), sku: z.string(), version: z.string().default("latest") }),
+]);
+
+const azurePool = z.strictObject({
+  name,
+  kind: z.literal("azure"),
+  location: z.string().min(1),
+  resourceGroup: z.string().min(1),
+  /** Full resource id of the subnet the nodes join. */
+  subnetId: z.string().regex(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Network\/virtualNetworks\/[^/]+\/subnets\/[^/]+$/i, "a subnet resource id"),
+  vmSize: z.string().min(1).default("Standard_D4s_v5"),
+  image: imageSchema.default("ws2022"),
+  /** vmss: one scale set; vms: individual VMs (each with its own NIC). */
+  mode: z.enum(["vmss", "vms"]).default("vmss"),
+  count: z.number().int().min(0).max(1000),
+  adminUsername: z.string().min(1).default("winfleet"),
+  adminPasswordSecret: secretRef,
+  /** Node labels applied at join. */
+  labels: z.record(z.string(), z.string()).default({}),
+});
+
+const byoHost = z.strictObject({
+  name,
+  address: z.string().min(1),
+  port: z.number().int().min(1).max(65_535).default(22),
+  user: z.string().min(1),
+  privateKeySecret: secretRef.optional(),
+  passwordSecret: secretRef.optional(),
+}).refine((h) => (h.privateKeySecret === undefined) !== (h.passwordSecret === undefined), {
+  message: "set exactly one of privateKeySecret and passwordSecret",
+});
+
+const byoPool = z.strictObject({ name, kind: z.literal("byo"), hosts: z.array(byoHost).min(1), labels: z.record(z.string(), z.string()).default({}) });
+
+/** The rancher-wins-upgrader chart's `winsConfigs[]` entry, accepted as is. */
+const winsConfigSchema = z.strictObject({
+  name,
+  image: z.strictObject({ repository: z.string(), tag: z.string(), os: z.string().default("windows") }),
+  /** The wins config the group's hosts should run; whiteList is rewritten to white_list. */
+  config: z.record(z.string(), z.unknown()).default({}),
+  nodeSelector: z.record(z.string(), z.string()).default({}),
+  tolerations: z.array(z.record(z.string(), z.unknown())).default([]),
+});
+
+const upgraderSchema = z.strictObject({
+  mode: z.enum(["hostProcess", "wins"]).default("hostProcess"),
+  maxUnavailable: z.union([z.number().int().min(1), z.string().regex(/^\d+%$/)]).default(1),
+  /** Image that carries the agent CLI for the upgrader pods. */
+  image: z.string().min(1),
+  /** Chart-compatible groups; without any, one group per node pool. */
+  winsConfigs: z.array(winsConfigSchema).default([]),
+  /** The chart's global.cattle.rkeWindowsPathPrefix. */
+  pathPrefix: z.string().regex(/[\\/]$/, "must end in / or \\").default("c:\\"),
+  masquerade: z.strictObject({ enabled: z.boolean().default(false), as: z.string().optional() }).default({ enabled: false }),
+}).refine((u) => !u.masquerade.enabled || u.masquerade.as !== undefined, { message: "masquerade.as is required when masquerade.enabled", path: ["masquerade", "as"] });
+
+/** The whole `winfleet:fleet` value. */
+export const fleetSchema = z.strictObject({
+  cluster: z.strictObject({ name, namespace: name.default("winfleet-system"), join: joinSchema }),
+  content: z.strictObject({
+    /** Directory of content sources, built into the bundle at deploy time. @default "content" */
+    dir: z.string().default("content"),
+    template: name,
+    templateVersion: version,
+    /** Where the bundle is published: a ConfigMap (small bundles) or Azure Blob Storage. */
+    publish: z.discriminatedUnion("to", [
+      z.strictObject({ to: z.literal("configMap") }),
+      z.strictObject({ to: z.literal("blob"), resourceGroup: z.string(), storageAccount: z.string(), container: z.string().default("winfleet") }),
+    ]).default({ to: "configMap" }),
+  }),
+  agent: z.strictObject({
+    version,
+    /** The agent bundle (a .tgz); its SHA-256 is checked by the bootstrap. */
+    bundle: z.strictObject({ url: z.string().url(), sha256 }),
+    /** Node.js runtime for Windows; defaults to a pinned, measured release (see components/node-runtime.ts). */
+    node: z.strictObject({ url: z.string().url(), sha256 }).optional(),
+  }),
+  pools: z.array(z.discriminatedUnion("kind", [azurePool, byoPool])).min(1),
+  upgrader: upgraderSchema.optional(),
+}).superRefine((f, ctx) => {
+  const seen = new Set<string>();
+  f.pools.forEach((p, i) => {
+    if (seen.has(p.name)) ctx.addIssue({ code: "custom", path: ["pools", i, "name"], message: `duplicates pool ${p.name}` });
+    seen.add(p.name);
+  });
+});
+
+/** A parsed fleet config. */
+export type FleetConfig = z.infer<typeof fleetSchema>;
+/** One parsed pool. */
+export type PoolConfig = FleetConfig["pools"][number];
+
+/** Parses the fleet value; errors carry `winfleet:fleet.<path>`. */
+export function parseFleetConfig(value: unknown): FleetConfig {
+  const parsed = fleetSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = zodIssues(parsed.error).map((i) => ({ ...i, path: `winfleet:fleet${i.path ? `.${i.path}` : ""}` }));
+  throw new ValidationError("stack config", issues);
+}
+
+/** Every secure key a fleet config names, with where it is named. */
+export function secretKeys(f: FleetConfig): string[] {
+  const keys = new Set<string>([f.cluster.join.tokenSecret]);
+  for (const p of f.pools) {
+    if (p.kind === "azure") keys.add(p.adminPasswordSecret);
+    else for (const h of p.hosts) keys.add(h.privateKeySecret ?? h.passwordSecret ?? "");
+  }
+  return [...keys].filter((k) => k !== "").sort();
+}
+
+/** For error messages outside Pulumi. */
+export { formatIssues };
