@@ -21,8 +21,8 @@ describe("upgrader DaemonSets", () => {
   it("validate against the Kubernetes 1.27 OpenAPI schema in both modes", () => {
     for (const mode of ["hostProcess", "wins"] as const) {
       const r = renderUpgrader({ ...base, mode });
-      new DaemonSet(r.daemonSet as ConstructorParameters<typeof DaemonSet>[0]).validate();
-      new ConfigMap(r.configMap as ConstructorParameters<typeof ConfigMap>[0]).validate();
+      new DaemonSet(r.daemonSet).validate();
+      new ConfigMap(r.configMap).validate();
     }
   });
 
