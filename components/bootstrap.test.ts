@@ -37,6 +37,6 @@ describe("bootstrap", () => {
 
   it("quotes values so a quote in them cannot end the string", () => {
     const s = renderBootstrap({ ...args, agentConfig: { note: "it's" } });
-    assert.match(s, /'\{\n  "note": "it''s"\n\}'/);
+    assert.match(s, /'\{\n {2}"note": "it''s"\n\}'/);
   });
 });
