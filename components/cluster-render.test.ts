@@ -1,0 +1,37 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { Namespace } from "kubernetes-models/v1/Namespace";
+import { Secret } from "kubernetes-models/v1/Secret";
+import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
+import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole";
+import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
+import { KUBEADM_TOKEN_GROUP, renderAgentAccess, renderKubeadmJoin, renderRke2Join } from "./cluster-render";
+
+/** Validates any rendered object against the Kubernetes 1.27 OpenAPI schema for its kind. */
+export function validateObject(o: Record<string, unknown>): void {
+  const kinds: Record<string, new (x: never) => { validate(): void }> = { Namespace, Secret, ServiceAccount, ClusterRole, ClusterRoleBinding };
+  const K = kinds[String(o.kind)];
+  if (!K) throw new Error(`no schema wired for ${String(o.kind)}`);
+  new K(o as never).validate();
+}
+
+describe("cluster-side renders", () => {
+  it("validate against the Kubernetes 1.27 OpenAPI schema", () => {
+    for (const o of [...renderAgentAccess("winfleet-system"), ...renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet"), ...renderRke2Join("winfleet-system", "https://rke2:9345", "t")]) validateObject(o);
+  });
+
+  it("make a kubeadm bootstrap token that TLS bootstrap accepts", () => {
+    const [secret] = renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet nodes") as [{ metadata: { name: string; namespace: string }; type: string; stringData: Record<string, string> }];
+    assert.equal(secret.metadata.name, "bootstrap-token-abcdef");
+    assert.equal(secret.metadata.namespace, "kube-system");
+    assert.equal(secret.type, "bootstrap.kubernetes.io/token");
+    assert.equal(secret.stringData["auth-extra-groups"], KUBEADM_TOKEN_GROUP);
+    assert.equal(secret.stringData["usage-bootstrap-authentication"], "true");
+  });
+
+  it("let the agent post Events and patch Nodes, nothing more", () => {
+    const role = renderAgentAccess("ns").find((o) => o.kind === "ClusterRole") as { rules: { resources: string[]; verbs: string[] }[] };
+    assert.deepEqual(role.rules.flatMap((r) => r.resources).sort(), ["events", "events", "nodes"]);
+    assert.ok(role.rules.every((r) => !r.verbs.includes("delete") && !r.verbs.includes("*")));
+  });
+});

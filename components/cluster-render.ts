@@ -1,0 +1,83 @@
+/**
+ * Cluster-side objects as pure renders: the agent's namespace, service account
+ * and RBAC (post Events, read and patch Nodes), and what joining needs — a
+ * kubeadm bootstrap token with the TLS-bootstrap bindings, or the RKE2 token kept
+ * as a Secret. Secret values come in as arguments; the components pass them as
+ * Pulumi secrets.
+ */
+
+type Obj = Record<string, unknown>;
+
+/** Namespace, ServiceAccounts and RBAC for the agent and the upgraders. */
+export function renderAgentAccess(namespace: string): Obj[] {
+  const labels = { "app.kubernetes.io/part-of": "winfleet" };
+  return [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels } },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "winfleet-agent", namespace, labels } },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "winfleet-upgrader", namespace, labels } },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "winfleet-agent", labels },
+      rules: [
+        { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+        { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+        // Annotations and labels on the agent's Node; NodeRestriction-style
+        // scoping to its own Node needs the node's credentials, which it uses once joined.
+        { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", "patch"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "winfleet-agent", labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "winfleet-agent" },
+      subjects: [{ kind: "ServiceAccount", name: "winfleet-agent", namespace }],
+    },
+  ];
+}
+
+/** The kubeadm bootstrap-token group kubeadm itself uses. */
+export const KUBEADM_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token";
+
+/** A kubeadm bootstrap token and the bindings TLS bootstrap needs (harmless where kubeadm made them already). */
+export function renderKubeadmJoin(tokenId: string, tokenSecret: string, description: string): Obj[] {
+  const labels = { "app.kubernetes.io/part-of": "winfleet" };
+  const bind = (name: string, role: string, group: string): Obj => ({
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name, labels },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+    subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: group }],
+  });
+  return [
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: `bootstrap-token-${tokenId}`, namespace: "kube-system", labels },
+      type: "bootstrap.kubernetes.io/token",
+      stringData: {
+        description,
+        "token-id": tokenId,
+        "token-secret": tokenSecret,
+        "usage-bootstrap-authentication": "true",
+        "usage-bootstrap-signing": "true",
+        "auth-extra-groups": KUBEADM_TOKEN_GROUP,
+      },
+    },
+    bind("winfleet:kubelet-bootstrap", "system:node-bootstrapper", KUBEADM_TOKEN_GROUP),
+    bind("winfleet:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", KUBEADM_TOKEN_GROUP),
+    bind("winfleet:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
+  ];
+}
+
+/** The RKE2 join token, kept in the winfleet namespace for the agent and upgraders. */
+export function renderRke2Join(namespace: string, server: string, token: string): Obj[] {
+  return [{
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "winfleet-rke2-join", namespace, labels: { "app.kubernetes.io/part-of": "winfleet" } },
+    type: "Opaque",
+    stringData: { server, token },
+  }];
+}
