@@ -4,6 +4,7 @@
 import { Command } from "commander";
 import { AGENT_VERSION } from "../version";
 import { registerContentCommands } from "./content-commands";
+import { registerLocalCommands } from "./local-commands";
 
 const program = new Command("winfleet")
   .description("winfleet: Windows worker node fleets for Kubernetes, declared and converged from Git")
@@ -12,6 +13,7 @@ const program = new Command("winfleet")
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
 registerContentCommands(program);
+registerLocalCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`winfleet: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
