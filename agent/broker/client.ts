@@ -35,24 +35,24 @@ function unaryCall<Res>(c: Client, method: string, req: unknown): Promise<Res> {
   });
 }
 
-/** `ApplicationService.Info`. */
-export async function appInfo(socket: string): Promise<ApplicationInfoResponse> {
-  const c = client(ApplicationService, socket);
+/** One unary call on a connection of its own. */
+async function once<Res>(service: Parameters<typeof grpcClientClass>[0], socket: string, method: string, req: unknown): Promise<Res> {
+  const c = client(service, socket);
   try {
-    return await unaryCall<ApplicationInfoResponse>(c, "Info", {});
+    return await unaryCall<Res>(c, method, req);
   } finally {
     c.close();
   }
 }
 
+/** `ApplicationService.Info`. */
+export function appInfo(socket: string): Promise<ApplicationInfoResponse> {
+  return once<ApplicationInfoResponse>(ApplicationService, socket, "Info", {});
+}
+
 /** `HostService.GetVersion`. */
-export async function hostVersion(socket: string): Promise<HostGetVersionResponse> {
-  const c = client(HostService, socket);
-  try {
-    return await unaryCall<HostGetVersionResponse>(c, "GetVersion", {});
-  } finally {
-    c.close();
-  }
+export function hostVersion(socket: string): Promise<HostGetVersionResponse> {
+  return once<HostGetVersionResponse>(HostService, socket, "GetVersion", {});
 }
 
 /** SHA1 hex of a file, as wins checks binaries. */
@@ -127,12 +127,7 @@ export async function runProcess(
 
 /** The proxy's allowed ports. */
 export async function proxyPorts(socket: string): Promise<number[]> {
-  const c = client(TunnelService, socket);
-  try {
-    return (await unaryCall<{ Ports: number[] }>(c, "ListPorts", {})).Ports;
-  } finally {
-    c.close();
-  }
+  return (await once<{ Ports: number[] }>(TunnelService, socket, "ListPorts", {})).Ports;
 }
 
 /** A tunnel stream's frames as the client sees them. */

@@ -109,9 +109,10 @@ describe("host process lifetime", () => {
     await eventually(() => !alive(pids[0] ?? 0), 5000, "the stale process to be killed");
     const again = await runClient(`${dir}/run/wins.sock`, tool);
     assert.ok(alive(again.pids[0] ?? 0));
-    again.child.kill("SIGKILL");
+    // Stop the broker while the client is still connected: the broker itself must end the process.
     second.kill("SIGTERM");
     await new Promise((r) => second.once("exit", r));
     assert.ok(!alive(again.pids[0] ?? 0), "a stopping broker ends its processes");
+    again.child.kill("SIGKILL");
   });
 });
