@@ -6,8 +6,8 @@
  * Bad config fails before any resource is registered, naming the key path.
  */
 import { z } from "zod";
-import { formatIssues, ValidationError } from "../agent/common/errors";
-import { zodIssues } from "../agent/ignition/unused-keys";
+import { ValidationError } from "../agent/common/errors";
+import { zodIssues } from "../agent/common/zod-issues";
 
 const name = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/, "lower-case letters, digits and '-', at most 40 characters");
 const secretRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, "the name of a secure config key, e.g. adminPassword");
@@ -148,6 +148,3 @@ export function secretKeys(f: FleetConfig): string[] {
   }
   return [...keys].filter((k) => k !== "").sort();
 }
-
-/** For error messages outside Pulumi. */
-export { formatIssues };

@@ -10,7 +10,7 @@ import { isAbsolute } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ValidationError } from "../common/errors";
-import { zodIssues } from "../ignition/unused-keys";
+import { zodIssues } from "../common/zod-issues";
 
 /** Default names, as wins: pipes on Windows; on Linux a name becomes a socket in the run directory. */
 export const DEFAULT_LISTEN = "rancher_wins";

@@ -28,7 +28,6 @@ export function renderPipeAclCheck(pipe: string): string {
   const literal = `'${pipe.replace(/'/g, "''")}'`;
   return [
     "$ErrorActionPreference = 'Stop'",
-    `$acl = [System.IO.Pipes.PipeSecurity]::new()`,
     `$sd = (Get-Acl -LiteralPath ${literal}).Sddl`,
     "$allowed = @('S-1-5-32-544', 'S-1-5-18', 'BA', 'SY')",
     "$writers = ([System.Security.AccessControl.RawSecurityDescriptor]::new($sd)).DiscretionaryAcl |",

@@ -27,6 +27,18 @@ function winsJson(value: unknown): string {
   return JSON.stringify(value, (k, v: unknown) => (k === "$typeName" || v === "" || (Array.isArray(v) && v.length === 0) ? undefined : v));
 }
 
+/** An action that asks the broker for a value and prints it as wins did, or the error and exit 1. */
+function printJson(query: (socket: string) => Promise<unknown>): (opts: { server: string }) => Promise<void> {
+  return async (opts) => {
+    try {
+      process.stdout.write(winsJson(await query(socketOf(opts.server))));
+    } catch (e) {
+      process.stderr.write(`error: ${errorMessage(e)}\n`);
+      process.exitCode = 1;
+    }
+  };
+}
+
 /** Registers `broker` and `cli`. */
 export function registerBrokerCommands(program: Command): void {
   program
@@ -88,26 +100,14 @@ export function registerBrokerCommands(program: Command): void {
     });
 
   const app = cli.command("app").alias("application").description("the broker application");
-  server(app.command("info").description("client and server version and checksum, as JSON")).action(async (opts: { server: string }) => {
-    try {
-      const server = await appInfo(socketOf(opts.server));
-      const client = { Checksum: await sha1File(process.argv[1] ?? __filename), Version: AGENT_VERSION, Commit: process.env.WINFLEET_COMMIT ?? "" };
-      process.stdout.write(winsJson({ Client: client, Server: server.Info }));
-    } catch (e) {
-      process.stderr.write(`error: ${errorMessage(e)}\n`);
-      process.exitCode = 1;
-    }
-  });
+  server(app.command("info").description("client and server version and checksum, as JSON")).action(printJson(async (socket) => {
+    const server = await appInfo(socket);
+    const client = { Checksum: await sha1File(process.argv[1] ?? __filename), Version: AGENT_VERSION, Commit: process.env.WINFLEET_COMMIT ?? "" };
+    return { Client: client, Server: server.Info };
+  }));
 
   const hst = cli.command("hst").alias("host").description("the host");
-  server(hst.command("get-version").description("the host OS version, as JSON")).action(async (opts: { server: string }) => {
-    try {
-      process.stdout.write(winsJson((await hostVersion(socketOf(opts.server))).Data));
-    } catch (e) {
-      process.stderr.write(`error: ${errorMessage(e)}\n`);
-      process.exitCode = 1;
-    }
-  });
+  server(hst.command("get-version").description("the host OS version, as JSON")).action(printJson(async (socket) => (await hostVersion(socket)).Data));
 
   cli
     .command("proxy")

@@ -7,7 +7,7 @@
 import type { z } from "zod";
 import { type Issue, ValidationError } from "../common/errors";
 import { type IgnitionConfig, type FetchOptions, parseIgnition, resolveResource } from "../ignition";
-import { zodIssues } from "../ignition/unused-keys";
+import { zodIssues } from "../common/zod-issues";
 import { repairMissingCommas } from "./lenient-json";
 import { type ComponentMetadata, type Template, metadataPath, metadataSchema, templateSchema } from "./schema";
 

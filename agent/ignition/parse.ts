@@ -10,7 +10,8 @@ import { normalizeV2 } from "./normalize-v2";
 import { normalizeV3 } from "./normalize-v3";
 import { configV2 } from "./schema-v2";
 import { addedInV3Minor, configV3 } from "./schema-v3";
-import { stripUnusedKeys, zodIssues } from "./unused-keys";
+import { zodIssues } from "../common/zod-issues";
+import { stripUnusedKeys } from "./unused-keys";
 
 /** The spec versions this engine reads. */
 export const SUPPORTED_VERSIONS = ["2.2.0", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"] as const;

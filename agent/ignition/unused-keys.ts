@@ -57,12 +57,3 @@ export function stripUnusedKeys(
   };
   return { cleaned: walk(value, schema, [], ""), warnings };
 }
-
-/** Turns zod's issues into ours, naming the path of each bad value. */
-export function zodIssues(error: z.ZodError): Issue[] {
-  return error.issues.map((i) => ({
-    path: formatPath(i.path.filter((p): p is string | number => typeof p !== "symbol")),
-    message: i.message,
-    severity: "error" as const,
-  }));
-}
