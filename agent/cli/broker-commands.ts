@@ -13,7 +13,7 @@ import { publish } from "../broker/proxy-client";
 import { parseListValue, parsePortSpec } from "../broker/list-value";
 import { Broker } from "../broker/server";
 import { AGENT_VERSION } from "../version";
-import { reportFailure } from "./ignition-commands";
+import { reportFailure } from "./report";
 
 /** Where relative socket names live on Linux. */
 export function defaultRunDir(): string {

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { formatIssues } from "../common/errors";
 import { buildContent } from "../content/build";
 import { validateContent } from "../content/validate";
-import { reportFailure } from "./ignition-commands";
+import { reportFailure } from "./report";
 
 /** Registers the `content` command group. */
 export function registerContentCommands(program: Command): void {

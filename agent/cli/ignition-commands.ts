@@ -5,7 +5,8 @@
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import { AgentError, ValidationError, formatIssues } from "../common/errors";
+import { AgentError, formatIssues } from "../common/errors";
+import { reportFailure } from "./report";
 import { applyIgnition, parseIgnition, renderV3, rootedMapper, type ParsedIgnition } from "../ignition";
 
 async function load(file: string, lenient: boolean): Promise<ParsedIgnition> {
@@ -19,14 +20,6 @@ async function load(file: string, lenient: boolean): Promise<ParsedIgnition> {
   if (parsed.warnings.length > 0) process.stderr.write(`${formatIssues(parsed.warnings)}\n`);
   for (const n of parsed.config.notApplicable) process.stderr.write(`not applicable at ${n.path}: ${n.reason}\n`);
   return parsed;
-}
-
-/** Prints a failure and sets exit code 1; anything else is a bug and is rethrown. */
-export function reportFailure(e: unknown): void {
-  if (e instanceof ValidationError) process.stderr.write(`${e.subject} is invalid:\n${formatIssues(e.issues)}\n`);
-  else if (e instanceof AgentError) process.stderr.write(`error: ${e.message}\n`);
-  else throw e;
-  process.exitCode = 1;
 }
 
 /** Registers the `ignition` command group. */

@@ -11,7 +11,7 @@ import { pidFileManager, systemdManager } from "../upgrade/service-manager";
 import { renderSystemdUnit, renderWindowsServiceInstall } from "../upgrade/service-units";
 import { up } from "../upgrade/up";
 import { defaultRunDir } from "./broker-commands";
-import { reportFailure } from "./ignition-commands";
+import { reportFailure } from "./report";
 
 interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile"; timeout: number; detach: boolean }
 
