@@ -21,7 +21,7 @@ export const sectionSchema = z.strictObject({
   priority: z.number().int().min(0).max(10_000).default(100),
   /** Cluster-side commands run before `commands`, with the node's kubeconfig in KUBECONFIG. */
   lprecmds: commands,
-  /** PowerShell run on the host; each must be idempotent (a step interrupted by a crash is re-run). */
+  /** Run on the host in the component's shell; each must be idempotent (a step interrupted by a crash is re-run). */
   commands,
   /** Cluster-side commands run after `commands`. */
   lpstcmds: commands,
@@ -33,6 +33,30 @@ export const sectionSchema = z.strictObject({
 export const preUpgradeSchema = sectionSchema.extend({ uninstall: yesNo.default(false) });
 
 const emptySection = { priority: 100, lprecmds: [], commands: [], lpstcmds: [], reboot: false };
+
+/** An environment variable name, as commands receive it. */
+export const variableName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name");
+
+/**
+ * winfleet: a variable a component reads. The apply refuses to start when a
+ * required variable has no value (from the template, the agent config's
+ * variables or its secrets); a secret's value is masked in every output the
+ * agent keeps or prints.
+ */
+export const variableSpecSchema = z.strictObject({
+  description: z.string().default(""),
+  /** @default true */
+  required: z.boolean().default(true),
+  /** @default false */
+  secret: z.boolean().default(false),
+  /** Used when nothing else sets the variable (a required variable with a default is always satisfied). */
+  default: z.string().optional(),
+});
+
+/** The shells a component's commands can run in. */
+export const SHELLS = ["powershell", "sh"] as const;
+/** A component's shell. */
+export type ShellKind = (typeof SHELLS)[number];
 
 /** A component's metadata file (`/bin/metadata/<name>_<version>.metadata`). */
 export const metadataSchema = z.strictObject({
@@ -47,10 +71,14 @@ export const metadataSchema = z.strictObject({
   post_upgrade: sectionSchema.default(emptySection),
   /** Host paths the component owns beyond its Ignition files (removed on uninstall). */
   files: z.array(z.string()).default([]),
-  /** winfleet: run this component's commands in a PowerShell process of its own. */
+  /** winfleet: the shell that runs `commands`, `lprecmds` and `lpstcmds`. @default "powershell" */
+  shell: z.enum(SHELLS).default("powershell"),
+  /** winfleet: run each of this component's commands in a shell process of its own, not the apply's session. */
   isolated: z.boolean().default(false),
   /** winfleet: per-command time limit. */
   timeout_seconds: z.number().int().positive().max(86_400).default(900),
+  /** winfleet: the variables the commands read, checked before anything runs. */
+  variables: z.record(variableName, variableSpecSchema).default({}),
 });
 
 /** Parsed component metadata. */
@@ -71,7 +99,7 @@ export const templateSchema = z.strictObject({
   /** Windows build numbers this template fits (17763 = Server 2019, 20348 = 2022, 26100 = 2025). */
   os: z.array(z.number().int().positive()).optional(),
   /** Values handed to every command as environment variables (never interpolated into code). */
-  variables: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"), z.string()).default({}),
+  variables: z.record(variableName, z.string()).default({}),
 });
 
 /** A parsed template. */

@@ -7,7 +7,9 @@
 import { relative } from "node:path";
 import { type Issue, ValidationError } from "../common/errors";
 import { type CompiledComponent, DEFAULT_EMBED_LIMIT, compileComponent } from "./compile";
+import { readFile } from "node:fs/promises";
 import { parseMetadata, parseTemplate } from "./load";
+import { powerShellSyntaxErrors } from "./powershell-syntax";
 import { type ComponentMetadata, type Template, splitPackageRef } from "./schema";
 import { type ComponentSource, readContentTree } from "./source";
 
@@ -40,6 +42,7 @@ export async function validateContent(contentDir: string, embedLimit = DEFAULT_E
       if (metadata.name !== source.name) problems.push({ path: `${subject}: name`, message: `is "${metadata.name}" but the directory says "${source.name}"`, severity: "error" });
       if (metadata.version !== source.version) problems.push({ path: `${subject}: version`, message: `is "${metadata.version}" but the directory says "${source.version}"`, severity: "error" });
       if (metadata.install.commands.length === 0) problems.push({ path: `${subject}: install.commands`, message: "is empty: the component installs files only", severity: "warning" });
+      problems.push(...(await powerShellProblems(source, metadata, rel)));
       components.push({ source, metadata, compiled: await compileComponent(source, metadata, embedLimit) });
     } catch (e) {
       collect(subject, e);
@@ -75,4 +78,29 @@ export async function validateContent(contentDir: string, embedLimit = DEFAULT_E
     }
   }
   return { problems, templates, components };
+}
+
+const POWERSHELL_FILE = /\.(ps1|psm1|psd1)$/i;
+const SECTIONS = ["install", "uninstall", "pre_upgrade", "post_upgrade"] as const;
+const ROLES = ["lprecmds", "commands", "lpstcmds"] as const;
+
+/** PowerShell that does not parse: in shipped scripts, and in the commands of a `shell: powershell` component. */
+async function powerShellProblems(source: ComponentSource, metadata: ComponentMetadata, rel: (file: string) => string): Promise<Issue[]> {
+  const out: Issue[] = [];
+  for (const f of source.files.filter((file) => POWERSHELL_FILE.test(file.rel))) {
+    for (const e of await powerShellSyntaxErrors(await readFile(f.abs, "utf8"))) {
+      out.push({ path: `${rel(f.abs)}:${e}`, message: "PowerShell syntax error", severity: "error" });
+    }
+  }
+  if (metadata.shell !== "powershell") return out;
+  for (const section of SECTIONS) {
+    for (const role of ROLES) {
+      for (const [i, command] of metadata[section][role].entries()) {
+        for (const e of await powerShellSyntaxErrors(command)) {
+          out.push({ path: `${rel(source.metadataFile)}: ${section}.${role}[${i}]`, message: `PowerShell syntax error at ${e}`, severity: "error" });
+        }
+      }
+    }
+  }
+  return out;
 }

@@ -1,7 +1,9 @@
 /**
- * Real external tools the tests drive (CoreOS Ignition, pwsh, Chromium). Outside
- * CI a missing tool skips the tests that need it, saying what was skipped and
- * how to install it; in CI (CI=true) a missing tool fails the run.
+ * Real external tools the tests drive (CoreOS Ignition, shellcheck, Chromium,
+ * pwsh). Outside CI a missing tool skips the tests that need it, saying what was
+ * skipped and how to install it; in CI (CI=true) a missing tool fails the run —
+ * except pwsh, which no registry these machines reach carries: its tests run
+ * wherever it is on PATH and are skipped, with a line saying so, everywhere else.
  */
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
@@ -20,6 +22,9 @@ export const IGNITION: Tool = {
   install: "npm run setup (installs the Debian package `ignition`)",
 };
 export const IGNITION_VALIDATE: Tool = { ...IGNITION, name: "ignition-validate", command: "/usr/bin/ignition-validate" };
+export const SHELLCHECK: Tool = { name: "shellcheck", command: "shellcheck", install: "npm run setup (installs the Debian package `shellcheck`)" };
+export const CHROMIUM: Tool = { name: "Chromium", command: "/usr/bin/chromium", install: "npm run setup (installs the Debian package `chromium`)" };
+export const PWSH: Tool = { name: "PowerShell 7", command: "pwsh", install: "a PowerShell 7 package for your OS (none is reachable from these build machines)" };
 
 /** The resolved path of a tool, or undefined when it is not installed. */
 export function locate(tool: Tool): string | undefined {
@@ -45,7 +50,7 @@ export function skipUnlessInstalled(...tools: Tool[]): string | false {
   const missing = tools.filter((t) => locate(t) === undefined);
   if (missing.length === 0) return false;
   const reason = missing.map((t) => `${t.name} (${t.command}) is not installed; install with: ${t.install}`).join("; ");
-  if (process.env.CI === "true") throw new Error(`CI requires ${reason}`);
+  if (process.env.CI === "true" && missing.some((t) => t !== PWSH)) throw new Error(`CI requires ${reason}`);
   process.stderr.write(`SKIPPED: ${reason}\n`);
   return reason;
 }

@@ -1,0 +1,82 @@
+/**
+ * The agent config file `serve` reads (JSON or YAML): the one definition of
+ * what a node's agent is told — which content and template to converge to,
+ * where, with which values, and what else runs in the same process. The
+ * bootstrap, the local fleet and `up` write it; nothing else is read at start.
+ */
+import { readFile } from "node:fs/promises";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { ValidationError } from "../common/errors";
+import { zodIssues } from "../common/zod-issues";
+import { componentName, variableName } from "../content/schema";
+
+const values = z.record(variableName, z.string()).default({});
+
+/** The agent config's shape. */
+export const agentConfigSchema = z.strictObject({
+  /** The node's name, as Kubernetes knows it. @default the host name */
+  nodeName: z.string().min(1).optional(),
+  /** Host path of `/`: where content lands and state lives (`<root>/.winfleet`). @default the system drive's root on Windows, `/` elsewhere */
+  root: z.string().min(1).optional(),
+  /** The content to apply: a built bundle or a content source tree; relative to the config file. */
+  content: z.string().min(1),
+  /** Template name; without one the agent picks the template whose `os` lists this host's build. */
+  template: componentName.optional(),
+  /** Template version. @default the newest version of `template` */
+  templateVersion: z.string().min(1).optional(),
+  /** Values for commands, on top of (and overriding) the template's variables. */
+  variables: values,
+  /** Like `variables`, but never printed, logged or journaled (join tokens, credentials). */
+  secrets: values,
+  /** The node's kubeconfig, handed to `lprecmds`/`lpstcmds` as KUBECONFIG; relative to the config file. */
+  kubeconfig: z.string().min(1).optional(),
+  /** How often `serve` re-verifies the applied files; 0 turns it off. @default 300 */
+  verifyIntervalSeconds: z.number().int().min(0).max(86_400).default(300),
+  /** Re-apply the affected components when verification finds drift. @default false */
+  autoCorrect: z.boolean().default(false),
+  /** The wins-compatible broker `serve` runs in the same process: a wins config file (relative to this file) or the config inline; absent means none. */
+  broker: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+  /** ed25519 public key (PEM) that content and agent bundles must be signed with; absent means unsigned bundles are accepted. */
+  publicKey: z.string().min(1).optional(),
+  /** How a reboot happens: `exit` records it and exits 3010 for the supervisor to restart the agent; `windows` runs shutdown.exe. @default windows on Windows, exit elsewhere */
+  reboot: z.enum(["exit", "windows"]).optional(),
+});
+
+/** A parsed agent config, with relative paths resolved against the config file's directory. */
+export type AgentConfig = z.infer<typeof agentConfigSchema> & { readonly file: string };
+
+/** Parses agent config text; `file` names it in errors and anchors relative paths. */
+export function parseAgentConfig(text: string, file: string): AgentConfig {
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (e) {
+    throw new ValidationError(file, [{ path: "", message: `not valid YAML or JSON: ${(e as Error).message}`, severity: "error" }]);
+  }
+  const parsed = agentConfigSchema.safeParse(doc ?? {});
+  if (!parsed.success) throw new ValidationError(file, zodIssues(parsed.error));
+  const base = dirname(resolve(file));
+  const abs = (p: string): string => (isAbsolute(p) || /^[A-Za-z]:[\\/]/.test(p) ? p : resolve(base, p));
+  const c = parsed.data;
+  return {
+    ...c,
+    file: resolve(file),
+    content: abs(c.content),
+    ...(c.root !== undefined ? { root: abs(c.root) } : {}),
+    ...(c.kubeconfig !== undefined ? { kubeconfig: abs(c.kubeconfig) } : {}),
+    ...(typeof c.broker === "string" ? { broker: abs(c.broker) } : {}),
+  };
+}
+
+/** Reads and parses an agent config file. */
+export async function loadAgentConfig(file: string): Promise<AgentConfig> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    throw new ValidationError(file, [{ path: "", message: `cannot read: ${(e as Error).message}`, severity: "error" }]);
+  }
+  return parseAgentConfig(text, file);
+}
