@@ -1,0 +1,251 @@
+/**
+ * The sh session's driver process and its wire protocol. The driver is a small
+ * POSIX sh loop; every command runs in a subshell of its own (a "worker"), so
+ * no variable, `cd`, `set -e` or `exit` of one command reaches the next. The
+ * worker for the next command is forked as soon as the previous one ends, so
+ * the fork overlaps the agent's own work instead of delaying the command.
+ *
+ * Channels (all pipes): fd 0 carries command texts to the waiting worker;
+ * fd 4 carries control lines to the driver (`E <n>` + variable updates,
+ * `R <id> <token>` = report the worker's end); fd 3 carries acknowledgements
+ * (`E`) and exit statuses (`<id> <status>`); fd 1 and fd 2 are the commands'
+ * own output, each invocation's ended by its random token.
+ *
+ * Data never becomes code: a value travels as lines read by `read -r` and is
+ * exported with `export "$name=$value"`; names are checked to be identifiers.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import type { Readable, Writable } from "node:stream";
+import { killProcessGroup } from "./process-group";
+import { OUTPUT_LIMIT, TailBuffer } from "./shell";
+
+// A value or command is sent as its line count, then its lines; joining the
+// lines with newlines gives it back exactly (a trailing newline included).
+const DRIVER = `
+__wf_readval() {
+  __wf_v=; __wf_i=0
+  while [ "$__wf_i" -lt "$2" ]; do
+    IFS= read -r __wf_l <&"$1"
+    if [ "$__wf_i" -gt 0 ]; then __wf_v="$__wf_v
+$__wf_l"; else __wf_v=$__wf_l; fi
+    __wf_i=$((__wf_i + 1))
+  done
+}
+__wf_fork() {
+  (
+    exec 3>&- 4<&- 5<&-
+    IFS= read -r __wf_c || exit 0
+    __wf_readval 0 "$__wf_c"
+    __wf_cmd=$__wf_v
+    unset __wf_v __wf_i __wf_l __wf_c __wf_op __wf_a __wf_b __wf_name __wf_pid __wf_s
+    eval "$__wf_cmd" </dev/null
+  ) <&5 &
+  __wf_pid=$!
+}
+exec 5<&0
+__wf_fork
+while IFS=' ' read -r __wf_op __wf_a __wf_b <&4; do
+  case $__wf_op in
+    E)
+      kill "$__wf_pid" 2>/dev/null
+      wait "$__wf_pid" 2>/dev/null
+      while [ "$__wf_a" -gt 0 ]; do
+        IFS=' ' read -r __wf_name __wf_c <&4
+        if [ "$__wf_c" = - ]; then unset "$__wf_name"; else __wf_readval 4 "$__wf_c"; export "$__wf_name=$__wf_v"; fi
+        __wf_a=$((__wf_a - 1))
+      done
+      __wf_fork
+      printf 'E\\n' >&3
+      ;;
+    R)
+      wait "$__wf_pid"
+      __wf_s=$?
+      printf '%s' "$__wf_b"
+      printf '%s' "$__wf_b" >&2
+      printf '%s %s\\n' "$__wf_a" "$__wf_s" >&3
+      __wf_fork
+      ;;
+  esac
+done
+kill "$__wf_pid" 2>/dev/null
+`;
+
+/** Encodes a value as its line count and lines. */
+function block(value: string): string {
+  const lines = value.split("\n");
+  return `${lines.length}\n${lines.join("\n")}\n`;
+}
+
+/** One output stream, split at invocation tokens. */
+class TokenSplitter {
+  private current = new TailBuffer(OUTPUT_LIMIT);
+  private carry = Buffer.alloc(0);
+  private done: TailBuffer | undefined;
+  private token: Buffer | undefined;
+
+  expect(token: Buffer): void {
+    this.token = token;
+    this.done = undefined;
+    this.scan(Buffer.alloc(0));
+  }
+
+  push(chunk: Buffer): void {
+    if (this.token === undefined || this.done !== undefined) {
+      this.current.push(chunk);
+      return;
+    }
+    this.scan(chunk);
+  }
+
+  /** The finished invocation's output, once its token arrived. */
+  take(): TailBuffer | undefined {
+    return this.done;
+  }
+
+  private scan(chunk: Buffer): void {
+    const token = this.token;
+    if (!token) return;
+    const window = Buffer.concat([this.carry, chunk]);
+    const at = window.indexOf(token);
+    if (at < 0) {
+      const keep = Math.max(0, window.length - (token.length - 1));
+      this.current.push(window.subarray(0, keep));
+      this.carry = window.subarray(keep);
+      return;
+    }
+    this.current.push(window.subarray(0, at));
+    this.done = this.current;
+    this.token = undefined;
+    this.carry = Buffer.alloc(0);
+    // Anything after the token was written by something the last command left running.
+    this.current = new TailBuffer(OUTPUT_LIMIT);
+    this.current.push(window.subarray(at + token.length));
+  }
+}
+
+/** What one finished invocation produced. */
+export interface DriverResult {
+  /** The worker's exit status, or null if the driver died first. */
+  readonly status: number | null;
+  readonly stdout: TailBuffer;
+  readonly stderr: TailBuffer;
+}
+
+/** A running driver. One invocation at a time (the session serialises). */
+export class ShDriver {
+  private readonly child: ChildProcess;
+  private readonly control: Writable;
+  private readonly out = new TokenSplitter();
+  private readonly err = new TokenSplitter();
+  private statusText = "";
+  private wake: (() => void) | undefined;
+  private envNow = new Map<string, string>();
+  private counter = 0;
+  /** Set when the process has exited. */
+  exited = false;
+
+  constructor(shell: string, baseEnv: Record<string, string>, cwd: string | undefined) {
+    this.child = spawn(shell, ["-c", DRIVER, "winfleet-sh"], { env: baseEnv, cwd, stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"], detached: true });
+    this.envNow = new Map(Object.entries(baseEnv));
+    this.control = this.child.stdio[4] as Writable;
+    this.child.stdout?.on("data", (c: Buffer) => {
+      this.out.push(c);
+      this.wake?.();
+    });
+    this.child.stderr?.on("data", (c: Buffer) => {
+      this.err.push(c);
+      this.wake?.();
+    });
+    const status = this.child.stdio[3] as Readable;
+    status.setEncoding("utf8");
+    status.on("data", (c: string) => {
+      this.statusText += c;
+      this.wake?.();
+    });
+    for (const s of [this.child.stdin, this.control]) s?.on("error", () => undefined); // death is seen through "exit"
+    this.child.on("exit", () => {
+      this.exited = true;
+      this.wake?.();
+    });
+    this.child.on("error", () => {
+      this.exited = true;
+      this.wake?.();
+    });
+  }
+
+  /** The driver's pid (its process group id). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Makes the next worker see exactly `env` (base environment included). */
+  async setEnv(env: ReadonlyMap<string, string>): Promise<boolean> {
+    const ops: string[] = [];
+    for (const name of this.envNow.keys()) if (!env.has(name)) ops.push(`${name} -\n`);
+    for (const [name, value] of env) if (this.envNow.get(name) !== value) ops.push(`${name} ${block(value)}`);
+    if (ops.length === 0) return true;
+    this.envNow = new Map(env);
+    this.control.write(`E ${ops.length}\n${ops.join("")}`);
+    return this.until(() => {
+      const i = this.statusText.indexOf("E\n");
+      if (i < 0) return false;
+      this.statusText = this.statusText.slice(0, i) + this.statusText.slice(i + 2);
+      return true;
+    });
+  }
+
+  /** Runs `command` in the waiting worker; resolves when it ended or the driver died. */
+  async run(command: string): Promise<DriverResult> {
+    const id = String(++this.counter);
+    const token = `\u001f${randomBytes(16).toString("hex")}\u001f`;
+    const tokenBytes = Buffer.from(token);
+    this.out.expect(tokenBytes);
+    this.err.expect(tokenBytes);
+    this.child.stdin?.write(block(command));
+    this.control.write(`R ${id} ${token}\n`);
+    let status: number | null = null;
+    const finished = await this.until(() => {
+      if (status === null) {
+        const m = new RegExp(`(?:^|\\n)${id} (\\d+)\\n`).exec(this.statusText);
+        if (m) {
+          status = Number(m[1]);
+          this.statusText = this.statusText.slice(m.index + m[0].length);
+        }
+      }
+      return status !== null && this.out.take() !== undefined && this.err.take() !== undefined;
+    });
+    const empty = new TailBuffer();
+    return { status: finished ? status : null, stdout: this.out.take() ?? empty, stderr: this.err.take() ?? empty };
+  }
+
+  /** Kills the driver, its workers and everything they started in its process group. */
+  async kill(): Promise<void> {
+    if (this.child.pid !== undefined) killProcessGroup(this.child.pid);
+    await this.exit();
+  }
+
+  /** Lets the driver finish: closing its control channel ends its loop. */
+  async end(): Promise<void> {
+    this.control.end();
+    this.child.stdin?.end();
+    await this.exit();
+  }
+
+  private async exit(): Promise<void> {
+    if (this.exited) return;
+    await new Promise<void>((resolve) => this.child.once("exit", () => resolve()));
+  }
+
+  // Waits until `ready()` holds; false if the driver exited first.
+  private async until(ready: () => boolean): Promise<boolean> {
+    for (;;) {
+      if (ready()) return true;
+      if (this.exited) return false;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+      this.wake = undefined;
+    }
+  }
+}
