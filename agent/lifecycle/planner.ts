@@ -213,8 +213,7 @@ export function applyEffect(installed: readonly InstalledComponent[], step: Step
   };
   const settle = (c: InstalledComponent): InstalledComponent => {
     if (step.finalizes === undefined || step.finalizes === "removed") return c;
-    const { pending: _done, ...rest } = c;
-    return rest;
+    return { name: c.name, version: c.version, metadata: c.metadata, paths: c.paths };
   };
   if (when === "before") {
     if (step.kind !== "command" || !current) return [...installed];
