@@ -5,6 +5,8 @@
 import { Command } from "commander";
 import { registerBrokerCommands } from "./broker-commands";
 import { registerIgnitionCommands } from "./ignition-commands";
+import { registerInspectCommands } from "./inspect-commands";
+import { registerLifecycleCommands } from "./lifecycle-commands";
 import { registerUpgradeCommands } from "./upgrade-commands";
 import { AGENT_VERSION } from "../version";
 
@@ -14,6 +16,8 @@ const program = new Command("winfleet-agent")
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
+registerLifecycleCommands(program);
+registerInspectCommands(program);
 registerIgnitionCommands(program);
 registerBrokerCommands(program);
 registerUpgradeCommands(program);

@@ -1,0 +1,131 @@
+/**
+ * Turning command-line options (and an optional agent config) into the
+ * engine's dependencies: the real shells, the platform's reboot executor, the
+ * lock's process probe, the root and the values commands get.
+ */
+import { hostname } from "node:os";
+import { resolve } from "node:path";
+import { linuxProcessHost } from "../broker/process-host";
+import { windowsProcessHost } from "../broker/process-host.win32";
+import type { Command } from "commander";
+import { AgentError, AgentErrorCode, ValidationError, formatIssues } from "../common/errors";
+import type { ShellKind } from "../content/schema";
+import { rootedMapper } from "../ignition";
+import { WITHHELD } from "../lifecycle/environment";
+import type { EngineDeps } from "../lifecycle/engine";
+import type { LifecycleObserver } from "../lifecycle/events";
+import { type RebootExecutor, exitRebootExecutor } from "../lifecycle/reboot";
+import { windowsRebootExecutor } from "../lifecycle/reboot.win32";
+import { REBOOT_EXIT } from "../lifecycle/step-runner";
+import { type AgentConfig, loadAgentConfig } from "../service/config";
+import { PowerShellSession } from "../shell/powershell-session";
+import { ShSession } from "../shell/sh-session";
+import type { Shell } from "../shell/shell";
+
+/** Options the lifecycle commands share. */
+export interface LifecycleOptions {
+  readonly root?: string;
+  readonly config?: string;
+  readonly content?: string;
+  readonly template?: string;
+  readonly templateVersion?: string;
+  readonly nodeName?: string;
+  readonly kubeconfig?: string;
+  readonly var?: readonly string[];
+  readonly lenient?: boolean;
+  readonly json?: boolean;
+}
+
+/** The system drive's root on Windows, `/` elsewhere. */
+export function defaultRoot(platform: NodeJS.Platform = process.platform): string {
+  return platform === "win32" ? `${process.env.SystemDrive ?? "C:"}\\` : "/";
+}
+
+/** Collects a repeatable `--var NAME=VALUE`. */
+export function collectVar(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+function parseVars(pairs: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of pairs) {
+    const i = p.indexOf("=");
+    const name = i > 0 ? p.slice(0, i) : "";
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new AgentError(AgentErrorCode.InvalidInput, `--var ${p}: expected NAME=VALUE with NAME an environment variable name`);
+    out[name] = p.slice(i + 1);
+  }
+  return out;
+}
+
+/** What a lifecycle command resolved its options to. */
+export interface Resolved {
+  readonly root: string;
+  readonly config: AgentConfig | undefined;
+  readonly content: string | undefined;
+  readonly template: string | undefined;
+  readonly templateVersion: string | undefined;
+  readonly deps: (observer: LifecycleObserver, command: string, signal?: AbortSignal) => EngineDeps;
+}
+
+/** Resolves options, reading the agent config when one is named. */
+export async function resolveOptions(opts: LifecycleOptions): Promise<Resolved> {
+  const config = opts.config ? await loadAgentConfig(opts.config) : undefined;
+  let template = opts.template ?? config?.template;
+  let templateVersion = opts.templateVersion ?? (opts.template ? undefined : config?.templateVersion);
+  if (template?.includes("@")) [template, templateVersion] = template.split("@", 2) as [string, string];
+  const root = resolve(opts.root ?? config?.root ?? defaultRoot());
+  const nodeName = opts.nodeName ?? config?.nodeName ?? hostname();
+  const kubeconfig = opts.kubeconfig ?? config?.kubeconfig;
+  const variables = { ...(config?.variables ?? {}), ...parseVars(opts.var ?? []) };
+  const secrets = config?.secrets ?? {};
+  const reboot = rebootExecutor(config?.reboot);
+  const baseEnv = { ...process.env };
+  for (const name of WITHHELD) delete baseEnv[name];
+  const shell = (kind: ShellKind): Shell => (kind === "sh" ? new ShSession({ env: baseEnv, cwd: root }) : new PowerShellSession({ env: baseEnv, cwd: root }));
+  const probe = process.platform === "win32" ? windowsProcessHost : linuxProcessHost;
+  return {
+    root,
+    config,
+    content: opts.content ? resolve(opts.content) : config?.content,
+    template,
+    templateVersion,
+    deps: (observer, command, signal) => ({
+      root,
+      mapper: rootedMapper(root),
+      facts: { root, nodeName, ...(kubeconfig ? { kubeconfig: resolve(kubeconfig) } : {}) },
+      secrets,
+      variables,
+      shell,
+      reboot,
+      observer,
+      probe,
+      command,
+      ...(signal ? { signal } : {}),
+    }),
+  };
+}
+
+/** The reboot executor a config asks for, or this platform's. */
+export function rebootExecutor(kind: AgentConfig["reboot"], platform: NodeJS.Platform = process.platform): RebootExecutor {
+  return (kind ?? (platform === "win32" ? "windows" : "exit")) === "windows" ? windowsRebootExecutor : exitRebootExecutor;
+}
+
+/** Exit codes of the lifecycle commands. */
+export const EXIT = { converged: 0, failed: 1, usage: 2, reboot: REBOOT_EXIT } as const;
+
+/** Adds the options every lifecycle command shares. */
+export function lifecycleOptions(cmd: Command): Command {
+  return cmd
+    .option("--root <dir>", "host path of / (default: the system drive's root on Windows, / elsewhere)")
+    .option("--config <file>", "agent config to take content, template, root, node name, variables and secrets from")
+    .option("--json", "print JSON", false);
+}
+
+/** Prints a catalog error and returns exit 1; anything else is a bug and is rethrown. */
+export function failure(e: unknown): number {
+  if (e instanceof ValidationError) process.stderr.write(`${e.subject} is invalid:\n${formatIssues(e.issues)}\n`);
+  else if (e instanceof AgentError) process.stderr.write(`error: ${e.message}\n`);
+  else throw e;
+  return EXIT.failed;
+}
+

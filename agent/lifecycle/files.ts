@@ -1,0 +1,68 @@
+/**
+ * The files phase and file removal: a component version's Ignition config is
+ * applied with the Ignition engine (everything fetched, verified and planned
+ * before the first write; re-applies are no-ops through the ledger), and a
+ * version's files leave the host with it — never a path another installed
+ * component also lays down, and never a directory that still holds something.
+ */
+import { lstat, rm, rmdir } from "node:fs/promises";
+import { join } from "node:path";
+import { type FetchOptions, type PathMapper, applyIgnition, readLedger } from "../ignition";
+import { writeLedger } from "../ignition/ledger";
+import { stateDir } from "./journal";
+import type { Recorded } from "./store";
+
+/** Where the engine's ledger lives under a root (shared with `ignition apply`). */
+export function ledgerPath(root: string): string {
+  return join(stateDir(root), "ignition-ledger.json");
+}
+
+/** Metadata `files` entries as config paths: Windows drive paths and backslashes normalised. */
+export function ownedPath(entry: string): string {
+  const p = entry.replace(/\\/g, "/");
+  const drive = /^([A-Za-z]):(\/.*)?$/.exec(p);
+  return drive ? `${(drive[1] ?? "C").toUpperCase()}:${drive[2] ?? "/"}` : p.startsWith("/") ? p : `/${p}`;
+}
+
+/** Lays down `next`'s files; for an upgrade in place, first removes what `previous` had and `next` has not. */
+export async function applyComponentFiles(
+  root: string,
+  mapper: PathMapper,
+  next: Recorded,
+  previous: Recorded | undefined,
+  othersOwn: ReadonlySet<string>,
+  fetch: FetchOptions,
+): Promise<{ changed: number }> {
+  if (previous) {
+    const keep = new Set([...next.paths, ...next.metadata.files.map(ownedPath), ...othersOwn]);
+    await removePaths(root, mapper, previous.paths.filter((p) => !keep.has(p)), false);
+    await removePaths(root, mapper, previous.metadata.files.map(ownedPath).filter((p) => !keep.has(p)), true);
+  }
+  const report = await applyIgnition(next.config, { ...fetch, mapper, ledgerPath: ledgerPath(root) });
+  return { changed: report.changed.length };
+}
+
+/** Removes a version's files and its metadata's `files` entries, except paths `othersOwn`. */
+export async function removeComponentFiles(root: string, mapper: PathMapper, version: Recorded, othersOwn: ReadonlySet<string>): Promise<void> {
+  await removePaths(root, mapper, version.paths.filter((p) => !othersOwn.has(p)), false);
+  await removePaths(root, mapper, version.metadata.files.map(ownedPath).filter((p) => !othersOwn.has(p)), true);
+}
+
+// Ignition paths go one by one (a directory only when empty); a metadata `files`
+// entry is the component's own (a log or state directory) and goes with what it holds.
+async function removePaths(root: string, mapper: PathMapper, paths: readonly string[], recursive: boolean): Promise<void> {
+  // Deepest first, so a directory is empty by the time it is reached.
+  const ordered = [...new Set(paths)].sort((a, b) => b.split("/").length - a.split("/").length || (a < b ? 1 : -1));
+  for (const p of ordered) {
+    const host = mapper.hostPath(p);
+    const s = await lstat(host).catch(() => undefined);
+    if (!s) continue;
+    if (s.isDirectory() && recursive) await rm(host, { recursive: true, force: true });
+    else if (s.isDirectory()) await rmdir(host).catch(() => undefined); // not empty: something else lives there
+    else await rm(host, { force: true });
+  }
+  const file = ledgerPath(root);
+  const ledger = await readLedger(file);
+  const files = Object.fromEntries(Object.entries(ledger.files).filter(([path]) => !paths.includes(path)));
+  if (Object.keys(files).length !== Object.keys(ledger.files).length) await writeLedger(file, { version: 1, files });
+}

@@ -1,0 +1,196 @@
+/**
+ * The journal: everything the agent knows about the host's lifecycle state, in
+ * one file under `<root>/.winfleet/`, replaced atomically (temp + fsync +
+ * rename) at every transition. What is installed (and any lifecycle left
+ * part-way), the run in progress with its plan and how far it got, a failure
+ * or a pending reboot, and recent history are all derivable from it after any
+ * crash or reboot. It never holds a secret: output tails are masked first.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { z } from "zod";
+import { writeFileAtomic } from "../common/atomic-file";
+import { AgentError, AgentErrorCode } from "../common/errors";
+import { SHELLS } from "../content/schema";
+import { PHASES } from "./events";
+import { ROLES, SECTIONS, type Step } from "./model";
+
+const templateRef = z.object({ name: z.string(), version: z.string() });
+
+const stepBase = {
+  phase: z.enum(PHASES),
+  component: z.string(),
+  version: z.string(),
+  priority: z.number(),
+  finalizes: z.enum(["installed", "upgraded", "removed"]).optional(),
+  from: z.string().optional(),
+};
+
+// Checked against the model's types, so a journaled plan reads back as exactly what was planned.
+const stepSchema: z.ZodType<Step> = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("command"),
+    ...stepBase,
+    section: z.enum(SECTIONS),
+    role: z.enum(ROLES),
+    index: z.number().int(),
+    command: z.string(),
+    shell: z.enum(SHELLS),
+    isolated: z.boolean(),
+    timeoutSeconds: z.number(),
+  }),
+  z.object({ kind: z.literal("files"), ...stepBase, next: z.enum(["install", "post_upgrade"]) }),
+  z.object({ kind: z.literal("remove-files"), ...stepBase }),
+  z.object({ kind: z.literal("reboot"), ...stepBase, reasons: z.array(z.string()) }),
+]);
+
+const failureSchema = z.object({
+  step: z.number().int(),
+  component: z.string(),
+  version: z.string(),
+  phase: z.enum(PHASES),
+  command: z.string(),
+  exitCode: z.number().int().nullable(),
+  timedOut: z.boolean(),
+  errorTail: z.string(),
+  at: z.string(),
+});
+
+const resultSchema = z.object({
+  step: z.number().int(),
+  exitCode: z.number().int().nullable(),
+  durationMs: z.number(),
+  stdoutTail: z.string(),
+  stderrTail: z.string(),
+  at: z.string(),
+});
+
+const runSchema = z.object({
+  id: z.string(),
+  kind: z.enum(["apply", "uninstall", "repair"]),
+  target: templateRef.nullable(),
+  /** The content directory bundle:/// files are read from (null for uninstall). */
+  contentDir: z.string().nullable(),
+  contentDigest: z.string().nullable(),
+  /** Non-secret variables the run's commands get (template and agent config). */
+  variables: z.record(z.string(), z.string()),
+  startedAt: z.string(),
+  /** The target's components in template order (what the installed list is sorted by at the end). */
+  order: z.array(z.string()).default([]),
+  steps: z.array(stepSchema),
+  /** Index of the next step to run: every step before it is done. */
+  next: z.number().int().min(0),
+  /** The step running now (set before it starts, cleared when it is recorded). */
+  current: z.object({ step: z.number().int(), startedAt: z.string() }).optional(),
+  status: z.enum(["running", "failed", "reboot-pending", "interrupted"]),
+  failure: failureSchema.optional(),
+  /** A requested reboot: `static` for a plan's reboot step (done = step + 1), else one asked by exit 3010 before `step`. */
+  reboot: z.object({ step: z.number().int(), static: z.boolean(), reasons: z.array(z.string()), requestedAt: z.string(), bootId: z.string().optional() }).optional(),
+  /** Reboots asked for by a command's exit code 3010, per reboot group. */
+  rebootRequests: z.array(z.object({ group: z.string(), reason: z.string() })).default([]),
+  /** The last results, newest last (bounded). */
+  results: z.array(resultSchema).default([]),
+});
+
+const historySchema = z.object({ at: z.string(), event: z.string(), detail: z.string() });
+
+const journalSchema = z.object({
+  format: z.literal(1),
+  installed: z.array(
+    z.object({
+      name: z.string(),
+      version: z.string(),
+      pending: z.enum(["install", "post_upgrade", "upgrade", "remove"]).optional(),
+      since: z.string(),
+    }),
+  ),
+  /** The template the host last converged to. */
+  applied: z.object({ template: templateRef, contentDigest: z.string().nullable(), variables: z.record(z.string(), z.string()), at: z.string() }).optional(),
+  run: runSchema.optional(),
+  /** Set by `uninstall` when it finished. */
+  uninstalledAt: z.string().optional(),
+  history: z.array(historySchema).default([]),
+});
+
+/** The journal's contents. */
+export type Journal = z.infer<typeof journalSchema>;
+/** The run in progress. */
+export type Run = z.infer<typeof runSchema>;
+/** A recorded failure. */
+export type Failure = z.infer<typeof failureSchema>;
+/** A recorded step result. */
+export type StepResult = z.infer<typeof resultSchema>;
+
+const HISTORY_LIMIT = 200;
+const RESULTS_LIMIT = 50;
+
+/** Where the agent keeps its state under a root. */
+export function stateDir(root: string): string {
+  return join(root, ".winfleet");
+}
+
+/** An empty journal. */
+export function emptyJournal(): Journal {
+  return { format: 1, installed: [], history: [] };
+}
+
+/** Reads the journal; a missing one is empty, a corrupt one is an error that changes nothing. */
+export async function readJournal(root: string): Promise<Journal> {
+  const file = join(stateDir(root), "journal.json");
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return emptyJournal();
+    throw new AgentError(AgentErrorCode.FetchFailed, `cannot read the journal ${file}: ${(e as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw corrupt(file, `not valid JSON (${(e as Error).message})`);
+  }
+  const parsed = journalSchema.safeParse(doc);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    throw corrupt(file, `${first?.path.join(".") || "(root)"}: ${first?.message ?? "unexpected shape"}`);
+  }
+  return parsed.data;
+}
+
+function corrupt(file: string, why: string): AgentError {
+  return new AgentError(
+    AgentErrorCode.InvalidInput,
+    `the journal ${file} is corrupt: ${why}. Nothing was changed. Move it aside to let the agent start over from what the host has (the recorded components in ${join(file, "..", "components")} stay).`,
+  );
+}
+
+let writes = 0;
+
+/** Replaces the journal atomically, keeping its history and results bounded. */
+export async function writeJournal(root: string, journal: Journal): Promise<void> {
+  const bounded: Journal = {
+    ...journal,
+    history: journal.history.slice(-HISTORY_LIMIT),
+    ...(journal.run ? { run: { ...journal.run, results: journal.run.results.slice(-RESULTS_LIMIT) } } : {}),
+  };
+  await writeFileAtomic(join(stateDir(root), "journal.json"), `${JSON.stringify(bounded, null, 1)}\n`, { mode: 0o600, makeParents: true });
+  crashSeam(++writes);
+}
+
+/** Adds a history entry. */
+export function remember(journal: Journal, event: string, detail: string, at: string): Journal {
+  return { ...journal, history: [...journal.history, { at, event, detail }] };
+}
+
+// Tests set WINFLEET_TEST_CRASH_AT=<n> to SIGKILL the agent's whole process
+// group right after its n-th journal write: a crash at every transition.
+function crashSeam(count: number): void {
+  const at = process.env.WINFLEET_TEST_CRASH_AT;
+  if (at === undefined || Number(at) !== count) return;
+  try {
+    process.kill(-process.pid, "SIGKILL");
+  } catch {
+    process.kill(process.pid, "SIGKILL");
+  }
+}

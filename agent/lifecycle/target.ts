@@ -1,0 +1,84 @@
+/**
+ * Choosing what to converge to: a template from a catalog (by name and
+ * version, the newest version by default, or by the host's Windows build when
+ * no name is given) and the components it names, each checked to exist.
+ */
+import { release } from "node:os";
+import { AgentError, AgentErrorCode } from "../common/errors";
+import type { Catalog } from "../content/catalog";
+import { type Template, splitPackageRef } from "../content/schema";
+import type { DesiredComponent } from "./model";
+
+/** What to converge to. */
+export interface Target {
+  readonly template: Template;
+  readonly components: readonly DesiredComponent[];
+}
+
+/** Compares versions segment by segment, numbers numerically (`v1.10` > `v1.9`); a leading `v` is ignored. */
+export function compareVersions(a: string, b: string): number {
+  const parts = (v: string): string[] => v.replace(/^v/i, "").split(/[.\-+_]/);
+  const pa = parts(a);
+  const pb = parts(b);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = pa[i];
+    const y = pb[i];
+    if (x === undefined) return -1;
+    if (y === undefined) return 1;
+    const nx = /^\d+$/.test(x) ? Number(x) : NaN;
+    const ny = /^\d+$/.test(y) ? Number(y) : NaN;
+    const c = !Number.isNaN(nx) && !Number.isNaN(ny) ? nx - ny : x < y ? -1 : x > y ? 1 : 0;
+    if (c !== 0) return c;
+  }
+  return 0;
+}
+
+/** The host's Windows build number (20348 on Server 2022), or undefined off Windows. */
+export function windowsBuild(platform: NodeJS.Platform = process.platform, osRelease: string = release()): number | undefined {
+  if (platform !== "win32") return undefined;
+  const build = Number(osRelease.split(".")[2]);
+  return Number.isInteger(build) ? build : undefined;
+}
+
+/** Picks the template: by name (and version, default the newest), else the newest whose `os` lists `build`. */
+export function pickTemplate(catalog: Catalog, want: { name?: string; version?: string; build?: number }): Template {
+  const byVersion = (a: Template, b: Template): number => compareVersions(b.version, a.version);
+  if (want.name !== undefined) {
+    const named = catalog.templates.filter((t) => t.name === want.name).sort(byVersion);
+    if (named.length === 0) {
+      const names = [...new Set(catalog.templates.map((t) => t.name))].sort();
+      throw new AgentError(AgentErrorCode.NotFound, `no template named "${want.name}" in ${catalog.dir}; available: ${names.join(", ") || "none"}`);
+    }
+    if (want.version === undefined) return named[0] as Template;
+    const exact = named.find((t) => t.version === want.version);
+    if (!exact) throw new AgentError(AgentErrorCode.NotFound, `template ${want.name} has no version ${want.version} in ${catalog.dir}; available: ${named.map((t) => t.version).join(", ")}`);
+    return exact;
+  }
+  if (want.build === undefined) {
+    throw new AgentError(AgentErrorCode.InvalidInput, "no template named, and this host has no Windows build number to pick one by: name one with --template (or `template` in the agent config)");
+  }
+  const fits = catalog.templates.filter((t) => t.os?.includes(want.build as number)).sort(byVersion);
+  if (fits.length === 0) {
+    const covered = catalog.templates.map((t) => `${t.name} ${t.version}: ${t.os?.join(", ") ?? "no os list"}`).join("; ");
+    throw new AgentError(AgentErrorCode.NotFound, `no template lists Windows build ${want.build} in its os; the templates cover: ${covered || "(no templates)"}`);
+  }
+  return fits[0] as Template;
+}
+
+/** The template's components from the catalog; every one must exist. */
+export function resolveTarget(catalog: Catalog, template: Template): Target {
+  const missing: string[] = [];
+  const components: DesiredComponent[] = [];
+  for (const ref of template.packages) {
+    const c = catalog.components.get(ref);
+    if (!c) {
+      const { name } = splitPackageRef(ref);
+      const versions = [...catalog.components.values()].filter((x) => x.metadata.name === name).map((x) => x.metadata.version);
+      missing.push(`${ref}${versions.length > 0 ? ` (available: ${versions.join(", ")})` : ""}`);
+      continue;
+    }
+    components.push({ name: c.metadata.name, version: c.metadata.version, metadata: c.metadata, paths: c.paths });
+  }
+  if (missing.length > 0) throw new AgentError(AgentErrorCode.NotFound, `template ${template.name} ${template.version} names components that are not in ${catalog.dir}: ${missing.join(", ")}`);
+  return { template, components };
+}

@@ -1,0 +1,91 @@
+/**
+ * Drift: every node the installed components laid down, compared with what was
+ * applied — a file's bytes (SHA-512 against the ledger) and mode, a
+ * directory's existence and mode, a link's target. Reads only; the report names
+ * each component, path and problem.
+ */
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { lstat, readFile, readlink, stat } from "node:fs/promises";
+import type { PathMapper } from "../ignition";
+import { readLedger } from "../ignition";
+import type { DriftItem } from "./events";
+import { ledgerPath } from "./files";
+import { readJournal } from "./journal";
+import { recorded } from "./store";
+
+/** What verification found. */
+export interface VerifyReport {
+  readonly items: readonly DriftItem[];
+  /** Nodes checked. */
+  readonly checked: number;
+}
+
+const WHOLE_FILE_LIMIT = 8 * 1024 * 1024;
+const PARALLEL = 4;
+
+async function sha512Of(path: string, size: number): Promise<string> {
+  if (size <= WHOLE_FILE_LIMIT) return createHash("sha512").update(await readFile(path)).digest("hex");
+  const hash = createHash("sha512");
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+/** Compares the host with what the installed components applied. */
+export async function verifyHost(root: string, mapper: PathMapper, platform: NodeJS.Platform = process.platform): Promise<VerifyReport> {
+  const journal = await readJournal(root);
+  const ledger = await readLedger(ledgerPath(root));
+  const checks: (() => Promise<DriftItem | undefined>)[] = [];
+  const checkModes = platform !== "win32"; // NTFS has no POSIX modes to compare
+  for (const i of journal.installed) {
+    if (i.pending === "remove") continue;
+    const { config } = await recorded(root, i.name, i.version);
+    const drift = (path: string, problem: DriftItem["problem"]): DriftItem => ({ component: i.name, path, problem });
+    for (const f of config.files) {
+      checks.push(async () => {
+        const host = mapper.hostPath(f.path);
+        const s = await lstat(host).catch(() => undefined);
+        if (!s) return drift(f.path, "missing");
+        if (!s.isFile()) return drift(f.path, "type");
+        const expected = ledger.files[f.path];
+        if (!expected) return undefined;
+        if (checkModes && (s.mode & 0o7777) !== expected.mode) return drift(f.path, "mode");
+        return (await sha512Of(host, s.size)) === expected.sha512 ? undefined : drift(f.path, "content");
+      });
+    }
+    for (const d of config.directories) {
+      checks.push(async () => {
+        const s = await lstat(mapper.hostPath(d.path)).catch(() => undefined);
+        if (!s) return drift(d.path, "missing");
+        if (!s.isDirectory()) return drift(d.path, "type");
+        const expected = ledger.files[d.path];
+        return checkModes && expected && (s.mode & 0o7777) !== expected.mode ? drift(d.path, "mode") : undefined;
+      });
+    }
+    for (const l of config.links) {
+      checks.push(async () => {
+        const host = mapper.hostPath(l.path);
+        const s = await lstat(host).catch(() => undefined);
+        if (!s) return drift(l.path, "missing");
+        if (l.hard) {
+          const target = await stat(mapper.hostPath(l.target)).catch(() => undefined);
+          return target && target.ino === s.ino && target.dev === s.dev ? undefined : drift(l.path, "content");
+        }
+        if (!s.isSymbolicLink()) return drift(l.path, "type");
+        return (await readlink(host)) === mapper.linkText(l.target) ? undefined : drift(l.path, "content");
+      });
+    }
+  }
+  const items: DriftItem[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < checks.length) {
+      const check = checks[next++];
+      const found = check ? await check() : undefined;
+      if (found) items.push(found);
+    }
+  };
+  await Promise.all(Array.from({ length: PARALLEL }, worker));
+  items.sort((a, b) => (a.component === b.component ? (a.path < b.path ? -1 : 1) : a.component < b.component ? -1 : 1));
+  return { items, checked: checks.length };
+}
