@@ -16,7 +16,7 @@ import { type Journal, type Run, remember, writeJournal } from "./journal";
 import { type DesiredComponent, type InstalledComponent, type Step, describeStep, groupOf } from "./model";
 import { applyEffect } from "./planner";
 import type { RebootExecutor } from "./reboot";
-import { REBOOT_EXIT, runStep } from "./step-runner";
+import { REBOOT_EXIT, rebootExitFor, runStep } from "./step-runner";
 import { installedComponents, pruneRecords, recorded } from "./store";
 
 /** Everything the executor touches, passed in. */
@@ -123,7 +123,7 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
         return { kind: "failed", journal };
       }
       installed = applyEffect(installed, step, "after", desired);
-      if (result.rebootAsked) run = { ...run, rebootRequests: [...run.rebootRequests, { group: groupOf(step), reason: `${step.component} ${step.version} ${describeStep(step)} exited ${REBOOT_EXIT}` }] };
+      if (result.rebootAsked) run = { ...run, rebootRequests: [...run.rebootRequests, { group: groupOf(step), reason: `${step.component} ${step.version} ${describeStep(step)} asked for a reboot (exit ${step.kind === "command" ? rebootExitFor(step.shell) : REBOOT_EXIT})` }] };
       run = { ...run, next: i + 1, current: undefined };
       if (step.finalizes) journal = remember(journal, `component-${step.finalizes}`, `${step.component} ${step.version}${step.from && step.from !== step.version ? ` (from ${step.from})` : ""}`, at);
       await save();

@@ -6,6 +6,7 @@
  * or a pending reboot, and recent history are all derivable from it after any
  * crash or reboot. It never holds a secret: output tails are masked first.
  */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
@@ -184,10 +185,19 @@ export function remember(journal: Journal, event: string, detail: string, at: st
 }
 
 // Tests set WINFLEET_TEST_CRASH_AT=<n> to SIGKILL the agent's whole process
-// group right after its n-th journal write: a crash at every transition.
+// group right after its n-th journal write: a crash at every transition. With
+// WINFLEET_TEST_CRASH_COUNTER=<file> the count runs across processes (an
+// install that stops for a reboot and continues in the next process).
 function crashSeam(count: number): void {
   const at = process.env.WINFLEET_TEST_CRASH_AT;
-  if (at === undefined || Number(at) !== count) return;
+  if (at === undefined) return;
+  const counter = process.env.WINFLEET_TEST_CRASH_COUNTER;
+  if (counter !== undefined) {
+    const total = (Number(existsSync(counter) ? readFileSync(counter, "utf8") : "0") || 0) + 1;
+    writeFileSync(counter, String(total));
+    count = total;
+  }
+  if (Number(at) !== count) return;
   try {
     process.kill(-process.pid, "SIGKILL");
   } catch {

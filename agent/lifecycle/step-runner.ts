@@ -16,8 +16,16 @@ import { stateDir } from "./journal";
 import { type CommandStep, type DesiredComponent, type InstalledComponent, type Step, describeStep } from "./model";
 import { recorded } from "./store";
 
-/** Exit code a command uses to say "done, but restart the host". */
+/** Exit code a command uses to say "done, but restart the host" (Windows' ERROR_SUCCESS_REBOOT_REQUIRED). */
 export const REBOOT_EXIT = 3010;
+
+/**
+ * The same request as a shell can report it: POSIX exit statuses are 8 bits,
+ * so 3010 arrives as 194 (3010 mod 256) from sh, as the agent's own does.
+ */
+export function rebootExitFor(shell: ShellKind): number {
+  return shell === "sh" ? REBOOT_EXIT % 256 : REBOOT_EXIT;
+}
 const TAIL = { stdout: 512, stderr: 2048, log: 64 * 1024 } as const;
 
 /** What running a step gave. */
@@ -84,7 +92,8 @@ async function runCommand(step: CommandStep, index: number, ctx: StepContext): P
   const timeoutNote = envelope.timedOut ? `\nwinfleet: timed out after ${step.timeoutSeconds} s; the command and everything it started were killed\n` : "";
   const stderr = ctx.mask(envelope.stderr.toString("utf8")) + timeoutNote;
   await writeLog(ctx, index, step, envelope.exitCode, stdout, stderr, records);
-  const exitOk = envelope.exitCode === 0 || envelope.exitCode === REBOOT_EXIT;
+  const reboot = rebootExitFor(step.shell);
+  const exitOk = envelope.exitCode === 0 || envelope.exitCode === reboot;
   const errors = records.length > 0 && stderr.trim() === "" ? records.join("\n") : stderr;
   return {
     ok: exitOk && !envelope.timedOut,
@@ -93,7 +102,7 @@ async function runCommand(step: CommandStep, index: number, ctx: StepContext): P
     timedOut: envelope.timedOut,
     stdoutTail: tail(stdout, TAIL.stdout),
     stderrTail: tail(errors, TAIL.stderr),
-    rebootAsked: envelope.exitCode === REBOOT_EXIT,
+    rebootAsked: envelope.exitCode === reboot,
   };
 }
 

@@ -32,14 +32,14 @@ describe("content build", () => {
     for (const art of [...manifest.templates, ...manifest.components, ...manifest.files]) {
       assert.equal(createHash("sha256").update(readFileSync(join(a, art.path))).digest("hex"), art.sha256, art.path);
     }
-    assert.deepEqual(manifest.templates.map((t) => `${t.name}@${t.version}`), ["sandbox@1.0.0", "sandbox@1.1.0"]);
+    assert.deepEqual(manifest.templates.map((t) => `${t.name}@${t.version}`).filter((t) => t.startsWith("sandbox@")), ["sandbox@1.0.0", "sandbox@1.1.0"]);
   });
 
   it("builds the sandbox template's components, each carrying its metadata", async () => {
     const out = join(tmp(), "bundle");
     const manifest = await buildContent(repoContent, out);
-    assert.deepEqual(manifest.components.map((c) => `${c.name}_${c.version}`), [
-      "sandbox-config_1.0.0", "sandbox-heartbeat_1.0.0", "sandbox-state_1.0.0", "sandbox-state_2.0.0",
+    assert.deepEqual(manifest.components.map((c) => `${c.name}_${c.version}`).filter((c) => c.startsWith("sandbox-")), [
+      "sandbox-config_1.0.0", "sandbox-config_2.0.0", "sandbox-feature_1.0.0", "sandbox-legacy_1.0.0", "sandbox-service_1.0.0", "sandbox-state_1.0.0", "sandbox-state_2.0.0",
     ]);
     const { value } = await loadComponent(readFileSync(join(out, "components", "sandbox-state_2.0.0.ign"), "utf8"), "state");
     assert.equal(value.metadata.post_upgrade.commands.length, 1);
@@ -67,14 +67,14 @@ describe("content build", () => {
       name: "broken", version: "1", packages: ["sandbox-state_9.9.9", "nothing_1.0", "sandbox-state_1.0.0", "bad ref"],
     }));
     writeFileSync(join(content, "templates", "dup.json"), readFileSync(join(content, "templates", "sandbox-1.0.0.json")));
-    const meta = join(content, "components", "sandbox-heartbeat", "1.0.0", "metadata.json");
-    writeFileSync(meta, readFileSync(meta, "utf8").replace('"name": "sandbox-heartbeat"', '"name": "heartbeat"'));
+    const meta = join(content, "components", "sandbox-service", "1.0.0", "metadata.json");
+    writeFileSync(meta, readFileSync(meta, "utf8").replace('"name": "sandbox-service"', '"name": "heartbeat"'));
     mkdirSync(join(content, "components", "empty", "0.1"), { recursive: true });
     const { problems } = await validateContent(content);
     const lines = problems.map((p) => `${p.path}: ${p.message}`);
     for (const expected of [
       /templates\/broken\.json: packages\[3\]: expected <component>_<version>/,
-      /components\/sandbox-heartbeat\/1\.0\.0\/metadata\.json: name: is "heartbeat"/,
+      /components\/sandbox-service\/1\.0\.0\/metadata\.json: name: is "heartbeat"/,
       /components\/empty\/0\.1\/metadata\.json: missing/,
       /templates\/(dup|sandbox-1\.0\.0)\.json: duplicates template sandbox 1\.0\.0/,
     ]) assert.ok(lines.some((l) => expected.test(l)), `${String(expected)} not in:\n${lines.join("\n")}`);
