@@ -7,6 +7,7 @@ import { registerBrokerCommands } from "./broker-commands";
 import { registerIgnitionCommands } from "./ignition-commands";
 import { registerInspectCommands } from "./inspect-commands";
 import { registerLifecycleCommands } from "./lifecycle-commands";
+import { registerServeCommand } from "./serve-command";
 import { registerUpgradeCommands } from "./upgrade-commands";
 import { AGENT_VERSION } from "../version";
 
@@ -18,6 +19,7 @@ const program = new Command("winfleet-agent")
 
 registerLifecycleCommands(program);
 registerInspectCommands(program);
+registerServeCommand(program);
 registerIgnitionCommands(program);
 registerBrokerCommands(program);
 registerUpgradeCommands(program);

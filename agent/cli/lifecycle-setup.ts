@@ -69,7 +69,11 @@ export interface Resolved {
 
 /** Resolves options, reading the agent config when one is named. */
 export async function resolveOptions(opts: LifecycleOptions): Promise<Resolved> {
-  const config = opts.config ? await loadAgentConfig(opts.config) : undefined;
+  return resolveWith(opts.config ? await loadAgentConfig(opts.config) : undefined, opts);
+}
+
+/** Resolves an agent config (and any command-line overrides). */
+export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOptions = {}): Resolved {
   let template = opts.template ?? config?.template;
   let templateVersion = opts.templateVersion ?? (opts.template ? undefined : config?.templateVersion);
   if (template?.includes("@")) [template, templateVersion] = template.split("@", 2) as [string, string];

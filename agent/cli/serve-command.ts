@@ -1,0 +1,45 @@
+/**
+ * `winfleet-agent serve --config FILE`: the service. Progress goes to stdout
+ * as JSON lines (one per lifecycle event), logs to stderr; SIGTERM or SIGINT
+ * stop it after the running command; it exits 3010 (194 where exit statuses
+ * are 8 bits) when the content needs the host restarted.
+ */
+import type { Command } from "commander";
+import { createLogger } from "../common/log";
+import { serve } from "../service/serve";
+import { defaultRunDir } from "./broker-commands";
+import { failure, resolveWith } from "./lifecycle-setup";
+import { jsonProgress } from "./progress";
+
+/** Registers `serve`. */
+export function registerServeCommand(program: Command): void {
+  program
+    .command("serve")
+    .description("run as the node's service: apply and keep applied the config's template, serve the broker")
+    .requiredOption("--config <file>", "the agent config (JSON or YAML)")
+    .action(async (opts: { config: string }) => {
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once("SIGTERM", onSignal);
+      process.once("SIGINT", onSignal);
+      try {
+        const log = createLogger("agent");
+        const progress = jsonProgress(process.stdout);
+        const exit = await serve({
+          configFile: opts.config,
+          engine: (config, observer, signal) => resolveWith(config).deps(observer, "winfleet-agent serve", signal),
+          observer: progress,
+          log,
+          runDir: defaultRunDir(),
+          stopSignal: stop.signal,
+        });
+        log.info("agent stopping", { reason: exit.reason });
+        process.exitCode = exit.code;
+      } catch (e) {
+        process.exitCode = failure(e);
+      } finally {
+        process.off("SIGTERM", onSignal);
+        process.off("SIGINT", onSignal);
+      }
+    });
+}

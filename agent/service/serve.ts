@@ -1,0 +1,179 @@
+/**
+ * `serve`: the agent as a service. It reads one agent config, resumes or
+ * applies on start, re-verifies the applied files on a timer (re-applying the
+ * affected components when `autoCorrect` is on), re-applies when the config
+ * changes, and serves the broker in the same process. A reboot the content
+ * asks for ends the process with 3010 (off Windows the supervisor starting it
+ * again is the reboot); SIGTERM stops after the running command and journals
+ * where it was. Events go to the observer: JSON lines, the Kubernetes reporter.
+ */
+import { watchFile, unwatchFile } from "node:fs";
+import { join } from "node:path";
+import { parseBrokerConfig, loadBrokerConfig } from "../broker/config";
+import { Broker } from "../broker/server";
+import { errorMessage } from "../common/errors";
+import type { Logger } from "../common/log";
+import { apply, repair, type EngineDeps } from "../lifecycle/engine";
+import type { LifecycleEvent, LifecycleObserver } from "../lifecycle/events";
+import type { RunOutcome } from "../lifecycle/executor";
+import { stateDir } from "../lifecycle/journal";
+import { readJournal } from "../lifecycle/journal";
+import { statusOf } from "../lifecycle/status";
+import { verifyHost } from "../lifecycle/verify";
+import { AGENT_VERSION } from "../version";
+import { type AgentConfig, loadAgentConfig } from "./config";
+
+/** How `serve` ended. */
+export type ServeExit = { readonly code: number; readonly reason: string };
+
+/** What `serve` needs, passed in. */
+export interface ServeOptions {
+  readonly configFile: string;
+  /** Builds the engine's dependencies for a config (shells, reboot executor, root…). */
+  readonly engine: (config: AgentConfig, observer: LifecycleObserver, signal: AbortSignal) => EngineDeps;
+  readonly observer: LifecycleObserver;
+  readonly log: Logger;
+  /** Where relative broker socket names live. */
+  readonly runDir: string;
+  /** Resolves when the service must stop (SIGTERM). */
+  readonly stopSignal: AbortSignal;
+  /** How often the config file is checked for changes. @default 2000 */
+  readonly configPollMs?: number;
+  /** Wait after a failed apply before trying again. @default 30000, doubling to 15 min */
+  readonly retryMs?: number;
+}
+
+/** Runs the service until it is stopped or a reboot ends it. */
+export async function serve(options: ServeOptions): Promise<ServeExit> {
+  const { log } = options;
+  let config = await loadAgentConfig(options.configFile);
+  const abort = new AbortController();
+  options.stopSignal.addEventListener("abort", () => abort.abort(), { once: true });
+  let deps = options.engine(config, options.observer, abort.signal);
+  const broker = config.broker !== undefined ? await startBroker(config, deps.root, options) : undefined;
+
+  let wake: (() => void) | undefined;
+  const nudge = (): void => wake?.();
+  let configChanged = false;
+  const onConfig = (): void => {
+    configChanged = true;
+    nudge();
+  };
+  watchFile(options.configFile, { interval: options.configPollMs ?? 2000 }, onConfig);
+  options.stopSignal.addEventListener("abort", nudge, { once: true });
+  const onHup = (): void => onConfig();
+  process.on("SIGHUP", onHup);
+
+  const emitState = async (): Promise<void> => {
+    const s = statusOf(await readJournal(deps.root));
+    options.observer.event({ type: "state", at: new Date().toISOString(), state: s.state, template: s.template, components: s.components, agentVersion: AGENT_VERSION, contentDigest: s.contentDigest });
+  };
+  // A wait that a stop or a config change cuts short, including one that came before it started.
+  const sleep = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      if (options.stopSignal.aborted || configChanged) {
+        resolve();
+        return;
+      }
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      };
+    });
+
+  let retry = options.retryMs ?? 30_000;
+  let needApply = true;
+  try {
+    while (!options.stopSignal.aborted) {
+      if (configChanged) {
+        configChanged = false;
+        try {
+          const next = await loadAgentConfig(options.configFile);
+          if (JSON.stringify(next) !== JSON.stringify(config)) {
+            log.info("agent config changed; applying it", { file: options.configFile });
+            config = next;
+            deps = options.engine(config, options.observer, abort.signal);
+            needApply = true;
+            retry = options.retryMs ?? 30_000;
+          }
+        } catch (e) {
+          log.error("the changed agent config is invalid; keeping the one in use", { error: errorMessage(e) });
+        }
+      }
+      if (needApply) {
+        const outcome = await applyOnce(config, deps, log);
+        await emitState();
+        if (outcome?.kind === "reboot") return { code: 3010, reason: `reboot required: ${outcome.reasons.join("; ")}` };
+        if (outcome?.kind === "interrupted") break;
+        needApply = outcome?.kind !== "converged";
+        if (needApply) {
+          await sleep(retry);
+          retry = Math.min(retry * 2, 15 * 60_000);
+          continue;
+        }
+        retry = options.retryMs ?? 30_000;
+      }
+      const interval = config.verifyIntervalSeconds * 1000;
+      if (interval === 0) {
+        await sleep(2 ** 31 - 1);
+        continue;
+      }
+      await sleep(interval);
+      if (options.stopSignal.aborted || configChanged) continue;
+      const corrected = await verifyOnce(config, deps, options.observer, log);
+      if (corrected?.kind === "reboot") return { code: 3010, reason: "reboot required" };
+      if (corrected) await emitState();
+    }
+    return { code: 0, reason: "stopped" };
+  } finally {
+    unwatchFile(options.configFile, onConfig);
+    process.off("SIGHUP", onHup);
+    await broker?.stop();
+  }
+}
+
+async function applyOnce(config: AgentConfig, deps: EngineDeps, log: Logger): Promise<RunOutcome | undefined> {
+  try {
+    const outcome = await apply({ content: config.content, template: config.template, templateVersion: config.templateVersion }, deps);
+    if (outcome.kind === "failed") {
+      const f = outcome.journal.run?.failure;
+      log.error("apply failed", f ? { component: f.component, phase: f.phase, command: f.command, exitCode: f.exitCode ?? undefined } : {});
+    }
+    return outcome;
+  } catch (e) {
+    log.error("cannot apply", { error: errorMessage(e) });
+    return undefined;
+  }
+}
+
+/** Verifies the applied files; reports drift and, with autoCorrect, lays the affected components' files down again. */
+async function verifyOnce(config: AgentConfig, deps: EngineDeps, observer: LifecycleObserver, log: Logger): Promise<RunOutcome | undefined> {
+  try {
+    const report = await verifyHost(deps.root, deps.mapper);
+    if (report.items.length === 0) return undefined;
+    const at = new Date().toISOString();
+    observer.event({ type: "drift-found", at, items: report.items });
+    log.warn("drift found", { paths: report.items.length, components: [...new Set(report.items.map((i) => i.component))].join(",") });
+    if (!config.autoCorrect) return undefined;
+    const components = [...new Set(report.items.map((i) => i.component))];
+    const outcome = await repair(components, deps);
+    if (outcome?.kind === "converged") observer.event({ type: "drift-corrected", at: new Date().toISOString(), components } satisfies LifecycleEvent);
+    return outcome;
+  } catch (e) {
+    log.error("cannot verify", { error: errorMessage(e) });
+    return undefined;
+  }
+}
+
+async function startBroker(config: AgentConfig, root: string, options: ServeOptions): Promise<Broker> {
+  const brokerConfig = typeof config.broker === "string" ? await loadBrokerConfig(config.broker) : parseBrokerConfig(JSON.stringify(config.broker), `${config.file}: broker`);
+  return Broker.start({
+    config: brokerConfig,
+    runDir: options.runDir,
+    stateDir: brokerConfig.stateDir ?? join(stateDir(root), "broker"),
+    entryFile: process.argv[1] ?? __filename,
+    log: options.log,
+  });
+}
