@@ -140,14 +140,16 @@ export class ShDriver {
   private readonly err = new TokenSplitter();
   private statusText = "";
   private wake: (() => void) | undefined;
-  private envNow = new Map<string, string>();
+  /** Variables set on top of the base environment, as the driver has them now. */
+  private extra = new Map<string, string>();
+  private readonly baseEnv: Readonly<Record<string, string>>;
   private counter = 0;
   /** Set when the process has exited. */
   exited = false;
 
   constructor(shell: string, baseEnv: Record<string, string>, cwd: string | undefined) {
     this.child = spawn(shell, ["-c", DRIVER, "winfleet-sh"], { env: baseEnv, cwd, stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"], detached: true });
-    this.envNow = new Map(Object.entries(baseEnv));
+    this.baseEnv = baseEnv;
     this.control = this.child.stdio[4] as Writable;
     this.child.stdout?.on("data", (c: Buffer) => {
       this.out.push(c);
@@ -179,13 +181,21 @@ export class ShDriver {
     return this.child.pid;
   }
 
-  /** Makes the next worker see exactly `env` (base environment included). */
-  async setEnv(env: ReadonlyMap<string, string>): Promise<boolean> {
+  /**
+   * Makes the next worker see the base environment plus exactly `extra`. Only
+   * what differs from the previous invocation crosses the pipe, so the
+   * commands of one section, which share their variables, cost nothing here.
+   */
+  async setEnv(extra: Readonly<Record<string, string>>): Promise<boolean> {
     const ops: string[] = [];
-    for (const name of this.envNow.keys()) if (!env.has(name)) ops.push(`${name} -\n`);
-    for (const [name, value] of env) if (this.envNow.get(name) !== value) ops.push(`${name} ${block(value)}`);
+    for (const name of this.extra.keys()) {
+      if (name in extra) continue;
+      const base = this.baseEnv[name];
+      ops.push(base === undefined ? `${name} -\n` : `${name} ${block(base)}`);
+    }
+    for (const [name, value] of Object.entries(extra)) if (this.extra.get(name) !== value) ops.push(`${name} ${block(value)}`);
     if (ops.length === 0) return true;
-    this.envNow = new Map(env);
+    this.extra = new Map(Object.entries(extra));
     this.control.write(`E ${ops.length}\n${ops.join("")}`);
     return this.until(() => {
       const i = this.statusText.indexOf("E\n");
@@ -205,12 +215,13 @@ export class ShDriver {
     this.child.stdin?.write(block(command));
     this.control.write(`R ${id} ${token}\n`);
     let status: number | null = null;
+    const prefix = `${id} `;
     const finished = await this.until(() => {
-      if (status === null) {
-        const m = new RegExp(`(?:^|\\n)${id} (\\d+)\\n`).exec(this.statusText);
-        if (m) {
-          status = Number(m[1]);
-          this.statusText = this.statusText.slice(m.index + m[0].length);
+      if (status === null && this.statusText.startsWith(prefix)) {
+        const nl = this.statusText.indexOf("\n");
+        if (nl > 0) {
+          status = Number(this.statusText.slice(prefix.length, nl));
+          this.statusText = this.statusText.slice(nl + 1);
         }
       }
       return status !== null && this.out.take() !== undefined && this.err.take() !== undefined;

@@ -69,8 +69,7 @@ export class ShSession implements Shell {
       void driver.kill();
     }, invocation.timeoutMs);
     try {
-      const env = new Map(Object.entries({ ...this.base, ...invocation.env }));
-      const ready = await driver.setEnv(env);
+      const ready = await driver.setEnv(invocation.env);
       const result = ready ? await driver.run(invocation.command) : undefined;
       const stdout = result?.stdout ?? new TailBuffer();
       const stderr = result?.stderr ?? new TailBuffer();
