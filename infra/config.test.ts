@@ -25,7 +25,7 @@ describe("stack config", () => {
     const f = parseFleetConfig(valid);
     const pool = f.pools[0];
     assert.equal(pool?.kind === "azure" && pool.mode, "vmss");
-    assert.equal(f.cluster.namespace, "winfleet-system");
+    assert.equal(f.cluster?.namespace, "winfleet-system");
     assert.deepEqual(secretKeys(f), ["adminPassword", "joinToken"]);
   });
 
@@ -47,5 +47,20 @@ describe("stack config", () => {
 
   it("rejects unknown keys, with their path", () => {
     assert.deepEqual(pathsOf({ ...valid, extra: 1 }), ["winfleet:fleet"]);
+  });
+});
+
+describe("the local pool kind", () => {
+  it("needs no cluster and no agent when every pool is local", () => {
+    const f = parseFleetConfig({ content: { template: "sandbox", templateVersion: "1.0.0" }, pools: [{ name: "local", kind: "local" }] });
+    const pool = f.pools[0];
+    assert.deepEqual(pool?.kind === "local" && { hosts: pool.hosts, maxUnavailable: pool.maxUnavailable }, { hosts: 3, maxUnavailable: 1 });
+  });
+
+  it("requires cluster and agent, naming them, as soon as a pool deploys real nodes", () => {
+    const rest: Record<string, unknown> = { ...valid };
+    delete rest.cluster;
+    delete rest.agent;
+    assert.deepEqual(pathsOf({ ...rest, pools: [...valid.pools, { name: "local", kind: "local" }] }).sort(), ["winfleet:fleet.agent", "winfleet:fleet.cluster"]);
   });
 });

@@ -73,6 +73,16 @@ const byoHost = z.strictObject({
 
 const byoPool = z.strictObject({ name, kind: z.literal("byo"), hosts: z.array(byoHost).min(1), labels: z.record(z.string(), z.string()).default({}) });
 
+/** Sandbox hosts on this machine (`winfleet local up`); the Pulumi program deploys nothing for them. */
+const localPool = z.strictObject({
+  name,
+  kind: z.literal("local"),
+  /** How many sandbox hosts. @default 3 */
+  hosts: z.number().int().min(1).max(50).default(3),
+  /** How many hosts a rollout may take away at once. @default 1 */
+  maxUnavailable: z.number().int().min(1).default(1),
+});
+
 /** The rancher-wins-upgrader chart's `winsConfigs[]` entry, accepted as is. */
 const winsConfigSchema = z.strictObject({
   name,
@@ -97,7 +107,8 @@ const upgraderSchema = z.strictObject({
 
 /** The whole `winfleet:fleet` value. */
 export const fleetSchema = z.strictObject({
-  cluster: z.strictObject({ name, namespace: name.default("winfleet-system"), join: joinSchema }),
+  /** Required when any pool is not `local`. */
+  cluster: z.strictObject({ name, namespace: name.default("winfleet-system"), join: joinSchema }).optional(),
   content: z.strictObject({
     /** Directory of content sources, built into the bundle at deploy time. @default "content" */
     dir: z.string().default("content"),
@@ -109,14 +120,15 @@ export const fleetSchema = z.strictObject({
       z.strictObject({ to: z.literal("blob"), resourceGroup: z.string(), storageAccount: z.string(), container: z.string().default("winfleet") }),
     ]).default({ to: "configMap" }),
   }),
+  /** Required when any pool is not `local`. */
   agent: z.strictObject({
     version,
     /** The agent bundle (a .tgz); its SHA-256 is checked by the bootstrap. */
     bundle: z.strictObject({ url: z.string().url(), sha256 }),
     /** Node.js runtime for Windows; defaults to a pinned, measured release (see components/node-runtime.ts). */
     node: z.strictObject({ url: z.string().url(), sha256 }).optional(),
-  }),
-  pools: z.array(z.discriminatedUnion("kind", [azurePool, byoPool])).min(1),
+  }).optional(),
+  pools: z.array(z.discriminatedUnion("kind", [azurePool, byoPool, localPool])).min(1),
   upgrader: upgraderSchema.optional(),
 }).superRefine((f, ctx) => {
   const seen = new Set<string>();
@@ -124,6 +136,12 @@ export const fleetSchema = z.strictObject({
     if (seen.has(p.name)) ctx.addIssue({ code: "custom", path: ["pools", i, "name"], message: `duplicates pool ${p.name}` });
     seen.add(p.name);
   });
+  const cloud = f.pools.findIndex((p) => p.kind !== "local");
+  if (cloud >= 0) {
+    const why = `is required: pools[${cloud}] (${f.pools[cloud]?.kind ?? ""}) deploys real nodes`;
+    if (!f.cluster) ctx.addIssue({ code: "custom", path: ["cluster"], message: why });
+    if (!f.agent) ctx.addIssue({ code: "custom", path: ["agent"], message: why });
+  }
 });
 
 /** A parsed fleet config. */
@@ -141,10 +159,10 @@ export function parseFleetConfig(value: unknown): FleetConfig {
 
 /** Every secure key a fleet config names, with where it is named. */
 export function secretKeys(f: FleetConfig): string[] {
-  const keys = new Set<string>([f.cluster.join.tokenSecret]);
+  const keys = new Set<string>(f.cluster ? [f.cluster.join.tokenSecret] : []);
   for (const p of f.pools) {
     if (p.kind === "azure") keys.add(p.adminPasswordSecret);
-    else for (const h of p.hosts) keys.add(h.privateKeySecret ?? h.passwordSecret ?? "");
+    else if (p.kind === "byo") for (const h of p.hosts) keys.add(h.privateKeySecret ?? h.passwordSecret ?? "");
   }
   return [...keys].filter((k) => k !== "").sort();
 }

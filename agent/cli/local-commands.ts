@@ -1,40 +1,72 @@
 /**
- * `winfleet local …`: the local fleet (what `npm start` runs). It needs
- * PowerShell 7 to run the sandbox components; until the lifecycle engine lands
- * it says plainly what is missing instead of pretending to run.
+ * `winfleet local up | status | down | logs | exec`: the local fleet, a thin
+ * shell over agent/fleet/. `npm start` runs `winfleet local up`.
  */
-import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { homedir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
+import { localDown, localExec, localLogs, localStatus, localUp } from "../fleet/local";
+import { failure } from "./lifecycle-setup";
 
-/** The pwsh executable, if one is installed. */
-export function findPwsh(): string | undefined {
-  const onPath = spawnSync("sh", ["-c", "command -v pwsh"], { encoding: "utf8" }).stdout.trim();
-  if (onPath) return onPath;
-  const tool = join(homedir(), ".dotnet", "tools", "pwsh");
-  return existsSync(tool) ? tool : undefined;
+/** The agent's entry script, next to this CLI's own. */
+export function agentEntry(): string {
+  return process.env.WINFLEET_AGENT_ENTRY ?? join(__dirname, "..", "..", "bin", "winfleet-agent.js");
+}
+
+const stateDirOption = (c: Command): Command => c.option("--state-dir <dir>", "where the fleet keeps its hosts", ".winfleet/local");
+
+async function exit(work: () => Promise<number>): Promise<void> {
+  try {
+    process.exitCode = await work();
+  } catch (e) {
+    process.exitCode = failure(e);
+  }
 }
 
 /** Registers `local`. */
 export function registerLocalCommands(program: Command): void {
-  const local = program.command("local").description("the local fleet: sandbox hosts on this machine, each a real agent");
-  local
-    .command("up")
-    .description("bring up the local fleet (needs PowerShell 7)")
-    .option("--hosts <n>", "number of hosts", (v) => Number(v), 3)
-    .action(() => {
-      const pwsh = findPwsh();
-      if (!pwsh) {
-        process.stderr.write(
-          "winfleet local up: PowerShell 7 (pwsh) is not installed, and the sandbox components run in it.\n" +
-            "Install it with: dotnet tool install --global PowerShell   (then ~/.dotnet/tools/pwsh), or your OS's PowerShell package,\n" +
-            "and run npm run setup again.\n",
-        );
-      } else {
-        process.stderr.write(`winfleet local up: found ${pwsh}, but the lifecycle engine that applies the sandbox template is not built yet (issue #3).\n`);
+  const local = program.command("local").description("the local fleet: sandbox hosts on this machine, each a real winfleet-agent, driven by a stack file");
+
+  stateDirOption(
+    local
+      .command("up")
+      .description("bring the fleet to its stack: start hosts, or roll a changed stack through a running fleet host by host")
+      .option("--stack <name>", "stack name (stacks/Pulumi.<name>.yaml) or a stack file path", "local")
+      .option("--hosts <n>", "number of hosts (overrides the stack's local pool)", (v) => Number(v))
+      .option("--port <port>", "status page port on 127.0.0.1 (0 picks a free one)", (v) => Number(v), 7870)
+      .option("--json", "print fleet events as JSON lines", false),
+  ).action((opts: { stack: string; hosts?: number; port: number; stateDir: string; json: boolean }) =>
+    exit(async () => {
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+      try {
+        return await localUp({ ...opts, stateDir: resolve(opts.stateDir), agentEntry: agentEntry(), stop: stop.signal }, process.stdout, process.stderr);
+      } finally {
+        process.off("SIGINT", onSignal);
+        process.off("SIGTERM", onSignal);
       }
-      process.exitCode = 1;
-    });
+    }),
+  );
+
+  stateDirOption(local.command("status").description("each host's state, template, components, step and last error").option("--json", "print JSON", false)).action(
+    (opts: { stateDir: string; json: boolean }) => exit(() => localStatus(resolve(opts.stateDir), opts.json, process.stdout)),
+  );
+
+  stateDirOption(local.command("down").description("stop the running fleet and every agent in it")).action((opts: { stateDir: string }) =>
+    exit(() => localDown(resolve(opts.stateDir), process.stdout)),
+  );
+
+  stateDirOption(local.command("logs").description("a host's agent log").argument("<host>", "host name, e.g. local-1").option("-n, --lines <n>", "lines from the end", (v) => Number(v), 200)).action(
+    (host: string, opts: { stateDir: string; lines: number }) => exit(() => localLogs(resolve(opts.stateDir), host, opts.lines, process.stdout)),
+  );
+
+  stateDirOption(
+    local
+      .command("exec")
+      .description("start a host process through a host's broker, as a container would: winfleet local exec local-1 -- --path /usr/bin/uname --args -a")
+      .argument("<host>", "host name")
+      .argument("[args...]", "winfleet-agent cli prc run arguments, after --")
+      .allowUnknownOption(),
+  ).action((host: string, args: string[], opts: { stateDir: string }) => exit(() => localExec(resolve(opts.stateDir), host, args, agentEntry())));
 }

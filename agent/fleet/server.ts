@@ -1,0 +1,99 @@
+/**
+ * The fleet's HTTP face on 127.0.0.1: the status page, its data (`/api/status`
+ * and a server-sent event stream `/api/events`), and the control API another
+ * `winfleet local` invocation uses (`POST /api/apply`, `POST /api/shutdown`),
+ * which wants the bearer token from the state directory's `fleet.json`.
+ */
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import { AgentError, AgentErrorCode } from "../common/errors";
+import type { FleetManager } from "./manager";
+import { statusPage } from "./page";
+import type { FleetSpec } from "./spec";
+
+/** What the server calls back into. */
+export interface ServerHooks {
+  readonly manager: () => FleetManager | undefined;
+  readonly token: () => string;
+  /** Checks and completes a spec another invocation sent. */
+  readonly acceptSpec: (spec: unknown) => FleetSpec;
+  readonly shutdown: () => void;
+}
+
+async function body(req: IncomingMessage): Promise<unknown> {
+  let text = "";
+  for await (const chunk of req) {
+    text += (chunk as Buffer).toString("utf8");
+    if (text.length > 1_000_000) throw new Error("request too large");
+  }
+  return text === "" ? {} : (JSON.parse(text) as unknown);
+}
+
+function json(res: ServerResponse, status: number, value: unknown): void {
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+  res.end(`${JSON.stringify(value)}\n`);
+}
+
+/** Starts the server; rejects with a clear error when the port is taken. */
+export async function startServer(port: number, hooks: ServerHooks): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    void handle(req, res, hooks).catch((e: unknown) => {
+      if (!res.headersSent) json(res, 500, { error: e instanceof Error ? e.message : String(e) });
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (e: NodeJS.ErrnoException) => {
+      reject(
+        e.code === "EADDRINUSE"
+          ? new AgentError(AgentErrorCode.AlreadyExists, `port ${port} on 127.0.0.1 is in use; choose another with --port (0 picks a free one)`)
+          : e,
+      );
+    });
+    server.listen(port, "127.0.0.1", () => resolve());
+  });
+  const address = server.address();
+  return { server, port: typeof address === "object" && address ? address.port : port };
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, hooks: ServerHooks): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://127.0.0.1");
+  const manager = hooks.manager();
+  if (req.method === "GET" && url.pathname === "/") {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "content-security-policy": "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'" });
+    res.end(statusPage());
+    return;
+  }
+  if (req.method === "GET" && url.pathname === "/api/status") {
+    if (!manager) return json(res, 503, { error: "the fleet is starting" });
+    return json(res, 200, manager.status());
+  }
+  if (req.method === "GET" && url.pathname === "/api/events") {
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
+    const send = (data: unknown): boolean => res.write(`data: ${JSON.stringify(data)}\n\n`);
+    if (manager) send({ type: "snapshot", status: manager.status() });
+    const unsubscribe = manager?.subscribe((e) => send(e));
+    const ping = setInterval(() => res.write(": ping\n\n"), 15_000);
+    req.on("close", () => {
+      clearInterval(ping);
+      unsubscribe?.();
+    });
+    return;
+  }
+  if (req.method === "POST" && (url.pathname === "/api/apply" || url.pathname === "/api/shutdown")) {
+    if (req.headers.authorization !== `Bearer ${hooks.token()}`) return json(res, 401, { error: "the token in fleet.json is required" });
+    if (url.pathname === "/api/shutdown") {
+      json(res, 202, { stopping: true });
+      hooks.shutdown();
+      return;
+    }
+    if (!manager) return json(res, 503, { error: "the fleet is starting" });
+    let spec: FleetSpec;
+    try {
+      spec = hooks.acceptSpec(await body(req));
+    } catch (e) {
+      return json(res, 400, { error: e instanceof Error ? e.message : String(e) });
+    }
+    return json(res, 200, await manager.apply(spec));
+  }
+  json(res, 404, { error: `no ${req.method ?? "GET"} ${url.pathname}` });
+}
