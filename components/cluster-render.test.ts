@@ -21,7 +21,7 @@ describe("cluster-side renders", () => {
   });
 
   it("make a kubeadm bootstrap token that TLS bootstrap accepts", () => {
-    const [secret] = renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet nodes") as [{ metadata: { name: string; namespace: string }; type: string; stringData: Record<string, string> }];
+    const [secret] = renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet nodes") as unknown as [{ metadata: { name: string; namespace: string }; type: string; stringData: Record<string, string> }];
     assert.equal(secret.metadata.name, "bootstrap-token-abcdef");
     assert.equal(secret.metadata.namespace, "kube-system");
     assert.equal(secret.type, "bootstrap.kubernetes.io/token");
@@ -30,7 +30,7 @@ describe("cluster-side renders", () => {
   });
 
   it("let the agent post Events and patch Nodes, nothing more", () => {
-    const role = renderAgentAccess("ns").find((o) => o.kind === "ClusterRole") as { rules: { resources: string[]; verbs: string[] }[] };
+    const role = renderAgentAccess("ns").find((o) => o.kind === "ClusterRole") as unknown as { rules: { resources: string[]; verbs: string[] }[] };
     assert.deepEqual(role.rules.flatMap((r) => r.resources).sort(), ["events", "events", "nodes"]);
     assert.ok(role.rules.every((r) => !r.verbs.includes("delete") && !r.verbs.includes("*")));
   });

@@ -6,7 +6,9 @@
  * Pulumi secrets.
  */
 
-type Obj = Record<string, unknown>;
+import type { KubeObject } from "./kube-objects";
+
+type Obj = KubeObject;
 
 /** Namespace, ServiceAccounts and RBAC for the agent and the upgraders. */
 export function renderAgentAccess(namespace: string): Obj[] {
@@ -41,7 +43,7 @@ export function renderAgentAccess(namespace: string): Obj[] {
 export const KUBEADM_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token";
 
 /** A kubeadm bootstrap token and the bindings TLS bootstrap needs (harmless where kubeadm made them already). */
-export function renderKubeadmJoin(tokenId: string, tokenSecret: string, description: string): Obj[] {
+export function renderKubeadmJoin(tokenId: string, tokenSecret: unknown, description: string): Obj[] {
   const labels = { "app.kubernetes.io/part-of": "winfleet" };
   const bind = (name: string, role: string, group: string): Obj => ({
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -72,7 +74,7 @@ export function renderKubeadmJoin(tokenId: string, tokenSecret: string, descript
 }
 
 /** The RKE2 join token, kept in the winfleet namespace for the agent and upgraders. */
-export function renderRke2Join(namespace: string, server: string, token: string): Obj[] {
+export function renderRke2Join(namespace: string, server: string, token: unknown): Obj[] {
   return [{
     apiVersion: "v1",
     kind: "Secret",

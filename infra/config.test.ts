@@ -5,7 +5,7 @@ import { parseFleetConfig, secretKeys } from "./config";
 
 const valid = {
   cluster: { name: "dev", join: { method: "kubeadm", apiServer: "https://10.0.0.4:6443", caCertHash: `sha256:${"a".repeat(64)}`, tokenId: "abcdef", tokenSecret: "joinToken" } },
-  content: { template: "sandbox", templateVersion: "1.0.0", publish: { to: "blob", resourceGroup: "rg", storageAccount: "sa" } },
+  content: { template: "sandbox", templateVersion: "1.0.0", publish: { to: "blob", resourceGroup: "rg", storageAccount: "winfleetsa" } },
   agent: { version: "0.1.0", bundle: { url: "https://sa.blob.core.windows.net/winfleet/agent.tgz", sha256: "b".repeat(64) } },
   pools: [{ name: "win", kind: "azure", location: "westeurope", resourceGroup: "rg", subnetId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes", count: 2, adminPasswordSecret: "adminPassword" }],
 };

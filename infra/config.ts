@@ -58,6 +58,10 @@ const azurePool = z.strictObject({
   adminPasswordSecret: secretRef,
   /** Node labels applied at join. */
   labels: z.record(z.string(), z.string()).default({}),
+  /** Register the nodes with the os=windows:NoSchedule taint. @default true */
+  registerTaint: z.boolean().default(true),
+  /** A public IP per node; the policy pack refuses it unless allowed. @default false */
+  publicIp: z.boolean().default(false),
 });
 
 const byoHost = z.strictObject({
@@ -71,7 +75,14 @@ const byoHost = z.strictObject({
   message: "set exactly one of privateKeySecret and passwordSecret",
 });
 
-const byoPool = z.strictObject({ name, kind: z.literal("byo"), hosts: z.array(byoHost).min(1), labels: z.record(z.string(), z.string()).default({}) });
+const byoPool = z.strictObject({
+  name,
+  kind: z.literal("byo"),
+  hosts: z.array(byoHost).min(1),
+  labels: z.record(z.string(), z.string()).default({}),
+  /** Register the nodes with the os=windows:NoSchedule taint. @default true */
+  registerTaint: z.boolean().default(true),
+});
 
 /** Sandbox hosts on this machine (`winfleet local up`); the Pulumi program deploys nothing for them. */
 const localPool = z.strictObject({
@@ -117,7 +128,14 @@ export const fleetSchema = z.strictObject({
     /** Where the bundle is published: a ConfigMap (small bundles) or Azure Blob Storage. */
     publish: z.discriminatedUnion("to", [
       z.strictObject({ to: z.literal("configMap") }),
-      z.strictObject({ to: z.literal("blob"), resourceGroup: z.string(), storageAccount: z.string(), container: z.string().default("winfleet") }),
+      z.strictObject({
+        to: z.literal("blob"),
+        resourceGroup: z.string().min(1),
+        storageAccount: z.string().regex(/^[a-z0-9]{3,24}$/, "3-24 lower-case letters and digits (an Azure storage account name)"),
+        container: z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/, "an Azure blob container name").default("winfleet"),
+        /** How nodes read the bundle: their pool's managed identity, or a read-only SAS passed as a protected setting. @default "managedIdentity" */
+        auth: z.enum(["managedIdentity", "sas"]).default("managedIdentity"),
+      }),
     ]).default({ to: "configMap" }),
   }),
   /** Required when any pool is not `local`. */
@@ -135,6 +153,11 @@ export const fleetSchema = z.strictObject({
   f.pools.forEach((p, i) => {
     if (seen.has(p.name)) ctx.addIssue({ code: "custom", path: ["pools", i, "name"], message: `duplicates pool ${p.name}` });
     seen.add(p.name);
+  });
+  f.pools.forEach((p, i) => {
+    if (p.kind === "azure" && f.content.publish.to !== "blob") {
+      ctx.addIssue({ code: "custom", path: ["content", "publish"], message: `must be { to: blob, … }: pools[${i}] (azure) fetches its content before it joins the cluster, so a ConfigMap cannot reach it` });
+    }
   });
   const cloud = f.pools.findIndex((p) => p.kind !== "local");
   if (cloud >= 0) {

@@ -16,6 +16,7 @@ import {
   type ProcessStartResponse,
   type ProcessWaitResponse,
 } from "./generated/wins/process_pb";
+import { AgentService, type ReloadConfigResponse, type StatusResponse } from "./generated/winfleet/agent_pb";
 import { TunnelService } from "./generated/winfleet/proxy_pb";
 import { grpcClientClass } from "./grpc-adapter";
 
@@ -53,6 +54,16 @@ export function appInfo(socket: string): Promise<ApplicationInfoResponse> {
 /** `HostService.GetVersion`. */
 export function hostVersion(socket: string): Promise<HostGetVersionResponse> {
   return once<HostGetVersionResponse>(HostService, socket, "GetVersion", {});
+}
+
+/** `AgentService.Status`: what the agent has applied and is doing. */
+export function agentStatus(socket: string): Promise<StatusResponse> {
+  return once<StatusResponse>(AgentService, socket, "Status", {});
+}
+
+/** `AgentService.ReloadConfig`: the broker re-reads its config (`path`, or its own file). */
+export function reloadBrokerConfig(socket: string, path?: string): Promise<ReloadConfigResponse> {
+  return once<ReloadConfigResponse>(AgentService, socket, "ReloadConfig", { Path: path ?? "" });
 }
 
 /** SHA1 hex of a file, as wins checks binaries. */

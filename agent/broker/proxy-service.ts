@@ -11,9 +11,8 @@ import type { Logger } from "../common/log";
 import { ListPortsResponseSchema, type TunnelFrame, TunnelFrameSchema } from "./generated/winfleet/proxy_pb";
 import { failStream } from "./status";
 
-/** `TunnelService` for the allowed `ports`. */
-export function tunnelService(ports: readonly number[], log: Logger, host = "localhost"): grpc.UntypedServiceImplementation {
-  const allowed = new Set(ports);
+/** `TunnelService` for the allowed ports (read at each connection, so a reloaded config applies at once). */
+export function tunnelService(ports: () => readonly number[], log: Logger, host = "localhost"): grpc.UntypedServiceImplementation {
   const Open = (call: grpc.ServerDuplexStream<TunnelFrame, TunnelFrame>): void => {
     let socket: ReturnType<typeof connect> | undefined;
     const fail = (e: AgentError): void => {
@@ -22,6 +21,7 @@ export function tunnelService(ports: readonly number[], log: Logger, host = "loc
     };
     call.on("data", (frame: TunnelFrame) => {
       if (socket === undefined) {
+        const allowed = new Set(ports());
         if (frame.Frame.case !== "Open") return fail(new AgentError(AgentErrorCode.InvalidInput, "the first frame of a tunnel must be Open"));
         const port = frame.Frame.value.Port;
         if (!allowed.has(port)) {
@@ -52,7 +52,7 @@ export function tunnelService(ports: readonly number[], log: Logger, host = "loc
     call.on("error", () => socket?.destroy());
   };
   const ListPorts: grpc.handleUnaryCall<unknown, unknown> = (_call, callback) => {
-    callback(null, create(ListPortsResponseSchema, { Ports: [...allowed].sort((a, b) => a - b) }));
+    callback(null, create(ListPortsResponseSchema, { Ports: [...new Set(ports())].sort((a, b) => a - b) }));
   };
   return { Open, ListPorts };
 }

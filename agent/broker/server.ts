@@ -3,13 +3,16 @@
  * Windows) and the port proxy on another. Starting it cleans up processes left
  * by an earlier broker; stopping it ends every host process it started.
  */
-import { chmod, mkdir, rm } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { chmod, mkdir, readFile, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { dirname } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import type { Logger } from "../common/log";
-import { type BrokerConfig, endpointPath } from "./config";
+import { type AgentStatus, agentService } from "./agent-service";
+import { type BrokerConfig, endpointPath, parseBrokerConfig } from "./config";
+import { AgentService } from "./generated/winfleet/agent_pb";
 import { type Firewall, noFirewall } from "./firewall";
 import { TunnelService } from "./generated/winfleet/proxy_pb";
 import { ApplicationService } from "./generated/wins/application_pb";
@@ -38,6 +41,10 @@ export interface BrokerOptions {
   readonly host?: ProcessHost;
   readonly firewall?: Firewall;
   readonly platform?: NodeJS.Platform;
+  /** The config file, which `ReloadConfig` re-reads. */
+  readonly configFile?: string;
+  /** The lifecycle engine's status, for `AgentService.Status` (absent when the broker runs alone). */
+  readonly agentStatus?: () => Promise<AgentStatus>;
 }
 
 const WINDOWS_ONLY = "is only available on Windows hosts";
@@ -90,7 +97,24 @@ export class Broker {
     if (config.whiteList.allowAll) log.warn("allowAll is set: any host binary may be started");
     else if (config.whiteList.processPaths.length === 0) log.warn("the process whitelist is empty: prc run will refuse every path");
 
-    const policy = new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform);
+    // The whitelist and proxy ports in force; ReloadConfig replaces them as one.
+    let live = { config, policy: new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform), sha256: "" };
+    if (options.configFile) live.sha256 = createHash("sha256").update(await readFile(options.configFile)).digest("hex");
+    const policy = { check: (path: string) => live.policy.check(path) };
+    const reload = async (path: string | undefined): Promise<{ processPaths: number; proxyPorts: number; sha256: string }> => {
+      const file = path ?? options.configFile;
+      if (!file) throw new AgentError(AgentErrorCode.InvalidInput, "this broker was started from an inline config: name the file to read");
+      const text = await readFile(file, "utf8").catch((e: unknown) => {
+        throw new AgentError(AgentErrorCode.InvalidInput, `cannot read ${file}: ${errorMessage(e)}`);
+      });
+      const next = parseBrokerConfig(text, file);
+      if (next.listen !== live.config.listen || next.proxy !== live.config.proxy) {
+        throw new AgentError(AgentErrorCode.InvalidInput, `${file} changes listen or proxy, which only a restart applies; nothing was changed`);
+      }
+      live = { config: next, policy: new ProcessPathPolicy(next.whiteList.processPaths, next.whiteList.allowAll, platform), sha256: createHash("sha256").update(text).digest("hex") };
+      log.info("broker config reloaded", { file, processPaths: next.whiteList.processPaths.length, proxyPorts: next.whiteList.proxyPorts.join(",") });
+      return { processPaths: next.whiteList.processPaths.length, proxyPorts: next.whiteList.proxyPorts.length, sha256: live.sha256 };
+    };
     const server = new grpc.Server();
     server.addService(grpcService(ApplicationService), applicationService(options.entryFile));
     server.addService(grpcService(HostService), hostService());
@@ -98,8 +122,9 @@ export class Broker {
     server.addService(grpcService(NetworkService), unavailableService(["Get"], `NetworkService ${WINDOWS_ONLY}`));
     server.addService(grpcService(HnsService), unavailableService(["GetNetwork"], `HnsService ${WINDOWS_ONLY}`));
     server.addService(grpcService(RouteService), unavailableService(["Add"], `RouteService ${WINDOWS_ONLY}`));
+    server.addService(grpcService(AgentService), agentService({ ...(options.agentStatus ? { status: options.agentStatus } : {}), reload, configSha256: () => live.sha256 }));
     const proxy = new grpc.Server();
-    proxy.addService(grpcService(TunnelService), tunnelService(config.whiteList.proxyPorts, log));
+    proxy.addService(grpcService(TunnelService), tunnelService(() => live.config.whiteList.proxyPorts, log));
 
     const listenPath = endpointPath(config.listen, platform, options.runDir);
     const proxyPath = endpointPath(config.proxy, platform, options.runDir);

@@ -80,7 +80,7 @@ function parseEnvs(items: readonly string[]): Record<string, string> {
 }
 
 /** `ProcessService`: Start, Wait, KeepAlive with wins's semantics, fixed where wins was wrong. */
-export function processService(pool: ProcessPool, policy: ProcessPathPolicy, log: Logger): grpc.UntypedServiceImplementation {
+export function processService(pool: ProcessPool, policy: Pick<ProcessPathPolicy, "check">, log: Logger): grpc.UntypedServiceImplementation {
   const Start = unary<ProcessStartRequest, ProcessStartResponse>(async (req) => {
     await policy.check(req.Path);
     const binary = await prepareBinary(req.Path, req.Checksum);

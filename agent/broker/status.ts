@@ -18,6 +18,7 @@ const CODES: Record<AgentErrorCode, status> = {
   APPLY_FAILED: status.INTERNAL,
   COMMAND_FAILED: status.INTERNAL,
   UNSUPPORTED: status.UNIMPLEMENTED,
+  UNAVAILABLE: status.UNAVAILABLE,
 };
 
 /** The gRPC status for a thrown value. */

@@ -3,6 +3,7 @@
  * area; each is a thin shell over the engine it drives.
  */
 import { Command } from "commander";
+import { registerAgentServiceCommands } from "./agent-service-commands";
 import { registerBrokerCommands } from "./broker-commands";
 import { registerIgnitionCommands } from "./ignition-commands";
 import { registerInspectCommands } from "./inspect-commands";
@@ -23,6 +24,7 @@ registerServeCommand(program);
 registerIgnitionCommands(program);
 registerBrokerCommands(program);
 registerUpgradeCommands(program);
+registerAgentServiceCommands(program, program.commands.find((c) => c.name() === "service") ?? program.command("service"));
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`winfleet-agent: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);

@@ -55,6 +55,7 @@ export function registerBrokerCommands(program: Command): void {
           config, runDir, log,
           stateDir: resolve(opts.stateDir ?? config.stateDir ?? join(runDir, "broker-state")),
           entryFile: process.argv[1] ?? __filename,
+          configFile: resolve(opts.config),
         });
         await new Promise<void>((done) => {
           const stop = (): void => {

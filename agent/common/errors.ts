@@ -24,6 +24,8 @@ export const AgentErrorCode = {
   CommandFailed: "COMMAND_FAILED",
   /** A feature this host or build cannot provide. */
   Unsupported: "UNSUPPORTED",
+  /** What the request needs is not running here (yet). */
+  Unavailable: "UNAVAILABLE",
 } as const;
 
 /** One of {@link AgentErrorCode}'s values. */

@@ -7,9 +7,11 @@
  * again is the reboot); SIGTERM stops after the running command and journals
  * where it was. Events go to the observer: JSON lines, the Kubernetes reporter.
  */
-import { watchFile, unwatchFile } from "node:fs";
+import { existsSync, unwatchFile, watchFile } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
-import { parseBrokerConfig, loadBrokerConfig } from "../broker/config";
+import type { AgentStatus } from "../broker/agent-service";
+import { loadBrokerConfig, parseBrokerConfig } from "../broker/config";
 import { Broker } from "../broker/server";
 import { errorMessage } from "../common/errors";
 import type { Logger } from "../common/log";
@@ -50,7 +52,24 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
   const abort = new AbortController();
   options.stopSignal.addEventListener("abort", () => abort.abort(), { once: true });
   let deps = options.engine(config, options.observer, abort.signal);
-  const broker = config.broker !== undefined ? await startBroker(config, deps.root, options) : undefined;
+  const agentStatus = async (): Promise<AgentStatus> => statusFor(config, deps.root);
+  // A broker config file may only appear once content (the winfleet-broker component) laid it down.
+  let broker: Broker | undefined;
+  let waitingForBroker = false;
+  const ensureBroker = async (): Promise<void> => {
+    if (broker || config.broker === undefined) return;
+    if (typeof config.broker === "string" && !existsSync(config.broker)) {
+      if (!waitingForBroker) log.info("the broker starts once its config exists", { file: config.broker });
+      waitingForBroker = true;
+      return;
+    }
+    try {
+      broker = await startBroker(config, deps.root, options, agentStatus);
+    } catch (e) {
+      log.error("cannot start the broker", { error: errorMessage(e) });
+    }
+  };
+  await ensureBroker();
 
   let wake: (() => void) | undefined;
   const nudge = (): void => wake?.();
@@ -105,6 +124,7 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
       if (needApply) {
         const outcome = await applyOnce(config, deps, log);
         await emitState();
+        await ensureBroker();
         if (outcome?.kind === "reboot") return { code: 3010, reason: `reboot required: ${outcome.reasons.join("; ")}` };
         if (outcome?.kind === "interrupted") break;
         needApply = outcome?.kind !== "converged";
@@ -167,7 +187,7 @@ async function verifyOnce(config: AgentConfig, deps: EngineDeps, observer: Lifec
   }
 }
 
-async function startBroker(config: AgentConfig, root: string, options: ServeOptions): Promise<Broker> {
+async function startBroker(config: AgentConfig, root: string, options: ServeOptions, agentStatus: () => Promise<AgentStatus>): Promise<Broker> {
   const brokerConfig = typeof config.broker === "string" ? await loadBrokerConfig(config.broker) : parseBrokerConfig(JSON.stringify(config.broker), `${config.file}: broker`);
   return Broker.start({
     config: brokerConfig,
@@ -175,5 +195,24 @@ async function startBroker(config: AgentConfig, root: string, options: ServeOpti
     stateDir: brokerConfig.stateDir ?? join(stateDir(root), "broker"),
     entryFile: process.argv[1] ?? __filename,
     log: options.log,
+    ...(typeof config.broker === "string" ? { configFile: config.broker } : {}),
+    agentStatus,
   });
+}
+
+/** The agent's status as `AgentService.Status` reports it. */
+export async function statusFor(config: AgentConfig, root: string): Promise<AgentStatus> {
+  const s = statusOf(await readJournal(root));
+  const f = s.failure;
+  return {
+    AgentVersion: AGENT_VERSION,
+    State: s.state,
+    Template: s.template?.name ?? "",
+    TemplateVersion: s.template?.version ?? "",
+    Components: s.components.map((c) => ({ Name: c.name, Version: c.version, State: c.state })),
+    Failure: f ? `${f.component} ${f.phase}: ${f.command} ${f.timedOut ? "timed out" : `exited ${String(f.exitCode)}`}` : "",
+    NodeName: config.nodeName ?? hostname(),
+    ContentDigest: s.contentDigest ?? "",
+    BrokerConfigSha256: "",
+  };
 }

@@ -9,6 +9,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { AGENT_VERSION } from "../../agent/version";
 import { REBOOT_STATUS, agent, tempDir, writeContent } from "../support/agent";
 
 const REPO = join(__dirname, "..", "..");
@@ -102,6 +103,13 @@ describe("serve", () => {
     try {
       await second.waitFor("reboot-done");
       await second.waitFor("apply-converged", (e) => (e.template as { version: string }).version === "1.0.0");
+
+      const sock = join(dir, "broker.sock");
+      const ready = await agent(["ready", "--server", sock, "--template", "sandbox", "--template-version", "1.0.0", "--agent-version", AGENT_VERSION]);
+      assert.equal(ready.code, 0, ready.stdout);
+      const behind = await agent(["ready", "--server", sock, "--template-version", "1.1.0"]);
+      assert.equal(behind.code, 1);
+      assert.equal(behind.stdout, "not ready: it runs sandbox 1.0.0, not 1.1.0\n");
 
       const prc = await agent(["cli", "prc", "run", "--server", join(dir, "broker.sock"), "--path", "/usr/bin/echo", "--args", "through the broker"]);
       assert.equal(prc.code, 0, prc.stderr);

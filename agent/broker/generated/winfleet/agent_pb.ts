@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file winfleet/agent.proto.
  */
 export const file_winfleet_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChR3aW5mbGVldC9hZ2VudC5wcm90bxIRd2luZmxlZXQuYWdlbnQudjEiDwoNU3RhdHVzUmVxdWVzdCLSAQoOU3RhdHVzUmVzcG9uc2USFAoMQWdlbnRWZXJzaW9uGAEgASgJEg0KBVN0YXRlGAIgASgJEhAKCFRlbXBsYXRlGAMgASgJEhcKD1RlbXBsYXRlVmVyc2lvbhgEIAEoCRI2CgpDb21wb25lbnRzGAUgAygLMiIud2luZmxlZXQuYWdlbnQudjEuQ29tcG9uZW50U3RhdHVzEg8KB0ZhaWx1cmUYBiABKAkSEAoITm9kZU5hbWUYByABKAkSFQoNQ29udGVudERpZ2VzdBgIIAEoCSI/Cg9Db21wb25lbnRTdGF0dXMSDAoETmFtZRgBIAEoCRIPCgdWZXJzaW9uGAIgASgJEg0KBVN0YXRlGAMgASgJIiMKE1JlbG9hZENvbmZpZ1JlcXVlc3QSDAoEUGF0aBgBIAEoCSJAChRSZWxvYWRDb25maWdSZXNwb25zZRIUCgxQcm9jZXNzUGF0aHMYASABKAUSEgoKUHJveHlQb3J0cxgCIAEoBTK+AQoMQWdlbnRTZXJ2aWNlEk0KBlN0YXR1cxIgLndpbmZsZWV0LmFnZW50LnYxLlN0YXR1c1JlcXVlc3QaIS53aW5mbGVldC5hZ2VudC52MS5TdGF0dXNSZXNwb25zZRJfCgxSZWxvYWRDb25maWcSJi53aW5mbGVldC5hZ2VudC52MS5SZWxvYWRDb25maWdSZXF1ZXN0Gicud2luZmxlZXQuYWdlbnQudjEuUmVsb2FkQ29uZmlnUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChR3aW5mbGVldC9hZ2VudC5wcm90bxIRd2luZmxlZXQuYWdlbnQudjEiDwoNU3RhdHVzUmVxdWVzdCLuAQoOU3RhdHVzUmVzcG9uc2USFAoMQWdlbnRWZXJzaW9uGAEgASgJEg0KBVN0YXRlGAIgASgJEhAKCFRlbXBsYXRlGAMgASgJEhcKD1RlbXBsYXRlVmVyc2lvbhgEIAEoCRI2CgpDb21wb25lbnRzGAUgAygLMiIud2luZmxlZXQuYWdlbnQudjEuQ29tcG9uZW50U3RhdHVzEg8KB0ZhaWx1cmUYBiABKAkSEAoITm9kZU5hbWUYByABKAkSFQoNQ29udGVudERpZ2VzdBgIIAEoCRIaChJCcm9rZXJDb25maWdTaGEyNTYYCSABKAkiPwoPQ29tcG9uZW50U3RhdHVzEgwKBE5hbWUYASABKAkSDwoHVmVyc2lvbhgCIAEoCRINCgVTdGF0ZRgDIAEoCSIjChNSZWxvYWRDb25maWdSZXF1ZXN0EgwKBFBhdGgYASABKAkiVgoUUmVsb2FkQ29uZmlnUmVzcG9uc2USFAoMUHJvY2Vzc1BhdGhzGAEgASgFEhIKClByb3h5UG9ydHMYAiABKAUSFAoMQ29uZmlnU2hhMjU2GAMgASgJMr4BCgxBZ2VudFNlcnZpY2USTQoGU3RhdHVzEiAud2luZmxlZXQuYWdlbnQudjEuU3RhdHVzUmVxdWVzdBohLndpbmZsZWV0LmFnZW50LnYxLlN0YXR1c1Jlc3BvbnNlEl8KDFJlbG9hZENvbmZpZxImLndpbmZsZWV0LmFnZW50LnYxLlJlbG9hZENvbmZpZ1JlcXVlc3QaJy53aW5mbGVldC5hZ2VudC52MS5SZWxvYWRDb25maWdSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message winfleet.agent.v1.StatusRequest
@@ -81,6 +81,13 @@ export type StatusResponse = Message<"winfleet.agent.v1.StatusResponse"> & {
    * @generated from field: string ContentDigest = 8;
    */
   ContentDigest: string;
+
+  /**
+   * SHA-256 of the broker config file in use (what the wins upgrader rolls out).
+   *
+   * @generated from field: string BrokerConfigSha256 = 9;
+   */
+  BrokerConfigSha256: string;
 };
 
 /**
@@ -151,6 +158,13 @@ export type ReloadConfigResponse = Message<"winfleet.agent.v1.ReloadConfigRespon
    * @generated from field: int32 ProxyPorts = 2;
    */
   ProxyPorts: number;
+
+  /**
+   * SHA-256 of the config file now in use.
+   *
+   * @generated from field: string ConfigSha256 = 3;
+   */
+  ConfigSha256: string;
 };
 
 /**

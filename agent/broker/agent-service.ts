@@ -1,0 +1,46 @@
+/**
+ * `winfleet.agent.v1.AgentService`, beside the wins services on the broker's
+ * socket: `Status` answers what the lifecycle engine reports (the upgrader
+ * pods' readiness probe asks it), `ReloadConfig` re-reads the broker config and
+ * swaps the whitelist and proxy ports without a restart, keeping the old
+ * config when the new one is invalid.
+ */
+import { create } from "@bufbuild/protobuf";
+import type * as grpc from "@grpc/grpc-js";
+import { AgentError, AgentErrorCode } from "../common/errors";
+import { type ReloadConfigRequest, ReloadConfigResponseSchema, type StatusResponse, StatusResponseSchema } from "./generated/winfleet/agent_pb";
+import { toServiceError } from "./status";
+
+/** What Status reports, as plain data. */
+export type AgentStatus = Omit<StatusResponse, "$typeName" | "$unknown" | "Components"> & { readonly Components: readonly { readonly Name: string; readonly Version: string; readonly State: string }[] };
+
+/** What the service needs from the broker and the agent around it. */
+export interface AgentServiceHooks {
+  /** The lifecycle engine's status; absent when the broker runs alone. */
+  readonly status?: () => Promise<AgentStatus>;
+  /** Re-reads the config file (the one given, or the broker's own) and applies it. */
+  readonly reload: (path: string | undefined) => Promise<{ processPaths: number; proxyPorts: number; sha256: string }>;
+  /** SHA-256 of the broker config in use. */
+  readonly configSha256: () => string;
+}
+
+/** The service implementation. */
+export function agentService(hooks: AgentServiceHooks): grpc.UntypedServiceImplementation {
+  const Status: grpc.handleUnaryCall<unknown, StatusResponse> = (_call, callback) => {
+    if (!hooks.status) {
+      callback(toServiceError(new AgentError(AgentErrorCode.Unavailable, "this broker runs without the lifecycle engine (winfleet-agent broker, not serve)")));
+      return;
+    }
+    hooks.status().then(
+      (s) => callback(null, create(StatusResponseSchema, { ...s, Components: s.Components.map((c) => ({ ...c })), BrokerConfigSha256: hooks.configSha256() })),
+      (e: unknown) => callback(toServiceError(e)),
+    );
+  };
+  const ReloadConfig: grpc.handleUnaryCall<ReloadConfigRequest, unknown> = (call, callback) => {
+    hooks.reload(call.request.Path || undefined).then(
+      (r) => callback(null, create(ReloadConfigResponseSchema, { ProcessPaths: r.processPaths, ProxyPorts: r.proxyPorts, ConfigSha256: r.sha256 })),
+      (e: unknown) => callback(toServiceError(e)),
+    );
+  };
+  return { Status, ReloadConfig };
+}

@@ -1,0 +1,90 @@
+/**
+ * `ByoWindowsHost`: a Windows host you already own, reached over SSH (Windows'
+ * OpenSSH server) with @pulumi/command — the successor of the WinRM/WMI path
+ * of the original design. The content archive and the bootstrap are copied to
+ * the host, and the bootstrap runs with the join token on its standard input
+ * (never on a command line); it runs again whenever its SHA-256 or the
+ * content's changes. Credentials are Pulumi secrets.
+ */
+import * as command from "@pulumi/command";
+import * as pulumi from "@pulumi/pulumi";
+import type { FleetConfig, PoolConfig } from "../infra/config";
+import { type BootstrapArgs, DEFAULT_INSTALL_DIR, bootstrapHash, renderBootstrap } from "./bootstrap";
+import { nodeAgentConfig } from "./pool-render";
+
+type ByoPool = Extract<PoolConfig, { kind: "byo" }>;
+
+/** Arguments of {@link ByoWindowsHost}. */
+export interface ByoWindowsHostArgs {
+  readonly fleet: FleetConfig;
+  readonly pool: ByoPool;
+  readonly host: ByoPool["hosts"][number];
+  readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "tokenVariable">;
+  /** The content archive on this machine and its SHA-256. */
+  readonly content: { readonly archivePath: pulumi.Input<string>; readonly sha256: pulumi.Input<string> };
+  readonly join: { readonly variables: Readonly<Record<string, string>>; readonly tokenVariable: string; readonly token: pulumi.Input<string> };
+  /** The private key or password (a secret) for `host.user`. */
+  readonly credential: pulumi.Input<string>;
+}
+
+/** Where uploads land on the host. */
+export const UPLOAD_DIR = `${DEFAULT_INSTALL_DIR}\\upload`;
+
+/** The commands run over SSH (cmd.exe or PowerShell as the login shell both run them). */
+export function byoCommands(contentSha256: string): { prepare: string; writeBootstrap: string; run: string; contentPath: string } {
+  const ps = "powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass";
+  return {
+    prepare: `${ps} -Command "New-Item -ItemType Directory -Force -Path '${UPLOAD_DIR}' | Out-Null"`,
+    // The script arrives on stdin, so no quoting of its text is ever needed.
+    writeBootstrap: `${ps} -Command "[Console]::In.ReadToEnd() | Set-Content -Encoding UTF8 -NoNewline -LiteralPath '${UPLOAD_DIR}\\bootstrap.ps1'"`,
+    run: `${ps} -File "${UPLOAD_DIR}\\bootstrap.ps1" -JoinTokenFromStdin`,
+    contentPath: `${UPLOAD_DIR}\\content-${contentSha256.slice(0, 16)}.tgz`,
+  };
+}
+
+/** An existing Windows host joined to the fleet. */
+export class ByoWindowsHost extends pulumi.ComponentResource {
+  readonly nodeName: string;
+  readonly bootstrapHash: pulumi.Output<string>;
+
+  constructor(name: string, args: ByoWindowsHostArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("winfleet:index:ByoWindowsHost", name, {}, opts);
+    const { host } = args;
+    const connection = {
+      host: host.address,
+      port: host.port,
+      user: host.user,
+      ...(host.privateKeySecret !== undefined ? { privateKey: pulumi.secret(args.credential) } : { password: pulumi.secret(args.credential) }),
+    };
+    const sha = pulumi.output(args.content.sha256);
+    const commands = sha.apply(byoCommands);
+    const script = sha.apply((sha256) =>
+      renderBootstrap({
+        ...args.bootstrap,
+        content: { kind: "file", path: byoCommands(sha256).contentPath, sha256 },
+        agentConfig: { ...nodeAgentConfig(args.fleet, args.join.variables, args.pool), nodeName: host.name },
+        tokenVariable: args.join.tokenVariable,
+      }),
+    );
+    this.bootstrapHash = script.apply(bootstrapHash);
+    this.nodeName = host.name;
+
+    const prepare = new command.remote.Command(`${name}-prepare`, { connection, create: commands.prepare }, { parent: this });
+    const copy = new command.remote.CopyFile(
+      `${name}-content`,
+      { connection, localPath: args.content.archivePath, remotePath: commands.contentPath.apply((p) => p.replace(/\\/g, "/")), triggers: [sha] },
+      { parent: this, dependsOn: [prepare] },
+    );
+    const upload = new command.remote.Command(
+      `${name}-upload-bootstrap`,
+      { connection, create: commands.writeBootstrap, stdin: script, triggers: [this.bootstrapHash] },
+      { parent: this, dependsOn: [prepare] },
+    );
+    new command.remote.Command(
+      `${name}-bootstrap`,
+      { connection, create: commands.run, stdin: pulumi.secret(args.join.token), triggers: [this.bootstrapHash, sha] },
+      { parent: this, dependsOn: [copy, upload] },
+    );
+    this.registerOutputs({ nodeName: this.nodeName, bootstrapHash: this.bootstrapHash });
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Pure pieces of a Windows node pool: the marketplace image for a Windows
+ * Server release, computer names Windows accepts, the tags every node carries,
+ * and the non-secret agent config a node's bootstrap writes.
+ */
+import type { FleetConfig, PoolConfig } from "../infra/config";
+
+/** A marketplace image reference. */
+export interface ImageRef {
+  readonly publisher: string;
+  readonly offer: string;
+  readonly sku: string;
+  readonly version: string;
+}
+
+/** Server Core, generation 2: what AKS and the sig-windows guides run. */
+const RELEASES: Readonly<Record<"ws2019" | "ws2022" | "ws2025", ImageRef>> = {
+  ws2019: { publisher: "MicrosoftWindowsServer", offer: "WindowsServer", sku: "2019-datacenter-core-g2", version: "latest" },
+  ws2022: { publisher: "MicrosoftWindowsServer", offer: "WindowsServer", sku: "2022-datacenter-core-g2", version: "latest" },
+  ws2025: { publisher: "MicrosoftWindowsServer", offer: "WindowsServer", sku: "2025-datacenter-core-g2", version: "latest" },
+};
+
+/** The image of an Azure pool. */
+export function imageOf(image: Extract<PoolConfig, { kind: "azure" }>["image"]): ImageRef {
+  return typeof image === "string" ? RELEASES[image] : image;
+}
+
+/** NetBIOS computer names have at most 15 characters. */
+export const COMPUTER_NAME_LIMIT = 15;
+
+/** Computer names of individual VMs: `<pool>-<n>`, the pool name cut so the whole fits 15 characters. */
+export function computerNames(pool: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => {
+    const suffix = `-${i + 1}`;
+    return `${pool.slice(0, COMPUTER_NAME_LIMIT - suffix.length).replace(/-+$/, "")}${suffix}`;
+  });
+}
+
+/** A scale set's computer name prefix: Azure appends six characters, so nine remain. */
+export function scaleSetPrefix(pool: string): string {
+  return pool.slice(0, 9).replace(/-+$/, "");
+}
+
+/** Tags every node of a pool carries: what it runs, so the portal and the policy pack can see it. */
+export function poolTags(fleet: FleetConfig, pool: string, bootstrapSha256: string): Record<string, string> {
+  return {
+    "winfleet-pool": pool,
+    "winfleet-template": fleet.content.template,
+    "winfleet-template-version": fleet.content.templateVersion,
+    "winfleet-agent-version": fleet.agent?.version ?? "",
+    "winfleet-bootstrap-sha256": bootstrapSha256,
+  };
+}
+
+/** Where the node's kubeconfig lands once the join component ran, per distribution. */
+export const NODE_KUBECONFIG = {
+  kubeadm: "C:\\etc\\kubernetes\\kubelet.conf",
+  rke2: "C:\\var\\lib\\rancher\\rke2\\agent\\kubelet.kubeconfig",
+} as const;
+
+/** Where the broker's wins config lives on a node (the winfleet-broker component writes it). */
+export const BROKER_CONFIG = "C:\\etc\\rancher\\wins\\config";
+
+/** The non-secret agent config for a pool's nodes (content and secrets are added on the node). */
+export function nodeAgentConfig(fleet: FleetConfig, join: Readonly<Record<string, string>>, pool: { labels: Readonly<Record<string, string>>; registerTaint: boolean }): Record<string, unknown> {
+  const labels = Object.entries(pool.labels).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(",");
+  return {
+    template: fleet.content.template,
+    templateVersion: fleet.content.templateVersion,
+    variables: {
+      ...join,
+      ...(labels ? { KUBE_NODE_LABELS: labels } : {}),
+      ...(pool.registerTaint ? { KUBE_REGISTER_TAINT: "true" } : {}),
+    },
+    kubeconfig: NODE_KUBECONFIG[fleet.cluster?.join.method ?? "kubeadm"],
+    broker: BROKER_CONFIG,
+    verifyIntervalSeconds: 300,
+    autoCorrect: true,
+  };
+}

@@ -1,0 +1,161 @@
+/**
+ * `WindowsNodePool`: Windows Server VMs on Azure (one scale set, or individual
+ * VMs each with its NIC) with a system-assigned managed identity. The
+ * bootstrap travels as userData; a CustomScriptExtension runs it, with the join
+ * token (and any content SAS) only in `protectedSettings`, as Pulumi secrets,
+ * and `forceUpdateTag` set to the bootstrap's SHA-256 so a changed bootstrap
+ * runs again. Nodes are tagged with their template and versions.
+ */
+import * as azure from "@pulumi/azure-native";
+import * as pulumi from "@pulumi/pulumi";
+import type { FleetConfig, PoolConfig } from "../infra/config";
+import { type BootstrapArgs, bootstrapHash, renderBootstrap } from "./bootstrap";
+import { storageAccountId } from "./content-bundle";
+import { extensionCommand } from "./extension-command";
+import { computerNames, imageOf, nodeAgentConfig, poolTags, scaleSetPrefix } from "./pool-render";
+
+/** Arguments of {@link WindowsNodePool}. */
+export interface WindowsNodePoolArgs {
+  readonly fleet: FleetConfig;
+  readonly pool: Extract<PoolConfig, { kind: "azure" }>;
+  /** Everything of the bootstrap but the content, which comes from the published bundle. */
+  readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "tokenVariable">;
+  readonly content: { readonly url: pulumi.Input<string>; readonly sha256: pulumi.Input<string>; readonly auth: "none" | "managedIdentity" | "sas"; readonly sas?: pulumi.Input<string> };
+  /** Join variables (non-secret) and the token, a secret, under the variable content reads. */
+  readonly join: { readonly variables: Readonly<Record<string, string>>; readonly tokenVariable: string; readonly token: pulumi.Input<string> };
+  readonly adminPassword: pulumi.Input<string>;
+}
+
+/** Storage Blob Data Reader, Azure's built-in role id. */
+export const BLOB_READER_ROLE = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1";
+const CSE = { publisher: "Microsoft.Compute", type: "CustomScriptExtension", typeHandlerVersion: "1.10", autoUpgradeMinorVersion: true } as const;
+
+/** The subscription id in a resource id. */
+export function subscriptionOf(resourceId: string): string {
+  return /^\/subscriptions\/([^/]+)\//i.exec(resourceId)?.[1] ?? "";
+}
+
+/** A pool of Windows nodes on Azure. */
+export class WindowsNodePool extends pulumi.ComponentResource {
+  /** Computer names (individual VMs) or the scale set's name prefix followed by `*`. */
+  readonly nodeNames: string[];
+  readonly bootstrapHash: pulumi.Output<string>;
+  readonly contentUrl: pulumi.Output<string>;
+
+  constructor(name: string, args: WindowsNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("winfleet:index:WindowsNodePool", name, {}, opts);
+    const { pool, fleet } = args;
+    if (!fleet.agent) throw new pulumi.ResourceError("an Azure pool needs the stack's agent section", this);
+    const script = pulumi.all([args.content.url, args.content.sha256]).apply(([url, sha256]) =>
+      renderBootstrap({
+        ...args.bootstrap,
+        content: { kind: "url", url, sha256, auth: args.content.auth },
+        agentConfig: nodeAgentConfig(fleet, args.join.variables, pool),
+        tokenVariable: args.join.tokenVariable,
+      }),
+    );
+    this.bootstrapHash = script.apply(bootstrapHash);
+    this.contentUrl = pulumi.output(args.content.url);
+    const userData = script.apply((s) => Buffer.from(s).toString("base64"));
+    const protectedSettings = pulumi.secret(
+      pulumi.all([this.bootstrapHash, args.join.token, args.content.sas ?? ""]).apply(([hash, token, sas]) => ({ commandToExecute: extensionCommand(hash, token, args.content.auth === "sas" ? sas : undefined) })),
+    );
+    const tags = this.bootstrapHash.apply((h) => poolTags(fleet, pool.name, h));
+    const image = imageOf(pool.image);
+    const osDisk = { createOption: "FromImage", managedDisk: { storageAccountType: "Premium_LRS" } };
+    const windowsConfiguration = { provisionVMAgent: true, enableAutomaticUpdates: false, timeZone: "UTC" };
+    const principals: pulumi.Output<string | undefined>[] = [];
+
+    if (pool.mode === "vmss") {
+      const vmss = new azure.compute.VirtualMachineScaleSet(
+        `${name}-vmss`,
+        {
+          resourceGroupName: pool.resourceGroup,
+          location: pool.location,
+          vmScaleSetName: name,
+          identity: { type: "SystemAssigned" },
+          sku: { name: pool.vmSize, tier: "Standard", capacity: pool.count },
+          // Upgrades roll through the agent and the upgrader DaemonSets, not by reimaging.
+          upgradePolicy: { mode: "Manual" },
+          overprovision: false,
+          tags,
+          virtualMachineProfile: {
+            userData,
+            osProfile: { computerNamePrefix: scaleSetPrefix(pool.name), adminUsername: pool.adminUsername, adminPassword: pulumi.secret(args.adminPassword), windowsConfiguration },
+            storageProfile: { imageReference: image, osDisk },
+            networkProfile: {
+              networkInterfaceConfigurations: [
+                {
+                  name: `${name}-nic`,
+                  primary: true,
+                  ipConfigurations: [{ name: "primary", subnet: { id: pool.subnetId }, ...(pool.publicIp ? { publicIPAddressConfiguration: { name: "public" } } : {}) }],
+                },
+              ],
+            },
+          },
+        },
+        { parent: this },
+      );
+      new azure.compute.VirtualMachineScaleSetExtension(
+        `${name}-bootstrap`,
+        { ...CSE, resourceGroupName: pool.resourceGroup, vmScaleSetName: vmss.name, vmssExtensionName: "winfleet-bootstrap", forceUpdateTag: this.bootstrapHash, settings: {}, protectedSettings },
+        { parent: this },
+      );
+      principals.push(vmss.identity.apply((i) => i?.principalId));
+      this.nodeNames = [`${scaleSetPrefix(pool.name)}*`];
+    } else {
+      this.nodeNames = computerNames(pool.name, pool.count);
+      this.nodeNames.forEach((computerName, i) => {
+        const ip = pool.publicIp
+          ? new azure.network.PublicIPAddress(`${name}-${i + 1}-ip`, { resourceGroupName: pool.resourceGroup, location: pool.location, sku: { name: "Standard" }, publicIPAllocationMethod: "Static", tags }, { parent: this })
+          : undefined;
+        const nic = new azure.network.NetworkInterface(
+          `${name}-${i + 1}-nic`,
+          { resourceGroupName: pool.resourceGroup, location: pool.location, tags, ipConfigurations: [{ name: "primary", subnet: { id: pool.subnetId }, privateIPAllocationMethod: "Dynamic", ...(ip ? { publicIPAddress: { id: ip.id } } : {}) }] },
+          { parent: this },
+        );
+        const vm = new azure.compute.VirtualMachine(
+          `${name}-${i + 1}`,
+          {
+            resourceGroupName: pool.resourceGroup,
+            location: pool.location,
+            vmName: computerName,
+            identity: { type: "SystemAssigned" },
+            hardwareProfile: { vmSize: pool.vmSize },
+            userData,
+            tags,
+            osProfile: { computerName, adminUsername: pool.adminUsername, adminPassword: pulumi.secret(args.adminPassword), windowsConfiguration },
+            storageProfile: { imageReference: image, osDisk: { ...osDisk, deleteOption: "Delete" } },
+            networkProfile: { networkInterfaces: [{ id: nic.id, primary: true }] },
+          },
+          { parent: this },
+        );
+        new azure.compute.VirtualMachineExtension(
+          `${name}-${i + 1}-bootstrap`,
+          { ...CSE, resourceGroupName: pool.resourceGroup, location: pool.location, vmName: vm.name, vmExtensionName: "winfleet-bootstrap", forceUpdateTag: this.bootstrapHash, settings: {}, protectedSettings },
+          { parent: this },
+        );
+        principals.push(vm.identity.apply((id) => id?.principalId));
+      });
+    }
+
+    // Nodes read their content blob with their own identity: no credential to hand out.
+    if (args.content.auth === "managedIdentity" && fleet.content.publish.to === "blob") {
+      const publish = fleet.content.publish;
+      const subscription = subscriptionOf(pool.subnetId);
+      principals.forEach((principalId, i) => {
+        new azure.authorization.RoleAssignment(
+          `${name}-content-reader-${i + 1}`,
+          {
+            principalId: principalId.apply((p) => p ?? ""),
+            principalType: "ServicePrincipal",
+            roleDefinitionId: `/subscriptions/${subscription}/providers/Microsoft.Authorization/roleDefinitions/${BLOB_READER_ROLE}`,
+            scope: storageAccountId(subscription, publish.resourceGroup, publish.storageAccount),
+          },
+          { parent: this },
+        );
+      });
+    }
+    this.registerOutputs({ nodeNames: this.nodeNames, bootstrapHash: this.bootstrapHash, contentUrl: this.contentUrl });
+  }
+}
