@@ -9,7 +9,9 @@ import { DEFAULT_LISTEN, endpointPath } from "../broker/config";
 import { agentStatus, reloadBrokerConfig } from "../broker/client";
 import type { StatusResponse } from "../broker/generated/winfleet/agent_pb";
 import { errorMessage } from "../common/errors";
+import { retarget } from "../service/retarget";
 import { defaultRunDir } from "./broker-commands";
+import { failure } from "./lifecycle-setup";
 
 /** What `ready` wants. */
 export interface ReadyWants {
@@ -49,6 +51,31 @@ export function registerAgentServiceCommands(program: Command, service: Command)
       } catch (e) {
         process.stdout.write(`not ready: the agent does not answer on ${socketOf(opts.server)}: ${errorMessage(e)}\n`);
         process.exitCode = 1;
+      }
+    });
+
+  program
+    .command("retarget")
+    .description("move this host to a new template and content archive (SHA-256 checked): rewrites the agent config, which the running agent then applies")
+    .requiredOption("--config <file>", "the agent config to rewrite")
+    .requiredOption("--template <name>", "the template to run")
+    .requiredOption("--template-version <version>", "its version")
+    .requiredOption("--content-sha256 <hex>", "SHA-256 of the content archive")
+    .option("--content-archive <file>", "the content archive (.tar.gz), e.g. from a mounted ConfigMap")
+    .option("--content-url <url>", "where to download the content archive")
+    .option("--content-auth <kind>", "none, or managedIdentity (Azure blob read with the node's identity)", "none")
+    .action(async (opts: { config: string; template: string; templateVersion: string; contentSha256: string; contentArchive?: string; contentUrl?: string; contentAuth: string }) => {
+      if ((opts.contentArchive === undefined) === (opts.contentUrl === undefined) || !["none", "managedIdentity"].includes(opts.contentAuth)) {
+        process.stderr.write("error: give exactly one of --content-archive and --content-url, and --content-auth none or managedIdentity\n");
+        process.exitCode = 2;
+        return;
+      }
+      try {
+        const archive = opts.contentArchive !== undefined ? { kind: "file" as const, path: resolve(opts.contentArchive) } : { kind: "url" as const, url: opts.contentUrl ?? "", auth: opts.contentAuth as "none" | "managedIdentity" };
+        const r = await retarget({ config: resolve(opts.config), template: opts.template, templateVersion: opts.templateVersion, archive, sha256: opts.contentSha256 });
+        process.stdout.write(r.changed ? `retargeted to ${opts.template} ${opts.templateVersion} (content ${r.content})\n` : `already at ${opts.template} ${opts.templateVersion}\n`);
+      } catch (e) {
+        process.exitCode = failure(e);
       }
     });
 

@@ -8,12 +8,13 @@ import { endpointPath, loadBrokerConfig } from "../broker/config";
 import { createLogger } from "../common/log";
 import { installationAt } from "../upgrade/installation";
 import { pidFileManager, systemdManager } from "../upgrade/service-manager";
+import { windowsTaskManager } from "../upgrade/service-manager.win32";
 import { renderSystemdUnit, renderWindowsServiceInstall } from "../upgrade/service-units";
 import { up } from "../upgrade/up";
 import { defaultRunDir } from "./broker-commands";
 import { reportFailure } from "./report";
 
-interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile"; timeout: number; detach: boolean }
+interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile" | "windows"; timeout: number; detach: boolean }
 
 /** Registers `up` and `service`. */
 export function registerUpgradeCommands(program: Command): void {
@@ -23,7 +24,7 @@ export function registerUpgradeCommands(program: Command): void {
     .requiredOption("--bundle <dir>", "the new agent bundle (a directory with package.json and bin/)")
     .requiredOption("--install-dir <dir>", "the installation (releases/ and the current link)")
     .requiredOption("--config <file>", "the broker config, whose socket the new version must answer on")
-    .option("--manager <kind>", "how to restart the agent: systemd or pidfile", "systemd")
+    .option("--manager <kind>", "how to restart the agent: systemd, windows (the scheduled task the bootstrap registers) or pidfile", process.platform === "win32" ? "windows" : "systemd")
     .option("--timeout <seconds>", "how long the new version has to answer", (v) => Number(v), 30)
     .option("--detach", "run the upgrade in the background (when started through the broker, whose restart would end it)", false)
     .action(async (opts: UpOpts) => {
@@ -39,7 +40,16 @@ export function registerUpgradeCommands(program: Command): void {
         const config = await loadBrokerConfig(opts.config);
         const socket = endpointPath(config.listen, process.platform, defaultRunDir());
         const installDir = resolve(opts.installDir);
-        const manager = opts.manager === "pidfile" ? pidFileManager(installDir, ["broker", "--config", resolve(opts.config)]) : systemdManager();
+        const manager =
+          opts.manager === "pidfile" ? pidFileManager(installDir, ["broker", "--config", resolve(opts.config)])
+          : opts.manager === "windows" ? windowsTaskManager()
+          : opts.manager === "systemd" ? systemdManager()
+          : undefined;
+        if (!manager) {
+          process.stderr.write(`error: --manager ${String(opts.manager)}: expected systemd, windows or pidfile\n`);
+          process.exitCode = 2;
+          return;
+        }
         const result = await up(resolve(opts.bundle), {
           installation: installationAt(installDir),
           manager,
