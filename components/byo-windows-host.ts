@@ -21,7 +21,7 @@ export interface ByoWindowsHostArgs {
   readonly host: ByoPool["hosts"][number];
   readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "tokenVariable">;
   /** The content archive on this machine and its SHA-256. */
-  readonly content: { readonly archivePath: pulumi.Input<string>; readonly sha256: pulumi.Input<string> };
+  readonly content: { readonly archivePath: string; readonly sha256: string };
   readonly join: { readonly variables: Readonly<Record<string, string>>; readonly tokenVariable: string; readonly token: pulumi.Input<string> };
   /** The private key or password (a secret) for `host.user`. */
   readonly credential: pulumi.Input<string>;
@@ -45,7 +45,7 @@ export function byoCommands(contentSha256: string): { prepare: string; writeBoot
 /** An existing Windows host joined to the fleet. */
 export class ByoWindowsHost extends pulumi.ComponentResource {
   readonly nodeName: string;
-  readonly bootstrapHash: pulumi.Output<string>;
+  readonly bootstrapHash: string;
 
   constructor(name: string, args: ByoWindowsHostArgs, opts?: pulumi.ComponentResourceOptions) {
     super("winfleet:index:ByoWindowsHost", name, {}, opts);
@@ -56,23 +56,21 @@ export class ByoWindowsHost extends pulumi.ComponentResource {
       user: host.user,
       ...(host.privateKeySecret !== undefined ? { privateKey: pulumi.secret(args.credential) } : { password: pulumi.secret(args.credential) }),
     };
-    const sha = pulumi.output(args.content.sha256);
-    const commands = sha.apply(byoCommands);
-    const script = sha.apply((sha256) =>
-      renderBootstrap({
-        ...args.bootstrap,
-        content: { kind: "file", path: byoCommands(sha256).contentPath, sha256 },
-        agentConfig: { ...nodeAgentConfig(args.fleet, args.join.variables, args.pool), nodeName: host.name },
-        tokenVariable: args.join.tokenVariable,
-      }),
-    );
-    this.bootstrapHash = script.apply(bootstrapHash);
+    const sha = args.content.sha256;
+    const commands = byoCommands(sha);
+    const script = renderBootstrap({
+      ...args.bootstrap,
+      content: { kind: "file", path: commands.contentPath, sha256: sha },
+      agentConfig: { ...nodeAgentConfig(args.fleet, args.join.variables, args.pool), nodeName: host.name },
+      tokenVariable: args.join.tokenVariable,
+    });
+    this.bootstrapHash = bootstrapHash(script);
     this.nodeName = host.name;
 
     const prepare = new command.remote.Command(`${name}-prepare`, { connection, create: commands.prepare }, { parent: this });
     const copy = new command.remote.CopyFile(
       `${name}-content`,
-      { connection, localPath: args.content.archivePath, remotePath: commands.contentPath.apply((p) => p.replace(/\\/g, "/")), triggers: [sha] },
+      { connection, localPath: args.content.archivePath, remotePath: commands.contentPath.replace(/\\/g, "/"), triggers: [sha] },
       { parent: this, dependsOn: [prepare] },
     );
     const upload = new command.remote.Command(

@@ -2,8 +2,10 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { DaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
-import { fixWinsConfig, renderUpgrader, type UpgraderRenderArgs } from "./upgrader-render";
+import { powerShellSyntaxErrors } from "../agent/content/powershell-syntax";
+import { brokerConfigText, fixWinsConfig, renderUpgrader, type UpgraderRenderArgs } from "./upgrader-render";
 
+const target = { template: "win2022", templateVersion: "1.1.0", agentVersion: "0.2.0", contentSha256: "e".repeat(64), content: { url: "https://sa.blob.core.windows.net/winfleet/content-eeee.tgz", auth: "managedIdentity" as const } };
 const base: UpgraderRenderArgs = {
   kind: "agent",
   namespace: "winfleet-system",
@@ -11,25 +13,37 @@ const base: UpgraderRenderArgs = {
   group: { name: "default", image: "registry.example/winfleet-agent:0.2.0", nodeSelector: {}, tolerations: [], config: { whiteList: { processPaths: ["c:\\etc\\a.exe"], proxyPorts: [9796] } } },
   mode: "hostProcess",
   maxUnavailable: 1,
-  versions: { agent: "0.2.0", content: "sandbox@1.1.0" },
+  versions: { agent: "0.2.0", content: "win2022@1.1.0" },
   pathPrefix: "c:\\",
+  target,
 };
 
-const template = (a: UpgraderRenderArgs): unknown => (renderUpgrader(a).daemonSet as { spec: { template: unknown } }).spec.template;
+type Spec = { spec: { selector: { matchLabels: Record<string, string> }; template: { spec: { initContainers: { command: string[] }[]; containers: { readinessProbe: { exec: { command: string[] } } }[] } } } };
+const ds = (a: UpgraderRenderArgs): Spec => renderUpgrader(a).daemonSet as unknown as Spec;
+const template = (a: UpgraderRenderArgs): unknown => ds(a).spec.template;
+const script = (a: UpgraderRenderArgs): string => ds(a).spec.template.spec.initContainers[0]?.command.at(-1) ?? "";
+const probe = (a: UpgraderRenderArgs): string[] => ds(a).spec.template.spec.containers[0]?.readinessProbe.exec.command ?? [];
 
 describe("upgrader DaemonSets", () => {
-  it("validate against the Kubernetes 1.27 OpenAPI schema in both modes", () => {
+  it("validate against the Kubernetes 1.27 OpenAPI schema in every mode and kind", () => {
     for (const mode of ["hostProcess", "wins"] as const) {
-      const r = renderUpgrader({ ...base, mode });
-      new DaemonSet(r.daemonSet).validate();
-      new ConfigMap(r.configMap).validate();
+      for (const kind of ["agent", "wins"] as const) {
+        const r = renderUpgrader({ ...base, mode, kind, ...(kind === "wins" ? { target: undefined } : {}) });
+        new DaemonSet(r.daemonSet).validate();
+        new ConfigMap(r.configMap).validate();
+      }
+    }
+    new DaemonSet(renderUpgrader({ ...base, target: { ...target, content: { configMap: "winfleet-content-eeee" } } }).daemonSet).validate();
+  });
+
+  it("run init scripts that parse as PowerShell", async () => {
+    for (const a of [base, { ...base, kind: "wins" as const, target: undefined }, { ...base, mode: "wins" as const }, { ...base, target: { ...target, content: { configMap: "winfleet-content-eeee" } } }]) {
+      assert.deepEqual(await powerShellSyntaxErrors(script(a)), [], script(a));
     }
   });
 
   it("give every group its own selector (the chart's were shared)", () => {
-    const a = renderUpgrader(base).daemonSet as { spec: { selector: { matchLabels: Record<string, string> } } };
-    const b = renderUpgrader({ ...base, group: { ...base.group, name: "gpu" } }).daemonSet as typeof a;
-    assert.notDeepEqual(a.spec.selector.matchLabels, b.spec.selector.matchLabels);
+    assert.notDeepEqual(ds(base).spec.selector.matchLabels, ds({ ...base, group: { ...base.group, name: "gpu" } }).spec.selector.matchLabels);
   });
 
   it("change the pod template when and only when a version or the config changes", () => {
@@ -37,13 +51,30 @@ describe("upgrader DaemonSets", () => {
     assert.deepEqual(template({ ...base }), same);
     assert.deepEqual(template({ ...base, maxUnavailable: 3 }), same, "rollout speed is not a change to roll out");
     assert.notDeepEqual(template({ ...base, versions: { ...base.versions, agent: "0.3.0" } }), same);
-    assert.notDeepEqual(template({ ...base, versions: { ...base.versions, content: "sandbox@1.2.0" } }), same);
+    assert.notDeepEqual(template({ ...base, versions: { ...base.versions, content: "win2022@1.2.0" } }), same);
+    assert.notDeepEqual(template({ ...base, target: { ...target, contentSha256: "f".repeat(64) } }), same);
     assert.notDeepEqual(template({ ...base, group: { ...base.group, config: { ...base.group.config, debug: true } } }), same);
+  });
+
+  it("turn Ready only when the host's agent reports the target applied", () => {
+    assert.deepEqual(probe(base), ["C:\\ProgramData\\winfleet\\node\\package\\bin\\node.exe", "C:\\ProgramData\\winfleet\\current\\bin\\winfleet-agent.js", "ready", "--template", "win2022", "--template-version", "1.1.0", "--agent-version", "0.2.0"]);
+    assert.deepEqual(probe({ ...base, mode: "wins" }).slice(0, 4), ["C:\\winfleet\\winfleet-agent.exe", "ready", "--server", "rancher_wins"]);
+    const wins = { ...base, kind: "wins" as const, target: undefined };
+    assert.deepEqual(probe(wins).slice(-2), ["--broker-config-sha256", brokerConfigText(base.group).sha256]);
+  });
+
+  it("move the host to the new content with retarget before upgrading the agent", () => {
+    const s = script(base);
+    assert.match(s, /retarget --config 'C:\\ProgramData\\winfleet\\agent\.json' --template 'win2022' --template-version '1\.1\.0' '--content-sha256' e{64} --content-url 'https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/content-eeee\.tgz' --content-auth managedIdentity/);
+    assert.ok(s.indexOf("retarget") < s.indexOf(" up --bundle"));
+    assert.doesNotMatch(s, /--detach/, "a HostProcess container's job object would end a detached upgrade");
+    const fromMap = script({ ...base, target: { ...target, content: { configMap: "winfleet-content-eeee" } } });
+    assert.match(fromMap, /--content-archive "\$env:CONTAINER_SANDBOX_MOUNT_POINT\\content\\bundle\.tgz"/);
   });
 
   it("write the whitelist under the key current servers read", () => {
     assert.deepEqual(fixWinsConfig({ whiteList: { process_paths: ["x"], proxyPorts: [1] }, debug: false }), { white_list: { processPaths: ["x"], proxyPorts: [1] }, debug: false });
-    const data = (renderUpgrader(base).configMap as { data: { config: string } }).data.config;
+    const data = (renderUpgrader(base).configMap as unknown as { data: { config: string } }).data.config;
     assert.match(data, /"white_list"/);
     assert.doesNotMatch(data, /whiteList/);
   });

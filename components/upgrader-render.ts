@@ -1,15 +1,19 @@
 /**
  * The upgrader DaemonSets, rendered as plain Kubernetes objects (pure and
- * deterministic). One DaemonSet per node group, its selector unique to the group
- * (the rancher-wins-upgrader chart shared one selector across groups). The pod
- * template carries a hash of exactly the versions and config it rolls out, so it
- * changes — and Kubernetes rolls the group node by node — when and only when
- * one of those changes.
+ * deterministic). One DaemonSet per node group, its selector unique to the
+ * group (the rancher-wins-upgrader chart shared one selector across groups).
+ * The pod template carries a hash of exactly the versions and config it rolls
+ * out, so it changes — and Kubernetes rolls the group node by node — when and
+ * only when one of those changes. Unlike the chart's pods, which sleep forever
+ * whatever happened, a pod turns Ready only when its host's agent reports the
+ * target applied (`winfleet-agent ready`), so `maxUnavailable` gates the
+ * rollout on real convergence and a failing host halts it.
  */
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../agent/common/canonical-json";
+import type { KubeObject } from "./kube-objects";
 
-/** What an upgrader rolls out. */
+/** What an upgrader rolls out: the agent and its content, or the broker's (wins) config. */
 export type UpgraderKind = "agent" | "wins";
 
 /** One node group: the chart's `winsConfigs[]` entry, or one per pool. */
@@ -22,6 +26,16 @@ export interface UpgraderGroup {
   readonly config: Readonly<Record<string, unknown>>;
 }
 
+/** Where an agent upgrader takes its host. */
+export interface AgentTarget {
+  readonly template: string;
+  readonly templateVersion: string;
+  readonly agentVersion: string;
+  readonly contentSha256: string;
+  /** A blob URL to download the content archive from, or a ConfigMap holding it as `bundle.tgz`. */
+  readonly content: { readonly url: string; readonly auth: "none" | "managedIdentity" | "sas" } | { readonly configMap: string };
+}
+
 /** Inputs of {@link renderUpgrader}. */
 export interface UpgraderRenderArgs {
   readonly kind: UpgraderKind;
@@ -30,21 +44,31 @@ export interface UpgraderRenderArgs {
   readonly group: UpgraderGroup;
   readonly mode: "hostProcess" | "wins";
   readonly maxUnavailable: number | string;
-  /** Versions rolled out: agent, content template… */
+  /** Versions rolled out: agent, content template… (what the rollout hash covers). */
   readonly versions: Readonly<Record<string, string>>;
   /** The chart's rkeWindowsPathPrefix, ending in `\` or `/`. */
   readonly pathPrefix: string;
   /** Deliver the upgrader under an already-whitelisted path (the chart's masquerade). */
   readonly masqueradeAs?: string;
+  /** For the agent kind: the target the readiness probe waits for. */
+  readonly target?: AgentTarget;
 }
 
 /** The objects for one group: its ConfigMap and DaemonSet. */
 export interface RenderedUpgrader {
-  readonly configMap: Record<string, unknown>;
-  readonly daemonSet: Record<string, unknown>;
+  readonly configMap: KubeObject;
+  readonly daemonSet: KubeObject;
 }
 
 const WIN_OS = { "kubernetes.io/os": "windows" };
+const INSTALL = "C:\\ProgramData\\winfleet";
+const HOST_NODE = `${INSTALL}\\node\\package\\bin\\node.exe`;
+const HOST_AGENT = `${INSTALL}\\current\\bin\\winfleet-agent.js`;
+/** The Secret (key `sas`) holding a content SAS, when blobs are read with one. */
+export const CONTENT_SAS_SECRET = "winfleet-content-sas";
+const SAS_ENV = "WINFLEET_CONTENT_SAS";
+/** The agent executable a wins-mode upgrader image carries. */
+export const IMAGE_AGENT = "C:\\winfleet\\winfleet-agent.exe";
 
 /** Rewrites a chart-era wins config so wins ≥ 0.1.2 and winfleet read its whitelist: `white_list` with camelCase keys. */
 export function fixWinsConfig(config: Readonly<Record<string, unknown>>): Record<string, unknown> {
@@ -66,12 +90,48 @@ export function prefixed(prefix: string, rel: string): string {
   return `${prefix.replace(/\//g, "\\").replace(/\\?$/, "\\")}${rel.replace(/\//g, "\\")}`;
 }
 
+/** The broker config text a group's hosts receive (and its digest, what `ready` checks). */
+export function brokerConfigText(group: UpgraderGroup): { text: string; sha256: string } {
+  const text = `${canonicalJson(fixWinsConfig(group.config))}\n`;
+  return { text, sha256: createHash("sha256").update(text).digest("hex") };
+}
+
 /** The hash that decides whether the pod template changes. */
-export function rolloutHash(args: Pick<UpgraderRenderArgs, "versions" | "group" | "mode" | "masqueradeAs">): string {
+export function rolloutHash(args: Pick<UpgraderRenderArgs, "versions" | "group" | "mode" | "masqueradeAs" | "target">): string {
   return createHash("sha256")
-    .update(canonicalJson({ versions: args.versions, config: args.group.config, image: args.group.image, mode: args.mode, masquerade: args.masqueradeAs ?? null }))
+    .update(canonicalJson({ versions: args.versions, config: args.group.config, image: args.group.image, mode: args.mode, masquerade: args.masqueradeAs ?? null, target: args.target ?? null }))
     .digest("hex")
     .slice(0, 32);
+}
+
+const psq = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+/** The agent-kind init script (HostProcess: it runs on the host, as SYSTEM). */
+function agentScript(args: UpgraderRenderArgs, brokerConfig: string): string {
+  const t = args.target;
+  const lines = ["$ErrorActionPreference = 'Stop'", `$node = ${psq(HOST_NODE)}`, `$agent = ${psq(HOST_AGENT)}`];
+  if (t) {
+    const source = "configMap" in t.content
+      ? `--content-archive "$env:CONTAINER_SANDBOX_MOUNT_POINT\\content\\bundle.tgz"`
+      : t.content.auth === "sas"
+        ? `--content-url ${psq(t.content.url)} --content-sas-env ${SAS_ENV}`
+        : `--content-url ${psq(t.content.url)} --content-auth ${t.content.auth}`;
+    lines.push(
+      `& $node $agent retarget --config ${psq(`${INSTALL}\\agent.json`)} --template ${psq(t.template)} --template-version ${psq(t.templateVersion)} '--content-sha256' ${t.contentSha256} ${source}`,
+      "if ($LASTEXITCODE -ne 0) { exit $LASTEXITCODE }",
+    );
+  }
+  // Runs in this container's process, not detached: a HostProcess container's job object ends its children with it.
+  lines.push(`& $node $agent up --bundle "$env:CONTAINER_SANDBOX_MOUNT_POINT\\winfleet\\bundle" --install-dir ${psq(INSTALL)} --config ${psq(brokerConfig)} --manager windows`, "exit $LASTEXITCODE");
+  return lines.join("\n");
+}
+
+/** The command the readiness probe runs. */
+function probeCommand(args: UpgraderRenderArgs, sha256: string): string[] {
+  const wants = args.kind === "agent" && args.target
+    ? ["--template", args.target.template, "--template-version", args.target.templateVersion, "--agent-version", args.target.agentVersion]
+    : ["--broker-config-sha256", sha256];
+  return args.mode === "hostProcess" ? [HOST_NODE, HOST_AGENT, "ready", ...wants] : [IMAGE_AGENT, "ready", "--server", "rancher_wins", ...wants];
 }
 
 /** Renders one group's upgrader. */
@@ -81,32 +141,36 @@ export function renderUpgrader(args: UpgraderRenderArgs): RenderedUpgrader {
   const configFile = prefixed(args.pathPrefix, "etc\\rancher\\wins\\config");
   const upgradeExe = args.masqueradeAs ?? prefixed(args.pathPrefix, "etc\\rancher\\wins\\winfleet-upgrade.exe");
   const hostDir = upgradeExe.slice(0, upgradeExe.lastIndexOf("\\"));
+  const broker = brokerConfigText(args.group);
   const versionArgs = Object.entries(args.versions).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(" ");
-  const upArgs = args.kind === "agent"
-    ? `up --bundle C:\\winfleet\\bundle --install-dir C:\\ProgramData\\winfleet --config ${configFile} --manager windows --detach`
+  const winsArgs = args.kind === "agent"
+    ? `up --bundle C:\\winfleet\\bundle --install-dir ${INSTALL} --config ${configFile} --manager windows --detach`
     : `service reload-config --config ${configFile}`;
   const script = args.mode === "hostProcess"
-    ? [
-      "$ErrorActionPreference = 'Stop'",
-      "Copy-Item -Force \"$env:CONTAINER_SANDBOX_MOUNT_POINT\\config\\config\" '" + configFile + "'",
-      "Copy-Item -Recurse -Force \"$env:CONTAINER_SANDBOX_MOUNT_POINT\\winfleet\\bundle\" 'C:\\winfleet\\bundle'",
-      `& 'C:\\ProgramData\\winfleet\\node\\package\\bin\\node.exe' 'C:\\ProgramData\\winfleet\\current\\bin\\winfleet-agent.js' ${upArgs}`,
-      "exit $LASTEXITCODE",
-    ].join("; ")
+    ? args.kind === "agent"
+      ? agentScript(args, configFile)
+      : [
+        "$ErrorActionPreference = 'Stop'",
+        `Copy-Item -Force "$env:CONTAINER_SANDBOX_MOUNT_POINT\\config\\config" ${psq(configFile)}`,
+        `& ${psq(HOST_NODE)} ${psq(HOST_AGENT)} service reload-config --config ${psq(configFile)}`,
+        "exit $LASTEXITCODE",
+      ].join("\n")
     : [
       "$ErrorActionPreference = 'Stop'",
-      `Copy-Item -Force 'C:\\winfleet\\winfleet-agent.exe' '${upgradeExe}'`,
-      `Copy-Item -Force 'C:\\winfleet\\winfleet-agent.exe' 'C:\\host-wins\\${upgradeExe.slice(upgradeExe.lastIndexOf("\\") + 1)}'`,
+      `Copy-Item -Force ${psq(IMAGE_AGENT)} ${psq(upgradeExe)}`,
+      `Copy-Item -Force ${psq(IMAGE_AGENT)} ${psq(`C:\\host-wins\\${upgradeExe.slice(upgradeExe.lastIndexOf("\\") + 1)}`)}`,
       "Copy-Item -Force 'C:\\config\\config' 'C:\\host-wins\\config'",
-      `& 'C:\\winfleet\\winfleet-agent.exe' cli prc run --path '${upgradeExe}' --args '${upArgs}'`,
+      `& ${psq(IMAGE_AGENT)} cli prc run --path ${psq(upgradeExe)} --args ${psq(winsArgs)}`,
       "exit $LASTEXITCODE",
-    ].join("; ");
+    ].join("\n");
 
   const podSecurity = args.mode === "hostProcess"
     ? { securityContext: { windowsOptions: { hostProcess: true, runAsUserName: "NT AUTHORITY\\SYSTEM" } }, hostNetwork: true }
     : {};
+  const contentMap = args.target && "configMap" in args.target.content ? args.target.content.configMap : undefined;
   const volumes = [
     { name: "config", configMap: { name } },
+    ...(contentMap ? [{ name: "content", configMap: { name: contentMap } }] : []),
     ...(args.mode === "wins"
       ? [
         { name: "wins-pipe", hostPath: { path: "\\\\.\\pipe\\rancher_wins" } },
@@ -116,17 +180,20 @@ export function renderUpgrader(args: UpgraderRenderArgs): RenderedUpgrader {
   ];
   const mounts = [
     { name: "config", mountPath: args.mode === "hostProcess" ? "config" : "C:\\config" },
+    ...(contentMap ? [{ name: "content", mountPath: args.mode === "hostProcess" ? "content" : "C:\\content" }] : []),
     ...(args.mode === "wins"
       ? [{ name: "wins-pipe", mountPath: "\\\\.\\pipe\\rancher_wins" }, { name: "wins-dir", mountPath: "C:\\host-wins" }]
       : []),
   ];
   const tolerations = args.group.tolerations.length > 0 ? args.group.tolerations : [{ operator: "Exists" }];
-  const daemonSet = {
+  const daemonSet: KubeObject = {
     apiVersion: "apps/v1",
     kind: "DaemonSet",
     metadata: { name, namespace: args.namespace, labels },
     spec: {
       selector: { matchLabels: labels },
+      // A pod counts as available only once its host converged; a host that fails keeps the rollout waiting.
+      minReadySeconds: 10,
       updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: args.maxUnavailable } },
       template: {
         metadata: { labels, annotations: { "winfleet.io/rollout": rolloutHash(args), "winfleet.io/versions": versionArgs } },
@@ -140,24 +207,30 @@ export function renderUpgrader(args: UpgraderRenderArgs): RenderedUpgrader {
             image: args.group.image,
             command: ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", script],
             volumeMounts: mounts,
+            // A SAS reaches the pod as a Secret reference, never in its spec.
+            ...(args.target && !("configMap" in args.target.content) && args.target.content.auth === "sas"
+              ? { env: [{ name: SAS_ENV, valueFrom: { secretKeyRef: { name: CONTENT_SAS_SECRET, key: "sas" } } }] }
+              : {}),
           }],
           containers: [{
-            name: "hold",
+            name: "converged",
             image: args.group.image,
-            // A DaemonSet's pods restart always; this one only waits for the next rollout.
+            // Stays up so its readiness keeps reporting the host's state until the next rollout.
             command: ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", "while ($true) { Start-Sleep -Seconds 3600 }"],
+            readinessProbe: { exec: { command: probeCommand(args, broker.sha256) }, initialDelaySeconds: 5, periodSeconds: 15, timeoutSeconds: 10, failureThreshold: 3, successThreshold: 1 },
             resources: { requests: { cpu: "1m", memory: "16Mi" }, limits: { memory: "64Mi" } },
+            ...(args.mode === "wins" ? { volumeMounts: mounts.filter((m) => m.name === "wins-pipe") } : {}),
           }],
           volumes,
         },
       },
     },
   };
-  const configMap = {
+  const configMap: KubeObject = {
     apiVersion: "v1",
     kind: "ConfigMap",
     metadata: { name, namespace: args.namespace, labels },
-    data: { config: `${canonicalJson(fixWinsConfig(args.group.config))}\n` },
+    data: { config: broker.text },
   };
   return { configMap, daemonSet };
 }

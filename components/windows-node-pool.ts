@@ -20,7 +20,7 @@ export interface WindowsNodePoolArgs {
   readonly pool: Extract<PoolConfig, { kind: "azure" }>;
   /** Everything of the bootstrap but the content, which comes from the published bundle. */
   readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "tokenVariable">;
-  readonly content: { readonly url: pulumi.Input<string>; readonly sha256: pulumi.Input<string>; readonly auth: "none" | "managedIdentity" | "sas"; readonly sas?: pulumi.Input<string> };
+  readonly content: { readonly url: string; readonly sha256: string; readonly auth: "none" | "managedIdentity" | "sas"; readonly sas?: pulumi.Input<string> };
   /** Join variables (non-secret) and the token, a secret, under the variable content reads. */
   readonly join: { readonly variables: Readonly<Record<string, string>>; readonly tokenVariable: string; readonly token: pulumi.Input<string> };
   readonly adminPassword: pulumi.Input<string>;
@@ -39,28 +39,27 @@ export function subscriptionOf(resourceId: string): string {
 export class WindowsNodePool extends pulumi.ComponentResource {
   /** Computer names (individual VMs) or the scale set's name prefix followed by `*`. */
   readonly nodeNames: string[];
-  readonly bootstrapHash: pulumi.Output<string>;
-  readonly contentUrl: pulumi.Output<string>;
+  readonly bootstrapHash: string;
+  readonly contentUrl: string;
 
   constructor(name: string, args: WindowsNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("winfleet:index:WindowsNodePool", name, {}, opts);
     const { pool, fleet } = args;
     if (!fleet.agent) throw new pulumi.ResourceError("an Azure pool needs the stack's agent section", this);
-    const script = pulumi.all([args.content.url, args.content.sha256]).apply(([url, sha256]) =>
-      renderBootstrap({
-        ...args.bootstrap,
-        content: { kind: "url", url, sha256, auth: args.content.auth },
-        agentConfig: nodeAgentConfig(fleet, args.join.variables, pool),
-        tokenVariable: args.join.tokenVariable,
-      }),
-    );
-    this.bootstrapHash = script.apply(bootstrapHash);
-    this.contentUrl = pulumi.output(args.content.url);
-    const userData = script.apply((s) => Buffer.from(s).toString("base64"));
+    const script = renderBootstrap({
+      ...args.bootstrap,
+      content: { kind: "url", url: args.content.url, sha256: args.content.sha256, auth: args.content.auth },
+      agentConfig: nodeAgentConfig(fleet, args.join.variables, pool),
+      tokenVariable: args.join.tokenVariable,
+    });
+    const hash = bootstrapHash(script);
+    this.bootstrapHash = hash;
+    this.contentUrl = args.content.url;
+    const userData = Buffer.from(script).toString("base64");
     const protectedSettings = pulumi.secret(
-      pulumi.all([this.bootstrapHash, args.join.token, args.content.sas ?? ""]).apply(([hash, token, sas]) => ({ commandToExecute: extensionCommand(hash, token, args.content.auth === "sas" ? sas : undefined) })),
+      pulumi.all([args.join.token, args.content.sas ?? ""]).apply(([token, sas]) => ({ commandToExecute: extensionCommand(hash, token, args.content.auth === "sas" ? sas : undefined) })),
     );
-    const tags = this.bootstrapHash.apply((h) => poolTags(fleet, pool.name, h));
+    const tags = poolTags(fleet, pool.name, hash);
     const image = imageOf(pool.image);
     const osDisk = { createOption: "FromImage", managedDisk: { storageAccountType: "Premium_LRS" } };
     const windowsConfiguration = { provisionVMAgent: true, enableAutomaticUpdates: false, timeZone: "UTC" };

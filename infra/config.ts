@@ -135,6 +135,8 @@ export const fleetSchema = z.strictObject({
         container: z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/, "an Azure blob container name").default("winfleet"),
         /** How nodes read the bundle: their pool's managed identity, or a read-only SAS passed as a protected setting. @default "managedIdentity" */
         auth: z.enum(["managedIdentity", "sas"]).default("managedIdentity"),
+        /** When the SAS expires (ISO 8601), required with `auth: sas`. */
+        sasExpiry: z.iso.datetime().optional(),
       }),
     ]).default({ to: "configMap" }),
   }),
@@ -154,6 +156,10 @@ export const fleetSchema = z.strictObject({
     if (seen.has(p.name)) ctx.addIssue({ code: "custom", path: ["pools", i, "name"], message: `duplicates pool ${p.name}` });
     seen.add(p.name);
   });
+  const publish = f.content.publish;
+  if (publish.to === "blob" && publish.auth === "sas" && !publish.sasExpiry) {
+    ctx.addIssue({ code: "custom", path: ["content", "publish", "sasExpiry"], message: "is required with auth: sas (an ISO 8601 time, e.g. 2027-01-01T00:00:00Z)" });
+  }
   f.pools.forEach((p, i) => {
     if (p.kind === "azure" && f.content.publish.to !== "blob") {
       ctx.addIssue({ code: "custom", path: ["content", "publish"], message: `must be { to: blob, … }: pools[${i}] (azure) fetches its content before it joins the cluster, so a ConfigMap cannot reach it` });

@@ -15,6 +15,8 @@ export interface StackFile {
   readonly stack: string;
   readonly file: string;
   readonly fleet: FleetConfig;
+  /** The `winfleet:fleet` value as written (what `pulumi config` holds). */
+  readonly rawFleet: unknown;
   /** `winfleet:<key>` values other than `fleet`: secure ones as `{ secure }`, plain ones as written. */
   readonly secrets: Readonly<Record<string, unknown>>;
 }
@@ -53,7 +55,7 @@ export async function readStackFile(stack: string, options: { dir?: string } = {
   }
   const secrets: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(config)) if (k.startsWith("winfleet:") && k !== "winfleet:fleet") secrets[k.slice("winfleet:".length)] = v;
-  return { stack: name, file, fleet, secrets };
+  return { stack: name, file, fleet, rawFleet: config["winfleet:fleet"], secrets };
 }
 
 /** A path from a stack file, relative to the repository root as Pulumi's working directory is. */

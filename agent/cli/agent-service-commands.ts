@@ -8,7 +8,7 @@ import type { Command } from "commander";
 import { DEFAULT_LISTEN, endpointPath } from "../broker/config";
 import { agentStatus, reloadBrokerConfig } from "../broker/client";
 import type { StatusResponse } from "../broker/generated/winfleet/agent_pb";
-import { errorMessage } from "../common/errors";
+import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import { retarget } from "../service/retarget";
 import { defaultRunDir } from "./broker-commands";
 import { failure } from "./lifecycle-setup";
@@ -64,14 +64,19 @@ export function registerAgentServiceCommands(program: Command, service: Command)
     .option("--content-archive <file>", "the content archive (.tar.gz), e.g. from a mounted ConfigMap")
     .option("--content-url <url>", "where to download the content archive")
     .option("--content-auth <kind>", "none, or managedIdentity (Azure blob read with the node's identity)", "none")
-    .action(async (opts: { config: string; template: string; templateVersion: string; contentSha256: string; contentArchive?: string; contentUrl?: string; contentAuth: string }) => {
+    .option("--content-sas-env <name>", "an environment variable holding a read SAS for --content-url")
+    .action(async (opts: { config: string; template: string; templateVersion: string; contentSha256: string; contentArchive?: string; contentUrl?: string; contentAuth: string; contentSasEnv?: string }) => {
       if ((opts.contentArchive === undefined) === (opts.contentUrl === undefined) || !["none", "managedIdentity"].includes(opts.contentAuth)) {
         process.stderr.write("error: give exactly one of --content-archive and --content-url, and --content-auth none or managedIdentity\n");
         process.exitCode = 2;
         return;
       }
       try {
-        const archive = opts.contentArchive !== undefined ? { kind: "file" as const, path: resolve(opts.contentArchive) } : { kind: "url" as const, url: opts.contentUrl ?? "", auth: opts.contentAuth as "none" | "managedIdentity" };
+        const sas = opts.contentSasEnv !== undefined ? process.env[opts.contentSasEnv] : undefined;
+        if (opts.contentSasEnv !== undefined && !sas) throw new AgentError(AgentErrorCode.InvalidInput, `--content-sas-env ${opts.contentSasEnv}: that variable is not set`);
+        const archive = opts.contentArchive !== undefined
+          ? { kind: "file" as const, path: resolve(opts.contentArchive) }
+          : { kind: "url" as const, url: opts.contentUrl ?? "", auth: opts.contentAuth as "none" | "managedIdentity", ...(sas ? { sas } : {}) };
         const r = await retarget({ config: resolve(opts.config), template: opts.template, templateVersion: opts.templateVersion, archive, sha256: opts.contentSha256 });
         process.stdout.write(r.changed ? `retargeted to ${opts.template} ${opts.templateVersion} (content ${r.content})\n` : `already at ${opts.template} ${opts.templateVersion}\n`);
       } catch (e) {

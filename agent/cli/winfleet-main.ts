@@ -5,6 +5,7 @@ import { Command } from "commander";
 import { AGENT_VERSION } from "../version";
 import { registerContentCommands } from "./content-commands";
 import { registerLocalCommands } from "./local-commands";
+import { registerRenderCommand } from "./render-command";
 
 const program = new Command("winfleet")
   .description("winfleet: Windows worker node fleets for Kubernetes, declared and converged from Git")
@@ -14,6 +15,7 @@ const program = new Command("winfleet")
 
 registerContentCommands(program);
 registerLocalCommands(program);
+registerRenderCommand(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`winfleet: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);

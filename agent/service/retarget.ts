@@ -20,7 +20,7 @@ import { loadAgentConfig } from "./config";
 /** Where the new content comes from. */
 export type ArchiveSource =
   | { readonly kind: "file"; readonly path: string }
-  | { readonly kind: "url"; readonly url: string; readonly auth: "none" | "managedIdentity" };
+  | { readonly kind: "url"; readonly url: string; readonly auth: "none" | "managedIdentity"; readonly sas?: string };
 
 /** A retarget request. */
 export interface RetargetRequest {
@@ -81,7 +81,8 @@ export async function retarget(req: RetargetRequest): Promise<RetargetResult> {
       else {
         const download = req.download ?? defaultDownload;
         const headers = req.archive.auth === "managedIdentity" ? await storageHeaders(download) : {};
-        await writeFile(partial, await download(req.archive.url, headers));
+        const url = req.archive.sas ? `${req.archive.url}?${req.archive.sas.replace(/^\?/, "")}` : req.archive.url;
+        await writeFile(partial, await download(url, headers));
       }
     } catch (e) {
       await rm(partial, { force: true });

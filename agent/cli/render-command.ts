@@ -1,0 +1,36 @@
+/**
+ * `winfleet render --stack NAME --out DIR`: what `pulumi up` would deploy,
+ * rendered under Pulumi's mock runtime for review (in a pull request, say).
+ * Pulumi is loaded only when this command runs.
+ */
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import type * as Render from "../../infra/render";
+import { failure } from "./lifecycle-setup";
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+/** Registers `render`. */
+export function registerRenderCommand(program: Command): void {
+  program
+    .command("render")
+    .description("write what a stack would deploy, one file per resource, secrets as [secret]; nothing reaches a cloud")
+    .requiredOption("--stack <name>", "stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
+    .requiredOption("--out <dir>", "output directory (replaced atomically)")
+    .option("--secret <KEY=VALUE>", "a value for a secure config key (default: a placeholder); never written out", collect, [])
+    .action(async (opts: { stack: string; out: string; secret: string[] }) => {
+      try {
+        const secrets = Object.fromEntries(opts.secret.map((kv) => [kv.slice(0, Math.max(0, kv.indexOf("="))), kv.slice(kv.indexOf("=") + 1)]));
+        // Loaded here, not at the top: Pulumi takes a while to load, and only this command needs it.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { renderStack, writeRender } = require("../../infra/render") as typeof Render;
+        const rendered = await renderStack(opts.stack, { secrets });
+        await writeRender(rendered, resolve(opts.out));
+        process.stdout.write(`rendered stack ${rendered.stack.stack}: ${rendered.resources.length} resources into ${rendered.files.size} files in ${opts.out}\n`);
+      } catch (e) {
+        process.exitCode = failure(e);
+      }
+    });
+}

@@ -1,0 +1,28 @@
+/**
+ * `AgentUpgrader`: rolls a new agent version or content (template, version,
+ * content archive) through the Windows nodes, one DaemonSet per node group.
+ * Each pod moves its host with `retarget` and `up`, then turns Ready only when
+ * the host's agent reports the target applied, so `maxUnavailable` gates the
+ * rollout on real convergence and a failing host halts it.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { type UpgraderArgs, registerUpgraders } from "./upgrader-groups";
+import type { AgentTarget } from "./upgrader-render";
+
+/** Arguments of {@link AgentUpgrader}. */
+export interface AgentUpgraderArgs extends UpgraderArgs {
+  /** Where the hosts go. */
+  readonly target: AgentTarget;
+}
+
+/** The agent and content upgrader. */
+export class AgentUpgrader extends pulumi.ComponentResource {
+  /** The DaemonSets, one per group. */
+  readonly daemonSets: string[];
+
+  constructor(name: string, args: AgentUpgraderArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("winfleet:index:AgentUpgrader", name, {}, opts);
+    this.daemonSets = registerUpgraders(this, name, "agent", args, args.target);
+    this.registerOutputs({ daemonSets: this.daemonSets });
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The Pulumi program: reads the stack config once (one zod schema), builds
+ * the content bundle, and composes the components — the cluster side, the
+ * published content, a pool per `azure` entry, a host per `byo` entry, and
+ * the upgraders. `local` pools are run by `winfleet local`, not deployed.
+ * Exports, per pool, the node names, the bootstrap's SHA-256 and the content URL.
+ */
+import { join } from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { ValidationError, formatIssues } from "../agent/common/errors";
+import { AgentUpgrader } from "../components/agent-upgrader";
+import { ByoWindowsHost } from "../components/byo-windows-host";
+import { ClusterJoin } from "../components/cluster-join";
+import { ContentBundle, buildArchive } from "../components/content-bundle";
+import { DEFAULT_NODE_RUNTIME } from "../components/node-runtime";
+import { WindowsNodePool } from "../components/windows-node-pool";
+import { WinsUpgrader } from "../components/wins-upgrader";
+import { type FleetConfig, parseFleetConfig } from "./config";
+import { stackPath } from "./stack-file";
+
+/** What the stack exports. */
+export interface FleetOutputs {
+  readonly pools: Record<string, { readonly nodeNames: readonly string[]; readonly bootstrapSha256: Record<string, string> | string; readonly contentUrl: string }>;
+  readonly contentSha256?: string;
+}
+
+/** The stack's fleet config, or a RunError naming every bad key path. */
+export function readFleet(config = new pulumi.Config("winfleet")): FleetConfig {
+  try {
+    return parseFleetConfig(config.requireObject("fleet"));
+  } catch (e) {
+    if (e instanceof ValidationError) throw new pulumi.RunError(`the stack config is invalid:\n${formatIssues(e.issues)}`);
+    throw e;
+  }
+}
+
+/** The program. */
+export async function fleetProgram(): Promise<FleetOutputs> {
+  const config = new pulumi.Config("winfleet");
+  const fleet = readFleet(config);
+  const pools: Record<string, FleetOutputs["pools"][string]> = {};
+  const deployed = fleet.pools.filter((p) => p.kind !== "local");
+  for (const p of fleet.pools.filter((x) => x.kind === "local")) pools[p.name] = { nodeNames: [], bootstrapSha256: "", contentUrl: "winfleet local up" };
+  if (deployed.length === 0 || !fleet.cluster || !fleet.agent) return { pools };
+
+  const ns = fleet.cluster.namespace;
+  const join = new ClusterJoin("cluster", { namespace: ns, join: fleet.cluster.join, secret: config.requireSecret(fleet.cluster.join.tokenSecret) });
+  const archive = await buildArchive(stackPath(fleet.content.dir), join_(".winfleet", "build"));
+  if (!archive.templates.some((t) => t.name === fleet.content.template && t.version === fleet.content.templateVersion)) {
+    const have = archive.templates.map((t) => `${t.name} ${t.version}`).join(", ");
+    throw new pulumi.RunError(`winfleet:fleet.content: template ${fleet.content.template} ${fleet.content.templateVersion} is not in ${fleet.content.dir} (it has: ${have || "no templates"})`);
+  }
+  const content = new ContentBundle("content", { archive, publish: fleet.content.publish, namespace: ns }, { dependsOn: [join] });
+  const bootstrap = {
+    node: fleet.agent.node ? { ...fleet.agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME,
+    agent: { ...fleet.agent.bundle, version: fleet.agent.version },
+  };
+  const joinArgs = { variables: join.variables, tokenVariable: join.tokenVariable, token: join.token };
+
+  for (const pool of deployed) {
+    const labels = { ...pool.labels, "winfleet.io/pool": pool.name };
+    if (pool.kind === "azure") {
+      const p = new WindowsNodePool(pool.name, {
+        fleet,
+        pool: { ...pool, labels },
+        bootstrap,
+        content: { url: content.url, sha256: content.sha256, auth: content.auth, ...(content.sas ? { sas: content.sas } : {}) },
+        join: joinArgs,
+        adminPassword: config.requireSecret(pool.adminPasswordSecret),
+      });
+      pools[pool.name] = { nodeNames: p.nodeNames, bootstrapSha256: p.bootstrapHash, contentUrl: p.contentUrl };
+    } else if (pool.kind === "byo") {
+      const hashes: Record<string, string> = {};
+      for (const host of pool.hosts) {
+        const h = new ByoWindowsHost(`${pool.name}-${host.name}`, {
+          fleet,
+          pool: { ...pool, labels },
+          host,
+          bootstrap,
+          content: { archivePath: content.archivePath, sha256: content.sha256 },
+          join: joinArgs,
+          credential: config.requireSecret(host.privateKeySecret ?? host.passwordSecret ?? ""),
+        });
+        hashes[host.name] = h.bootstrapHash;
+      }
+      pools[pool.name] = { nodeNames: pool.hosts.map((h) => h.name), bootstrapSha256: hashes, contentUrl: content.url };
+    }
+  }
+
+  if (fleet.upgrader) {
+    const upgraderArgs = {
+      namespace: ns,
+      serviceAccount: "winfleet-upgrader",
+      upgrader: fleet.upgrader,
+      pools: deployed,
+      versions: { agent: fleet.agent.version, template: `${fleet.content.template}@${fleet.content.templateVersion}`, content: content.sha256 },
+    };
+    const target = {
+      template: fleet.content.template,
+      templateVersion: fleet.content.templateVersion,
+      agentVersion: fleet.agent.version,
+      contentSha256: content.sha256,
+      content: content.configMap ? { configMap: content.configMap } : { url: content.url, auth: content.auth },
+    };
+    new AgentUpgrader("agent-upgrader", { ...upgraderArgs, target }, { dependsOn: [join, content] });
+    new WinsUpgrader("wins-upgrader", upgraderArgs, { dependsOn: [join] });
+  }
+  return { pools, contentSha256: content.sha256 };
+}
+
+function join_(...parts: string[]): string {
+  return join(process.cwd(), ...parts);
+}
