@@ -1,0 +1,97 @@
+# kubelet install (and post_upgrade): kubelet.exe from the pinned Kubernetes
+# node release, its KubeletConfiguration (cluster DNS, the node taint when
+# asked, Windows settings: no cgroups, no node allocatable enforcement, the
+# containerd pipe) and the kubelet service (under NSSM for its logs), which
+# depends on containerd and restarts on failure. The kubelet starts once the
+# node has credentials (join-kubeadm writes them); before that it is only
+# registered.
+$ErrorActionPreference = 'Stop'
+Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
+$root = Get-WinfleetRoot
+$kubelet = Join-Path $root 'k\kubelet.exe'
+$configFile = Join-Path $root 'var\lib\kubelet\config.yaml'
+$kubeconfig = Join-Path $root 'etc\kubernetes\kubelet.conf'
+$bootstrapKubeconfig = Join-Path $root 'etc\kubernetes\bootstrap-kubelet.conf'
+$nodeName = (Assert-WinfleetVariable -Name 'WINFLEET_NODE_NAME' -Pattern '^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$' -Expected 'a DNS-1123 host name').ToLowerInvariant()
+$labels = Get-WinfleetVariable -Name 'KUBE_NODE_LABELS'
+if ($labels -ne '' -and $labels -notmatch '^[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*(,[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*)*$') {
+    throw 'variable KUBE_NODE_LABELS is not a comma-separated list of key=value'
+}
+$clusterDns = Assert-WinfleetVariable -Name 'KUBE_CLUSTER_DNS' -Pattern '^[0-9a-fA-F.:]+(,[0-9a-fA-F.:]+)*$' -Expected 'a comma-separated list of IP addresses'
+$clusterDomain = Assert-WinfleetVariable -Name 'KUBE_CLUSTER_DOMAIN' -Pattern '^[A-Za-z0-9.-]+$' -Expected 'a DNS domain'
+$verbosity = Assert-WinfleetVariable -Name 'KUBELET_LOG_VERBOSITY' -Pattern '^[0-9]$' -Expected 'a digit'
+
+$artifact = Get-WinfleetArtifact -Manifest (Join-Path $root 'k\winfleet\kubelet\artifacts.json') -Name 'kubernetes-node'
+$staging = Expand-WinfleetArtifact -Artifact $artifact -Destination (Join-Path $root 'k\winfleet\staging\kubelet')
+$source = Join-Path $staging 'kubernetes\node\bin\kubelet.exe'
+$binaryChanged = $false
+if (-not (Test-WinfleetFileCurrent -Source $source -Destination $kubelet)) {
+    Suspend-WinfleetService -Name 'kubelet'
+    $binaryChanged = Install-WinfleetFile -Source $source -Destination $kubelet
+    Write-WinfleetLog "installed kubelet $($artifact.Version)"
+}
+$null = Remove-WinfleetItem -Path $staging
+
+foreach ($directory in @('var\lib\kubelet\pki', 'etc\kubernetes\manifests', 'etc\kubernetes\pki')) {
+    New-Item -ItemType Directory -Force -Path (Join-Path $root $directory) | Out-Null
+}
+
+$taints = @()
+if ((Get-WinfleetVariable -Name 'KUBE_REGISTER_TAINT' -Default 'false') -eq 'true') {
+    $taints = @([ordered]@{ key = 'os'; value = 'windows'; effect = 'NoSchedule' })
+}
+# Written as JSON, which the kubelet reads as YAML: values are data here.
+$configuration = [ordered]@{
+    kind                           = 'KubeletConfiguration'
+    apiVersion                     = 'kubelet.config.k8s.io/v1beta1'
+    authentication                 = [ordered]@{
+        anonymous = [ordered]@{ enabled = $false }
+        webhook   = [ordered]@{ enabled = $true }
+        x509      = [ordered]@{ clientCAFile = (Join-Path $root 'etc\kubernetes\pki\ca.crt') }
+    }
+    authorization                  = [ordered]@{ mode = 'Webhook' }
+    clusterDNS                     = @($clusterDns -split ',')
+    clusterDomain                  = $clusterDomain
+    containerRuntimeEndpoint       = 'npipe://./pipe/containerd-containerd'
+    staticPodPath                  = (Join-Path $root 'etc\kubernetes\manifests')
+    rotateCertificates             = $true
+    serverTLSBootstrap             = $false
+    # Windows has no cgroups and no resolv.conf; node allocatable is not enforced.
+    cgroupsPerQOS                  = $false
+    enforceNodeAllocatable         = @('none')
+    resolvConf                     = ''
+    systemReserved                 = [ordered]@{ cpu = '500m'; memory = '2Gi'; 'ephemeral-storage' = '1Gi' }
+    evictionHard                   = [ordered]@{ 'nodefs.available' = '10%'; 'imagefs.available' = '15%' }
+    registerWithTaints             = $taints
+}
+$configChanged = Set-WinfleetFileContent -Path $configFile -Content (ConvertTo-Json -InputObject $configuration -Depth 6)
+
+$arguments = @(
+    "--config=`"$configFile`"",
+    "--bootstrap-kubeconfig=`"$bootstrapKubeconfig`"",
+    "--kubeconfig=`"$kubeconfig`"",
+    ('--cert-dir="' + (Join-Path $root 'var\lib\kubelet\pki') + '"'),
+    "--hostname-override=$nodeName",
+    "--v=$verbosity"
+)
+if ($labels -ne '') {
+    $arguments += "--node-labels=$labels"
+}
+$extra = Get-WinfleetVariable -Name 'KUBELET_EXTRA_ARGS'
+if ($extra -ne '') {
+    $arguments += $extra
+}
+$service = Set-WinfleetHostedService -Name 'kubelet' -Program $kubelet -Arguments ($arguments -join ' ') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kubelet\kubelet.log') -DisplayName 'kubelet' -Description 'winfleet: Kubernetes node agent' -StartupType 'Automatic' -DependsOn @('containerd')
+$null = Add-WinfleetPathEntry -Path (Join-Path $root 'k')
+
+$joined = (Test-Path -LiteralPath $kubeconfig) -or (Test-Path -LiteralPath $bootstrapKubeconfig)
+if ($joined) {
+    if (($binaryChanged -or $configChanged -or $service.Changed) -and (Get-Service -Name 'kubelet').Status -eq 'Running') {
+        Restart-WinfleetService -Name 'kubelet'
+    }
+    Resume-WinfleetService -Name 'kubelet'
+}
+else {
+    Write-WinfleetLog 'the kubelet is registered; it starts once the node joins a cluster'
+}
+exit 0

@@ -1,0 +1,131 @@
+# Files: copies and writes that report whether anything changed, secret files
+# that only SYSTEM and Administrators can read, and removal that tolerates
+# what is already gone.
+
+function Test-WinfleetFileCurrent {
+    # Whether Destination already holds exactly Source's content.
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Source,
+        [Parameter(Mandatory = $true)][string]$Destination
+    )
+    if (-not (Test-Path -LiteralPath $Destination -PathType Leaf)) {
+        return $false
+    }
+    $want = (Get-FileHash -LiteralPath $Source -Algorithm SHA256).Hash
+    $have = (Get-FileHash -LiteralPath $Destination -Algorithm SHA256).Hash
+    return ($want -eq $have)
+}
+
+function Install-WinfleetFile {
+    # Copies Source to Destination unless the two already have the same
+    # content; returns whether it copied (so the caller restarts a service only
+    # when its binary changed).
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Source,
+        [Parameter(Mandatory = $true)][string]$Destination
+    )
+    if (-not (Test-Path -LiteralPath $Source -PathType Leaf)) {
+        throw "Install-WinfleetFile: $Source does not exist"
+    }
+    if (Test-WinfleetFileCurrent -Source $Source -Destination $Destination) {
+        return $false
+    }
+    New-Item -ItemType Directory -Force -Path (Split-Path -Parent $Destination) | Out-Null
+    Copy-Item -LiteralPath $Source -Destination $Destination -Force
+    return $true
+}
+
+function Write-WinfleetFileAtomically {
+    # Writes UTF-8 (no BOM) to a temporary file beside Path, then moves it over
+    # Path, so a crash leaves the old file or the new one, never half of one.
+    param(
+        [Parameter(Mandatory = $true)][string]$Path,
+        [Parameter(Mandatory = $true)][AllowEmptyString()][string]$Content
+    )
+    $temporary = "$Path.winfleet-tmp"
+    $encoding = New-Object System.Text.UTF8Encoding -ArgumentList $false
+    [System.IO.File]::WriteAllText($temporary, $Content, $encoding)
+    Move-Item -LiteralPath $temporary -Destination $Path -Force
+}
+
+function Set-WinfleetFileContent {
+    # Makes Path hold exactly Content (UTF-8, no BOM); returns whether it wrote.
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Path,
+        [Parameter(Mandatory = $true)][AllowEmptyString()][string]$Content
+    )
+    if (Test-Path -LiteralPath $Path -PathType Leaf) {
+        $current = [System.IO.File]::ReadAllText($Path)
+        if ($current -ceq $Content) {
+            return $false
+        }
+    }
+    New-Item -ItemType Directory -Force -Path (Split-Path -Parent $Path) | Out-Null
+    Write-WinfleetFileAtomically -Path $Path -Content $Content
+    return $true
+}
+
+function Set-WinfleetRestrictedAcl {
+    # Leaves Path readable by SYSTEM and Administrators only: inheritance cut,
+    # every other entry removed.
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Path
+    )
+    $acl = Get-Acl -LiteralPath $Path
+    $acl.SetAccessRuleProtection($true, $false)
+    foreach ($rule in @($acl.Access)) {
+        $null = $acl.RemoveAccessRule($rule)
+    }
+    $inheritance = 'None'
+    if (Test-Path -LiteralPath $Path -PathType Container) {
+        $inheritance = 'ContainerInherit, ObjectInherit'
+    }
+    foreach ($sid in @('S-1-5-18', 'S-1-5-32-544')) {
+        $identity = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList $sid
+        $rule = New-Object System.Security.AccessControl.FileSystemAccessRule -ArgumentList $identity, 'FullControl', $inheritance, 'None', 'Allow'
+        $acl.AddAccessRule($rule)
+    }
+    Set-Acl -LiteralPath $Path -AclObject $acl
+}
+
+function Set-WinfleetSecretFile {
+    # Writes a file that holds a secret: the ACL is restricted before the
+    # secret is written, and nothing of Content is ever printed. Returns
+    # whether it wrote.
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Path,
+        [Parameter(Mandatory = $true)][string]$Content
+    )
+    New-Item -ItemType Directory -Force -Path (Split-Path -Parent $Path) | Out-Null
+    if (-not (Test-Path -LiteralPath $Path -PathType Leaf)) {
+        New-Item -ItemType File -Path $Path | Out-Null
+    }
+    Set-WinfleetRestrictedAcl -Path $Path
+    $current = [System.IO.File]::ReadAllText($Path)
+    if ($current -ceq $Content) {
+        return $false
+    }
+    # Written in place: a temporary file beside it would carry the parent's
+    # ACL, readable by more than SYSTEM and Administrators.
+    $encoding = New-Object System.Text.UTF8Encoding -ArgumentList $false
+    [System.IO.File]::WriteAllText($Path, $Content, $encoding)
+    return $true
+}
+
+function Remove-WinfleetItem {
+    # Removes a file or a directory tree; nothing there is not an error.
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Path
+    )
+    if (Test-Path -LiteralPath $Path) {
+        Remove-Item -LiteralPath $Path -Recurse -Force
+        return $true
+    }
+    return $false
+}
