@@ -1,7 +1,11 @@
 /** `winfleet content build|validate`: a thin shell over the content build. */
+import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
+import { writeFileAtomic } from "../common/atomic-file";
 import { formatIssues } from "../common/errors";
+import { analyzeContent } from "../content/analysis";
+import { renderContentReference } from "../content/docs";
 import { buildContent } from "../content/build";
 import { validateContent } from "../content/validate";
 import { reportFailure } from "./report";
@@ -34,6 +38,32 @@ export function registerContentCommands(program: Command): void {
         process.stdout.write(
           `built ${manifest.templates.length} templates, ${manifest.components.length} components, ${manifest.files.length} shipped files into ${opts.out}\n`,
         );
+      } catch (e) {
+        reportFailure(e);
+      }
+    });
+
+  content
+    .command("docs")
+    .description("generate the content reference (templates, components, versions, variables, host changes read from the scripts)")
+    .option("--content <dir>", "content tree", "content")
+    .option("--out <file>", "where to write it ('-' for stdout)", "docs/content.md")
+    .option("--check", "write nothing; exit 1 when --out differs from what would be generated")
+    .action(async (opts: { content: string; out: string; check?: boolean }) => {
+      try {
+        const text = renderContentReference(await analyzeContent(resolve(opts.content)));
+        if (opts.out === "-") {
+          process.stdout.write(text);
+        } else if (opts.check) {
+          const current = await readFile(resolve(opts.out), "utf8").catch(() => undefined);
+          if (current !== text) {
+            process.stderr.write(`${opts.out} is stale: run winfleet content docs --content ${opts.content} --out ${opts.out}\n`);
+            process.exitCode = 1;
+          }
+        } else {
+          await writeFileAtomic(resolve(opts.out), text, { makeParents: true });
+          process.stdout.write(`wrote ${opts.out}\n`);
+        }
       } catch (e) {
         reportFailure(e);
       }
