@@ -132,13 +132,22 @@ export function invokedScriptPaths(facts: ScriptFacts): string[] {
   return out;
 }
 
-/** String literals that flow into `$variable` through its assignments in the same script (followed through other variables). */
+// Commands that build a path or name out of their literal arguments; when the
+// value is any other command, its literals are that command's arguments (a
+// variable name, a URL), not the value.
+const VALUE_BUILDERS = new Set(["join-path", "get-winfleetpath", "get-winfleetroot", "split-path"]);
+
+/**
+ * String literals that flow into `$variable` through its assignments in the
+ * same script (followed through other variables): the literals of a string,
+ * array, format or Join-Path expression, not the arguments of other commands.
+ */
 export function stringsOfVariable(facts: ScriptFacts, variable: string, seen = new Set<string>()): string[] {
   const name = variable.replace(/^[$@]/, "").toLowerCase();
   if (seen.has(name)) return [];
   seen.add(name);
   const out: string[] = [];
-  for (const a of facts.assignments.filter((x) => x.variable === name)) {
+  for (const a of facts.assignments.filter((x) => x.variable === name && (x.valueCommand === undefined || VALUE_BUILDERS.has(x.valueCommand.toLowerCase())))) {
     out.push(...a.strings);
     for (const v of a.variables) out.push(...stringsOfVariable(facts, v, seen));
   }

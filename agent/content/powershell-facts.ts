@@ -58,6 +58,8 @@ export interface ScriptAssignment {
   readonly variables: readonly string[];
   /** Names of the commands the right-hand side calls, as written. */
   readonly commands: readonly string[];
+  /** When the right-hand side is itself a command pipeline (not an expression around one): its first command. */
+  readonly valueCommand?: string;
   readonly line: number;
   readonly inFunction?: string;
 }
@@ -238,6 +240,13 @@ function commandFact(node: Node): ScriptCommand {
   };
 }
 
+// The first command of a pipeline node that is a command pipeline (`Get-X | Y`), not an expression.
+function pipelineCommand(value: Node): string | undefined {
+  const chain = value.type === "pipeline" ? value.children.find((c) => c.type === "pipeline_chain") : undefined;
+  const first = chain?.namedChildren[0];
+  return first?.type === "command" ? (first.children.find((c) => c.type === "command_name")?.text ?? first.text) : undefined;
+}
+
 function assignmentFact(node: Node): ScriptAssignment | undefined {
   const target = node.children.find((c) => c.type === "left_assignment_expression");
   const value = node.children.find((c) => c.type === "pipeline" || c.type === "statement") ?? node.lastNamedChild;
@@ -245,12 +254,14 @@ function assignmentFact(node: Node): ScriptAssignment | undefined {
   const base = target.descendantsOfType("variable")[0] ?? (target.type === "variable" ? target : undefined);
   if (!base) return undefined;
   const inFunction = enclosingFunction(node);
+  const valueCommand = pipelineCommand(value);
   return {
     variable: normaliseVariable(base.text),
     valueText: value.text,
     strings: stringsIn(value),
     variables: variablesIn(value),
     commands: value.descendantsOfType("command").map((c) => c.children.find((x) => x.type === "command_name")?.text ?? "").filter((n) => n !== ""),
+    ...(valueCommand ? { valueCommand } : {}),
     line: node.startPosition.row + 1,
     ...(inFunction ? { inFunction } : {}),
   };
@@ -262,12 +273,14 @@ function foreachFact(node: Node): ScriptAssignment | undefined {
   const collection = node.namedChildren.find((c) => c.type === "pipeline");
   if (!variable || !collection) return undefined;
   const inFunction = enclosingFunction(node);
+  const valueCommand = pipelineCommand(collection);
   return {
     variable: normaliseVariable(variable.text),
     valueText: collection.text,
     strings: stringsIn(collection),
     variables: variablesIn(collection),
     commands: collection.descendantsOfType("command").map((c) => c.children.find((x) => x.type === "command_name")?.text ?? "").filter((n) => n !== ""),
+    ...(valueCommand ? { valueCommand } : {}),
     line: node.startPosition.row + 1,
     ...(inFunction ? { inFunction } : {}),
   };
@@ -275,7 +288,8 @@ function foreachFact(node: Node): ScriptAssignment | undefined {
 
 function functionFact(node: Node): ScriptFunction {
   const name = node.children.find((c) => c.type === "function_name")?.text ?? "";
-  const parameters = node.descendantsOfType("script_parameter").map((p) => normaliseVariable(p.descendantsOfType("variable")[0]?.text ?? ""));
+  // The parameter's own variable, not one inside its attributes ([Parameter(Mandatory = $true)]).
+  const parameters = node.descendantsOfType("script_parameter").map((p) => normaliseVariable(p.namedChildren.find((c) => c.type === "variable")?.text ?? ""));
   const returnsValue = node
     .descendantsOfType("flow_control_statement")
     .some((f) => /^return\b/i.test(f.text) && f.namedChildren.some((c) => c.type === "pipeline") && enclosingFunctionNode(f) === node);

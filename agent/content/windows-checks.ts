@@ -165,18 +165,24 @@ function downloadFindings(ctx: Context, where: string, facts: ScriptFacts): Find
 function verificationFindings(ctx: Context): Finding[] {
   if (!ctx.isCommon) return [];
   const out: Finding[] = [];
-  const order = (fn: string, before: RegExp, after: RegExp, what: string): void => {
-    for (const s of ctx.component.scripts) {
-      const calls = s.facts.commands.filter((c) => c.inFunction?.toLowerCase() === fn);
-      if (calls.length === 0) continue;
-      const first = (re: RegExp): number => Math.min(...calls.filter((c) => re.test(c.name) || re.test(c.text)).map((c) => c.line));
-      const check = first(before);
-      const use = first(after);
-      if (!(check < use) || !Number.isFinite(use)) out.push({ check: "downloads", where: at(s.where, calls[0]?.line ?? 0), message: `${fn} must check the digest (${before.source}) before it ${what} (${after.source})` });
+  const DIGEST = /^(Get-FileHash|Test-WinfleetFileHash)$/i;
+  for (const s of ctx.component.scripts) {
+    const lines = (fn: string, re: RegExp): number[] => s.facts.commands.filter((c) => c.inFunction?.toLowerCase() === fn && re.test(c.name)).map((c) => c.line);
+    // Save-WinfleetDownload: after the fetch, a digest check and a throw come before the file is moved into place.
+    const fetched = lines("save-winfleetdownload", /^Invoke-WinfleetHttpGet$/i);
+    if (fetched.length > 0) {
+      const after = Math.max(...fetched);
+      const check = Math.min(...lines("save-winfleetdownload", DIGEST).filter((l) => l > after));
+      const keep = Math.min(...lines("save-winfleetdownload", /^Move-Item$/i).filter((l) => l > after));
+      const refusal = s.facts.emissions.some((e) => e.kind === "throw" && e.inFunction?.toLowerCase() === "save-winfleetdownload" && e.line > check && e.line < keep);
+      if (!(check < keep) || !refusal) out.push({ check: "downloads", where: at(s.where, after), message: "save-winfleetdownload must check the digest of what it fetched, and throw on a mismatch, before it keeps the file (Move-Item)" });
     }
-  };
-  order("save-winfleetdownload", /^(Get-FileHash|Test-WinfleetFileHash)$/i, /^Move-Item$/i, "keeps the download");
-  order("expand-winfleetartifact", /^Test-WinfleetFileHash$/i, /^(Invoke-WinfleetNative|Copy-Item)$/i, "unpacks or copies it");
+    // Expand-WinfleetArtifact: the digest again before anything is unpacked or copied.
+    const used = lines("expand-winfleetartifact", /^(Invoke-WinfleetNative|Copy-Item)$/i);
+    if (used.length > 0 && !(Math.min(...lines("expand-winfleetartifact", /^Test-WinfleetFileHash$/i)) < Math.min(...used))) {
+      out.push({ check: "downloads", where: at(s.where, Math.min(...used)), message: "expand-winfleetartifact must check the digest again (Test-WinfleetFileHash) before it unpacks or copies" });
+    }
+  }
   if (ctx.content.common?.exported.has(HTTP_GET)) out.push({ check: "downloads", where: ctx.component.key, message: "exports Invoke-WinfleetHttpGet: only the verifying helpers may fetch" });
   return out;
 }
