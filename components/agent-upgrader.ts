@@ -1,18 +1,20 @@
 /**
  * `AgentUpgrader`: rolls a new agent version or content (template, version,
- * content archive) through the Windows nodes, one DaemonSet per node group.
+ * content archive) through the Windows nodes, one DaemonSet per pool.
  * Each pod moves its host with `retarget` and `up`, then turns Ready only when
  * the host's agent reports the target applied, so `maxUnavailable` gates the
  * rollout on real convergence and a failing host halts it.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { type UpgraderArgs, registerUpgraders } from "./upgrader-groups";
+import { type UpgraderArgs, agentGroups, registerUpgraders } from "./upgrader-groups";
 import type { AgentTarget } from "./upgrader-render";
 
 /** Arguments of {@link AgentUpgrader}. */
 export interface AgentUpgraderArgs extends UpgraderArgs {
   /** Where the hosts go. */
   readonly target: AgentTarget;
+  /** The deployed pools, a DaemonSet each. */
+  readonly pools: readonly { readonly name: string }[];
 }
 
 /** The agent and content upgrader. */
@@ -22,7 +24,7 @@ export class AgentUpgrader extends pulumi.ComponentResource {
 
   constructor(name: string, args: AgentUpgraderArgs, opts?: pulumi.ComponentResourceOptions) {
     super("winfleet:index:AgentUpgrader", name, {}, opts);
-    this.daemonSets = registerUpgraders(this, name, "agent", args, args.target);
+    this.daemonSets = registerUpgraders(this, name, "agent", args, agentGroups(args.upgrader, args.pools), args.target);
     this.registerOutputs({ daemonSets: this.daemonSets });
   }
 }

@@ -11,7 +11,7 @@ const args: BootstrapArgs = {
   agent: { url: "https://sa.blob.core.windows.net/winfleet/agent-0.2.0.tgz", sha256: "a".repeat(64), version: "0.2.0" },
   content: blob,
   agentConfig: { template: "sandbox", templateVersion: "1.0.0", variables: { KUBE_API_SERVER: "https://10.0.0.4:6443" } },
-  tokenVariable: "KUBE_BOOTSTRAP_TOKEN",
+  secretVariables: ["KUBE_BOOTSTRAP_TOKEN", "CALICO_KUBECONFIG"],
 };
 
 describe("bootstrap", () => {
@@ -42,11 +42,14 @@ describe("bootstrap", () => {
     assert.match(sas, /Get-Pinned -Url \('https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/content\.tgz' \+ '\?' \+ \$ContentSas/);
   });
 
-  it("takes the join token as an argument or on stdin, holds no secret, and hands it to content as its variable", () => {
+  it("takes the secret variables as one JSON argument or line on stdin, holds no secret, and refuses to run without one", () => {
     const s = renderBootstrap(args);
-    assert.match(s, /\[string\]\$JoinToken,\n {4}\[switch\]\$JoinTokenFromStdin/);
-    assert.match(s, /\$secrets \| Add-Member -NotePropertyName 'KUBE_BOOTSTRAP_TOKEN' -NotePropertyValue \$JoinToken/);
+    assert.match(s, /\[string\]\$Secrets,\n {4}\[switch\]\$SecretsFromStdin/);
+    assert.match(s, /if \(\$SecretsFromStdin\) \{ \$Secrets = \[Console\]::In\.ReadLine\(\) \}/);
+    assert.match(s, /foreach \(\$name in @\('CALICO_KUBECONFIG', 'KUBE_BOOTSTRAP_TOKEN'\)\) \{\n {4}if \(-not \$secretValues\.\$name\) \{ throw/);
+    assert.match(s, /\$config \| Add-Member -NotePropertyName secrets -NotePropertyValue \$secretValues -Force/);
     assert.doesNotMatch(s, /password/i);
+    assert.throws(() => renderBootstrap({ ...args, secretVariables: [] }), /join token/);
   });
 
   it("writes an agent config the agent accepts", () => {

@@ -3,11 +3,13 @@
  * bundle and the content bundle (each SHA-256 verified before it is used),
  * writes the agent config (`agent/service/config.ts`'s shape), and registers
  * and starts the agent. Pure and deterministic; safe to re-run (every step
- * checks before it acts). It carries no secret: the join token arrives as the
- * `-JoinToken` argument (the Azure extension passes it from `protectedSettings`)
- * or on standard input (`-JoinTokenFromStdin`, the SSH path), and a content SAS
- * as `-ContentSas`; both go only into the agent config, which only SYSTEM and
- * Administrators can read.
+ * checks before it acts). It carries no secret: the secret variables (the join
+ * token under KUBE_BOOTSTRAP_TOKEN or RKE2_TOKEN, and the stack's
+ * `content.secrets`) arrive as one JSON object, in the `-Secrets` argument (the
+ * Azure extension passes it from `protectedSettings`) or as a line on standard
+ * input (`-SecretsFromStdin`, the SSH path), and a content SAS as
+ * `-ContentSas`. They go only into the agent config's `secrets`, which only
+ * SYSTEM and Administrators can read.
  */
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../agent/common/canonical-json";
@@ -32,8 +34,11 @@ export interface BootstrapArgs {
   readonly content: ContentSource;
   /** The non-secret agent config (template, versions, variables, broker…); `content` and `secrets` are filled in on the host. */
   readonly agentConfig: Readonly<Record<string, unknown>>;
-  /** The variable the join token is handed to content as (KUBE_BOOTSTRAP_TOKEN, RKE2_TOKEN). */
-  readonly tokenVariable: string;
+  /**
+   * The secret variables the node must be given (the join token's KUBE_BOOTSTRAP_TOKEN or
+   * RKE2_TOKEN, and the stack's content secrets): the bootstrap refuses to run without any of them.
+   */
+  readonly secretVariables: readonly string[];
   /** @default "C:\\ProgramData\\winfleet" */
   readonly installDir?: string;
 }
@@ -61,21 +66,26 @@ Get-Pinned -Url (${q(c.url)} + '?' + $ContentSas.TrimStart('?')) -ExpectedHash $
 
 /** The bootstrap script. */
 export function renderBootstrap(args: BootstrapArgs): string {
+  if (args.secretVariables.length === 0) throw new Error("a bootstrap needs at least the join token's secret variable");
   const dir = args.installDir ?? DEFAULT_INSTALL_DIR;
   const config = canonicalJson(args.agentConfig);
   const contentDir = `"$root\\content\\${args.content.sha256.slice(0, 12)}"`;
   return `# winfleet bootstrap: idempotent, safe to re-run. Generated; do not edit.
 param(
-    [string]$JoinToken,
-    [switch]$JoinTokenFromStdin,
+    [string]$Secrets,
+    [switch]$SecretsFromStdin,
     [string]$ContentSas
 )
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 [Net.ServicePointManager]::SecurityProtocol = [Net.SecurityProtocolType]::Tls12
 $root = ${q(dir)}
-if ($JoinTokenFromStdin) { $JoinToken = [Console]::In.ReadLine() }
-if (-not $JoinToken) { throw 'the join token is missing: pass -JoinToken or -JoinTokenFromStdin' }
+if ($SecretsFromStdin) { $Secrets = [Console]::In.ReadLine() }
+if (-not $Secrets) { throw 'the secrets are missing: pass -Secrets or -SecretsFromStdin (a JSON object)' }
+$secretValues = $Secrets | ConvertFrom-Json
+foreach ($name in @(${[...args.secretVariables].sort().map(q).join(", ")})) {
+    if (-not $secretValues.$name) { throw "the secret variable $name is missing from -Secrets" }
+}
 
 function Assert-Pinned([string]$Path, [string]$ExpectedHash) {
     $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $Path).Hash
@@ -133,9 +143,7 @@ Expand-Once -Archive "$root\\downloads\\content-${args.content.sha256.slice(0, 1
 
 $config = ${q(config)} | ConvertFrom-Json
 $config | Add-Member -NotePropertyName content -NotePropertyValue ${contentDir} -Force
-$secrets = New-Object PSObject
-$secrets | Add-Member -NotePropertyName ${q(args.tokenVariable)} -NotePropertyValue $JoinToken
-$config | Add-Member -NotePropertyName secrets -NotePropertyValue $secrets -Force
+$config | Add-Member -NotePropertyName secrets -NotePropertyValue $secretValues -Force
 $json = $config | ConvertTo-Json -Depth 20
 $configPath = "$root\\agent.json"
 $changed = $false

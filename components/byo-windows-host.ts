@@ -2,14 +2,16 @@
  * `ByoWindowsHost`: a Windows host you already own, reached over SSH (Windows'
  * OpenSSH server) with @pulumi/command — the successor of the WinRM/WMI path
  * of the original design. The content archive and the bootstrap are copied to
- * the host, and the bootstrap runs with the join token on its standard input
- * (never on a command line); it runs again whenever its SHA-256 or the
- * content's changes. Credentials are Pulumi secrets.
+ * the host, and the bootstrap runs with the node's secret variables (join
+ * token, content secrets) as one JSON line on its standard input (never on a
+ * command line); it runs again whenever its SHA-256 or the content's changes.
+ * Credentials are Pulumi secrets.
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import type { FleetConfig, PoolConfig } from "../infra/config";
 import { type BootstrapArgs, DEFAULT_INSTALL_DIR, bootstrapHash, renderBootstrap } from "./bootstrap";
+import { type NodeSecrets, secretsJson } from "./node-secrets";
 import { nodeAgentConfig } from "./pool-render";
 
 type ByoPool = Extract<PoolConfig, { kind: "byo" }>;
@@ -19,10 +21,11 @@ export interface ByoWindowsHostArgs {
   readonly fleet: FleetConfig;
   readonly pool: ByoPool;
   readonly host: ByoPool["hosts"][number];
-  readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "tokenVariable">;
+  readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "secretVariables">;
   /** The content archive on this machine and its SHA-256. */
   readonly content: { readonly archivePath: string; readonly sha256: string };
-  readonly join: { readonly variables: Readonly<Record<string, string>>; readonly tokenVariable: string; readonly token: pulumi.Input<string> };
+  /** Join variables (non-secret), and the secret variables: the join token under the variable content reads, and the content secrets. */
+  readonly join: { readonly variables: Readonly<Record<string, string>>; readonly secrets: NodeSecrets };
   /** The private key or password (a secret) for `host.user`. */
   readonly credential: pulumi.Input<string>;
 }
@@ -37,7 +40,7 @@ export function byoCommands(contentSha256: string): { prepare: string; writeBoot
     prepare: `${ps} -Command "New-Item -ItemType Directory -Force -Path '${UPLOAD_DIR}' | Out-Null"`,
     // The script arrives on stdin, so no quoting of its text is ever needed.
     writeBootstrap: `${ps} -Command "[Console]::In.ReadToEnd() | Set-Content -Encoding UTF8 -NoNewline -LiteralPath '${UPLOAD_DIR}\\bootstrap.ps1'"`,
-    run: `${ps} -File "${UPLOAD_DIR}\\bootstrap.ps1" -JoinTokenFromStdin`,
+    run: `${ps} -File "${UPLOAD_DIR}\\bootstrap.ps1" -SecretsFromStdin`,
     contentPath: `${UPLOAD_DIR}\\content-${contentSha256.slice(0, 16)}.tgz`,
   };
 }
@@ -62,7 +65,7 @@ export class ByoWindowsHost extends pulumi.ComponentResource {
       ...args.bootstrap,
       content: { kind: "file", path: commands.contentPath, sha256: sha },
       agentConfig: { ...nodeAgentConfig(args.fleet, args.join.variables, args.pool), nodeName: host.name },
-      tokenVariable: args.join.tokenVariable,
+      secretVariables: Object.keys(args.join.secrets),
     });
     this.bootstrapHash = bootstrapHash(script);
     this.nodeName = host.name;
@@ -80,7 +83,7 @@ export class ByoWindowsHost extends pulumi.ComponentResource {
     );
     new command.remote.Command(
       `${name}-bootstrap`,
-      { connection, create: commands.run, stdin: pulumi.secret(args.join.token), triggers: [this.bootstrapHash, sha] },
+      { connection, create: commands.run, stdin: secretsJson(args.join.secrets), triggers: [this.bootstrapHash, sha] },
       { parent: this, dependsOn: [copy, upload] },
     );
     this.registerOutputs({ nodeName: this.nodeName, bootstrapHash: this.bootstrapHash });

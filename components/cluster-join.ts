@@ -34,7 +34,7 @@ export class ClusterJoin extends pulumi.ComponentResource {
     const secret = pulumi.secret(args.secret);
     const objects = [...renderAgentAccess(args.namespace)];
     if (args.join.method === "kubeadm") {
-      objects.push(...renderKubeadmJoin(args.join.tokenId, secret, "winfleet Windows nodes"));
+      objects.push(...renderKubeadmJoin(args.join.tokenId, secret, "winfleet Windows nodes", args.join.tokenExpiry));
       this.variables = { KUBE_API_SERVER: args.join.apiServer, KUBE_CA_CERT_HASH: args.join.caCertHash };
       this.tokenVariable = "KUBE_BOOTSTRAP_TOKEN";
       const tokenId = args.join.tokenId;

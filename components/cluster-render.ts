@@ -42,8 +42,8 @@ export function renderAgentAccess(namespace: string): Obj[] {
 /** The kubeadm bootstrap-token group kubeadm itself uses. */
 export const KUBEADM_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token";
 
-/** A kubeadm bootstrap token and the bindings TLS bootstrap needs (harmless where kubeadm made them already). */
-export function renderKubeadmJoin(tokenId: string, tokenSecret: unknown, description: string): Obj[] {
+/** A kubeadm bootstrap token and the bindings TLS bootstrap needs (harmless where kubeadm made them already); `expiration` is RFC 3339. */
+export function renderKubeadmJoin(tokenId: string, tokenSecret: unknown, description: string, expiration?: string): Obj[] {
   const labels = { "app.kubernetes.io/part-of": "winfleet" };
   const bind = (name: string, role: string, group: string): Obj => ({
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -62,6 +62,7 @@ export function renderKubeadmJoin(tokenId: string, tokenSecret: unknown, descrip
         description,
         "token-id": tokenId,
         "token-secret": tokenSecret,
+        ...(expiration !== undefined ? { expiration } : {}),
         "usage-bootstrap-authentication": "true",
         "usage-bootstrap-signing": "true",
         "auth-extra-groups": KUBEADM_TOKEN_GROUP,

@@ -5,6 +5,9 @@
  */
 import type { FleetConfig, PoolConfig } from "../infra/config";
 
+/** The node label that names a node's pool (set at join, selected by the pool's upgrader). */
+export const POOL_LABEL = "winfleet.io/pool";
+
 /** A marketplace image reference. */
 export interface ImageRef {
   readonly publisher: string;
@@ -61,13 +64,26 @@ export const NODE_KUBECONFIG = {
 /** Where the broker's wins config lives on a node (the winfleet-broker component writes it). */
 export const BROKER_CONFIG = "C:\\etc\\rancher\\wins\\config";
 
-/** The non-secret agent config for a pool's nodes (content and secrets are added on the node). */
-export function nodeAgentConfig(fleet: FleetConfig, join: Readonly<Record<string, string>>, pool: { labels: Readonly<Record<string, string>>; registerTaint: boolean }): Record<string, unknown> {
+/** What of a pool the agent config takes. */
+export interface PoolValues {
+  readonly labels: Readonly<Record<string, string>>;
+  readonly registerTaint: boolean;
+  readonly variables: Readonly<Record<string, string>>;
+}
+
+/**
+ * The non-secret agent config for a pool's nodes (content and secrets are
+ * added on the node): the stack's content variables, the pool's over them,
+ * and the join variables winfleet sets (the schema keeps stacks from setting those).
+ */
+export function nodeAgentConfig(fleet: FleetConfig, join: Readonly<Record<string, string>>, pool: PoolValues): Record<string, unknown> {
   const labels = Object.entries(pool.labels).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(",");
   return {
     template: fleet.content.template,
     templateVersion: fleet.content.templateVersion,
     variables: {
+      ...fleet.content.variables,
+      ...pool.variables,
       ...join,
       ...(labels ? { KUBE_NODE_LABELS: labels } : {}),
       ...(pool.registerTaint ? { KUBE_REGISTER_TAINT: "true" } : {}),

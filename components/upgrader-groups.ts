@@ -1,11 +1,12 @@
 /**
- * What both upgrader components share: the groups to render (the chart's
- * `winsConfigs[]` as given, or one group per node pool) and the registration
- * of each group's ConfigMap and DaemonSet.
+ * What both upgrader components share: their node groups (the agent upgrader
+ * one per pool; the wins upgrader the chart's `winsConfigs[]`) and the
+ * registration of each group's ConfigMap and DaemonSet.
  */
 import type * as pulumi from "@pulumi/pulumi";
 import type { FleetConfig } from "../infra/config";
 import { kubeResource } from "./kube-objects";
+import { POOL_LABEL } from "./pool-render";
 import { type AgentTarget, type UpgraderGroup, type UpgraderKind, fixWinsConfig, renderUpgrader } from "./upgrader-render";
 
 /** The stack's upgrader section. */
@@ -16,24 +17,24 @@ export interface UpgraderArgs {
   readonly namespace: string;
   readonly serviceAccount: string;
   readonly upgrader: UpgraderConfig;
-  /** Pools that get a group each when `winsConfigs` is empty. */
-  readonly pools: readonly { readonly name: string }[];
   /** What the rollout carries (the pod template changes when and only when these do). */
   readonly versions: Readonly<Record<string, string>>;
 }
 
-/** The groups: the chart's `winsConfigs[]`, or one per pool selected by its pool label. */
-export function upgraderGroups(u: UpgraderConfig, pools: readonly { readonly name: string }[]): UpgraderGroup[] {
-  if (u.winsConfigs.length > 0) {
-    return u.winsConfigs.map((w) => ({ name: w.name, image: `${w.image.repository}:${w.image.tag}`, nodeSelector: w.nodeSelector, tolerations: w.tolerations, config: fixWinsConfig(w.config) }));
-  }
-  return pools.map((p) => ({ name: p.name, image: u.image, nodeSelector: { "winfleet.io/pool": p.name }, tolerations: [], config: {} }));
+/** The agent upgrader's groups: one per deployed pool, selected by its pool label, running the upgrader image. */
+export function agentGroups(u: UpgraderConfig, pools: readonly { readonly name: string }[]): UpgraderGroup[] {
+  return pools.map((p) => ({ name: p.name, image: u.image, nodeSelector: { [POOL_LABEL]: p.name }, tolerations: [], config: {} }));
+}
+
+/** The wins upgrader's groups: the chart's `winsConfigs[]`, each with the broker config its hosts run. */
+export function winsGroups(u: UpgraderConfig): UpgraderGroup[] {
+  return u.winsConfigs.map((w) => ({ name: w.name, image: `${w.image.repository}:${w.image.tag}`, nodeSelector: w.nodeSelector, tolerations: w.tolerations, config: fixWinsConfig(w.config) }));
 }
 
 /** Registers every group's ConfigMap and DaemonSet under `parent`. */
-export function registerUpgraders(parent: pulumi.ComponentResource, prefix: string, kind: UpgraderKind, args: UpgraderArgs, target?: AgentTarget): string[] {
+export function registerUpgraders(parent: pulumi.ComponentResource, prefix: string, kind: UpgraderKind, args: UpgraderArgs, groups: readonly UpgraderGroup[], target?: AgentTarget): string[] {
   const names: string[] = [];
-  for (const group of upgraderGroups(args.upgrader, args.pools)) {
+  for (const group of groups) {
     const rendered = renderUpgrader({
       kind,
       namespace: args.namespace,

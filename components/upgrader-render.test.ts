@@ -65,11 +65,11 @@ describe("upgrader DaemonSets", () => {
 
   it("move the host to the new content with retarget before upgrading the agent", () => {
     const s = script(base);
-    assert.match(s, /retarget --config 'C:\\ProgramData\\winfleet\\agent\.json' --template 'win2022' --template-version '1\.1\.0' '--content-sha256' e{64} --content-url 'https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/content-eeee\.tgz' --content-auth managedIdentity/);
+    assert.ok(s.includes(`& $node $agent 'retarget' '--config' 'C:\\ProgramData\\winfleet\\agent.json' '--template' 'win2022' '--template-version' '1.1.0' '--content-sha256' '${"e".repeat(64)}' '--content-url' 'https://sa.blob.core.windows.net/winfleet/content-eeee.tgz' '--content-auth' 'managedIdentity'`), s);
     assert.ok(s.indexOf("retarget") < s.indexOf(" up --bundle"));
     assert.doesNotMatch(s, /--detach/, "a HostProcess container's job object would end a detached upgrade");
     const fromMap = script({ ...base, target: { ...target, content: { configMap: "winfleet-content-eeee" } } });
-    assert.match(fromMap, /--content-archive "\$env:CONTAINER_SANDBOX_MOUNT_POINT\\content\\bundle\.tgz"/);
+    assert.match(fromMap, /'--content-archive' "\$env:CONTAINER_SANDBOX_MOUNT_POINT\\content\\bundle\.tgz"/);
   });
 
   it("write the whitelist under the key current servers read", () => {

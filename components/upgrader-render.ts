@@ -12,6 +12,7 @@
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../agent/common/canonical-json";
 import type { KubeObject } from "./kube-objects";
+import { HOST_AGENT, HOST_NODE, IMAGE_AGENT, POD_CONFIG_DIR, POD_HOST_DIR, SAS_ENV, hostProcessAgentScript, hostProcessWinsScript, winsModeScript } from "./upgrader-scripts";
 
 /** What an upgrader rolls out: the agent and its content, or the broker's (wins) config. */
 export type UpgraderKind = "agent" | "wins";
@@ -61,14 +62,8 @@ export interface RenderedUpgrader {
 }
 
 const WIN_OS = { "kubernetes.io/os": "windows" };
-const INSTALL = "C:\\ProgramData\\winfleet";
-const HOST_NODE = `${INSTALL}\\node\\package\\bin\\node.exe`;
-const HOST_AGENT = `${INSTALL}\\current\\bin\\winfleet-agent.js`;
 /** The Secret (key `sas`) holding a content SAS, when blobs are read with one. */
 export const CONTENT_SAS_SECRET = "winfleet-content-sas";
-const SAS_ENV = "WINFLEET_CONTENT_SAS";
-/** The agent executable a wins-mode upgrader image carries. */
-export const IMAGE_AGENT = "C:\\winfleet\\winfleet-agent.exe";
 
 /** Rewrites a chart-era wins config so wins ≥ 0.1.2 and winfleet read its whitelist: `white_list` with camelCase keys. */
 export function fixWinsConfig(config: Readonly<Record<string, unknown>>): Record<string, unknown> {
@@ -104,28 +99,6 @@ export function rolloutHash(args: Pick<UpgraderRenderArgs, "versions" | "group" 
     .slice(0, 32);
 }
 
-const psq = (s: string): string => `'${s.replace(/'/g, "''")}'`;
-
-/** The agent-kind init script (HostProcess: it runs on the host, as SYSTEM). */
-function agentScript(args: UpgraderRenderArgs, brokerConfig: string): string {
-  const t = args.target;
-  const lines = ["$ErrorActionPreference = 'Stop'", `$node = ${psq(HOST_NODE)}`, `$agent = ${psq(HOST_AGENT)}`];
-  if (t) {
-    const source = "configMap" in t.content
-      ? `--content-archive "$env:CONTAINER_SANDBOX_MOUNT_POINT\\content\\bundle.tgz"`
-      : t.content.auth === "sas"
-        ? `--content-url ${psq(t.content.url)} --content-sas-env ${SAS_ENV}`
-        : `--content-url ${psq(t.content.url)} --content-auth ${t.content.auth}`;
-    lines.push(
-      `& $node $agent retarget --config ${psq(`${INSTALL}\\agent.json`)} --template ${psq(t.template)} --template-version ${psq(t.templateVersion)} '--content-sha256' ${t.contentSha256} ${source}`,
-      "if ($LASTEXITCODE -ne 0) { exit $LASTEXITCODE }",
-    );
-  }
-  // Runs in this container's process, not detached: a HostProcess container's job object ends its children with it.
-  lines.push(`& $node $agent up --bundle "$env:CONTAINER_SANDBOX_MOUNT_POINT\\winfleet\\bundle" --install-dir ${psq(INSTALL)} --config ${psq(brokerConfig)} --manager windows`, "exit $LASTEXITCODE");
-  return lines.join("\n");
-}
-
 /** The command the readiness probe runs. */
 function probeCommand(args: UpgraderRenderArgs, sha256: string): string[] {
   const wants = args.kind === "agent" && args.target
@@ -139,51 +112,30 @@ export function renderUpgrader(args: UpgraderRenderArgs): RenderedUpgrader {
   const name = `winfleet-${args.kind}-upgrader-${args.group.name}`;
   const labels = { "app.kubernetes.io/name": "winfleet-upgrader", "app.kubernetes.io/component": args.kind, "winfleet.io/upgrader-group": args.group.name };
   const configFile = prefixed(args.pathPrefix, "etc\\rancher\\wins\\config");
-  const upgradeExe = args.masqueradeAs ?? prefixed(args.pathPrefix, "etc\\rancher\\wins\\winfleet-upgrade.exe");
-  const hostDir = upgradeExe.slice(0, upgradeExe.lastIndexOf("\\"));
+  const upgradeExe = (args.masqueradeAs ?? prefixed(args.pathPrefix, "etc\\rancher\\wins\\winfleet-upgrade.exe")).replace(/\//g, "\\");
+  const hostDir = (p: string): string => p.slice(0, p.lastIndexOf("\\")).replace(/\\/g, "/");
   const broker = brokerConfigText(args.group);
   const versionArgs = Object.entries(args.versions).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(" ");
-  const winsArgs = args.kind === "agent"
-    ? `up --bundle C:\\winfleet\\bundle --install-dir ${INSTALL} --config ${configFile} --manager windows --detach`
-    : `service reload-config --config ${configFile}`;
   const script = args.mode === "hostProcess"
-    ? args.kind === "agent"
-      ? agentScript(args, configFile)
-      : [
-        "$ErrorActionPreference = 'Stop'",
-        `Copy-Item -Force "$env:CONTAINER_SANDBOX_MOUNT_POINT\\config\\config" ${psq(configFile)}`,
-        `& ${psq(HOST_NODE)} ${psq(HOST_AGENT)} service reload-config --config ${psq(configFile)}`,
-        "exit $LASTEXITCODE",
-      ].join("\n")
-    : [
-      "$ErrorActionPreference = 'Stop'",
-      `Copy-Item -Force ${psq(IMAGE_AGENT)} ${psq(upgradeExe)}`,
-      `Copy-Item -Force ${psq(IMAGE_AGENT)} ${psq(`C:\\host-wins\\${upgradeExe.slice(upgradeExe.lastIndexOf("\\") + 1)}`)}`,
-      "Copy-Item -Force 'C:\\config\\config' 'C:\\host-wins\\config'",
-      `& ${psq(IMAGE_AGENT)} cli prc run --path ${psq(upgradeExe)} --args ${psq(winsArgs)}`,
-      "exit $LASTEXITCODE",
-    ].join("\n");
+    ? args.kind === "agent" ? hostProcessAgentScript(args.target, configFile) : hostProcessWinsScript(configFile)
+    : winsModeScript(args.kind, { upgradeExe, configFile }, args.target);
 
   const podSecurity = args.mode === "hostProcess"
     ? { securityContext: { windowsOptions: { hostProcess: true, runAsUserName: "NT AUTHORITY\\SYSTEM" } }, hostNetwork: true }
     : {};
   const contentMap = args.target && "configMap" in args.target.content ? args.target.content.configMap : undefined;
+  const wins = args.mode === "wins";
   const volumes = [
     { name: "config", configMap: { name } },
     ...(contentMap ? [{ name: "content", configMap: { name: contentMap } }] : []),
-    ...(args.mode === "wins"
-      ? [
-        { name: "wins-pipe", hostPath: { path: "\\\\.\\pipe\\rancher_wins" } },
-        { name: "wins-dir", hostPath: { path: hostDir.replace(/\\/g, "/"), type: "DirectoryOrCreate" } },
-      ]
-      : []),
+    ...(wins ? [{ name: "wins-pipe", hostPath: { path: "\\\\.\\pipe\\rancher_wins" } }, { name: "wins-dir", hostPath: { path: hostDir(upgradeExe), type: "DirectoryOrCreate" } }] : []),
+    ...(wins && args.kind === "wins" ? [{ name: "wins-config", hostPath: { path: hostDir(configFile), type: "DirectoryOrCreate" } }] : []),
   ];
   const mounts = [
-    { name: "config", mountPath: args.mode === "hostProcess" ? "config" : "C:\\config" },
-    ...(contentMap ? [{ name: "content", mountPath: args.mode === "hostProcess" ? "content" : "C:\\content" }] : []),
-    ...(args.mode === "wins"
-      ? [{ name: "wins-pipe", mountPath: "\\\\.\\pipe\\rancher_wins" }, { name: "wins-dir", mountPath: "C:\\host-wins" }]
-      : []),
+    { name: "config", mountPath: wins ? "C:\\config" : "config" },
+    ...(contentMap ? [{ name: "content", mountPath: wins ? "C:\\content" : "content" }] : []),
+    ...(wins ? [{ name: "wins-pipe", mountPath: "\\\\.\\pipe\\rancher_wins" }, { name: "wins-dir", mountPath: POD_HOST_DIR }] : []),
+    ...(wins && args.kind === "wins" ? [{ name: "wins-config", mountPath: POD_CONFIG_DIR }] : []),
   ];
   const tolerations = args.group.tolerations.length > 0 ? args.group.tolerations : [{ operator: "Exists" }];
   const daemonSet: KubeObject = {

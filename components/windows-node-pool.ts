@@ -1,8 +1,9 @@
 /**
  * `WindowsNodePool`: Windows Server VMs on Azure (one scale set, or individual
  * VMs each with its NIC) with a system-assigned managed identity. The
- * bootstrap travels as userData; a CustomScriptExtension runs it, with the join
- * token (and any content SAS) only in `protectedSettings`, as Pulumi secrets,
+ * bootstrap travels as userData; a CustomScriptExtension runs it, with the
+ * node's secret variables (join token, content secrets) and any content SAS
+ * only in `protectedSettings`, as Pulumi secrets,
  * and `forceUpdateTag` set to the bootstrap's SHA-256 so a changed bootstrap
  * runs again. Nodes are tagged with their template and versions.
  */
@@ -12,6 +13,7 @@ import type { FleetConfig, PoolConfig } from "../infra/config";
 import { type BootstrapArgs, bootstrapHash, renderBootstrap } from "./bootstrap";
 import { storageAccountId } from "./content-bundle";
 import { extensionCommand } from "./extension-command";
+import { type NodeSecrets, secretsJson } from "./node-secrets";
 import { computerNames, imageOf, nodeAgentConfig, poolTags, scaleSetPrefix } from "./pool-render";
 
 /** Arguments of {@link WindowsNodePool}. */
@@ -19,10 +21,10 @@ export interface WindowsNodePoolArgs {
   readonly fleet: FleetConfig;
   readonly pool: Extract<PoolConfig, { kind: "azure" }>;
   /** Everything of the bootstrap but the content, which comes from the published bundle. */
-  readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "tokenVariable">;
+  readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "secretVariables">;
   readonly content: { readonly url: string; readonly sha256: string; readonly auth: "none" | "managedIdentity" | "sas"; readonly sas?: pulumi.Input<string> };
-  /** Join variables (non-secret) and the token, a secret, under the variable content reads. */
-  readonly join: { readonly variables: Readonly<Record<string, string>>; readonly tokenVariable: string; readonly token: pulumi.Input<string> };
+  /** Join variables (non-secret), and the secret variables: the join token under the variable content reads, and the content secrets. */
+  readonly join: { readonly variables: Readonly<Record<string, string>>; readonly secrets: NodeSecrets };
   readonly adminPassword: pulumi.Input<string>;
 }
 
@@ -50,14 +52,14 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       ...args.bootstrap,
       content: { kind: "url", url: args.content.url, sha256: args.content.sha256, auth: args.content.auth },
       agentConfig: nodeAgentConfig(fleet, args.join.variables, pool),
-      tokenVariable: args.join.tokenVariable,
+      secretVariables: Object.keys(args.join.secrets),
     });
     const hash = bootstrapHash(script);
     this.bootstrapHash = hash;
     this.contentUrl = args.content.url;
     const userData = Buffer.from(script).toString("base64");
     const protectedSettings = pulumi.secret(
-      pulumi.all([args.join.token, args.content.sas ?? ""]).apply(([token, sas]) => ({ commandToExecute: extensionCommand(hash, token, args.content.auth === "sas" ? sas : undefined) })),
+      pulumi.all([secretsJson(args.join.secrets), args.content.sas ?? ""]).apply(([secrets, sas]) => ({ commandToExecute: extensionCommand(hash, secrets, args.content.auth === "sas" ? sas : undefined) })),
     );
     const tags = poolTags(fleet, pool.name, hash);
     const image = imageOf(pool.image);

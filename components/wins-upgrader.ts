@@ -6,7 +6,7 @@
  * turns Ready only when the broker reports that config in use.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { type UpgraderArgs, registerUpgraders } from "./upgrader-groups";
+import { type UpgraderArgs, registerUpgraders, winsGroups } from "./upgrader-groups";
 
 /** Arguments of {@link WinsUpgrader}. */
 export type WinsUpgraderArgs = UpgraderArgs;
@@ -18,7 +18,7 @@ export class WinsUpgrader extends pulumi.ComponentResource {
 
   constructor(name: string, args: WinsUpgraderArgs, opts?: pulumi.ComponentResourceOptions) {
     super("winfleet:index:WinsUpgrader", name, {}, opts);
-    this.daemonSets = registerUpgraders(this, name, "wins", args);
+    this.daemonSets = registerUpgraders(this, name, "wins", args, winsGroups(args.upgrader));
     this.registerOutputs({ daemonSets: this.daemonSets });
   }
 }

@@ -8,11 +8,29 @@
 import { z } from "zod";
 import { ValidationError } from "../agent/common/errors";
 import { zodIssues } from "../agent/common/zod-issues";
+import { variableName } from "../agent/content/schema";
 
 const name = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/, "lower-case letters, digits and '-', at most 40 characters");
 const secretRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, "the name of a secure config key, e.g. adminPassword");
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits");
 const version = z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]*$/, "a version");
+/** Values for content commands (a template's variables), by variable name. */
+const variables = z.record(variableName, z.string());
+
+/**
+ * Variables winfleet itself sets on every node, from `cluster.join` and the
+ * pool (the contract the Windows content's join components read); a stack
+ * cannot set them through `variables` or `secrets`.
+ */
+export const JOIN_VARIABLES = {
+  KUBE_API_SERVER: "cluster.join.apiServer",
+  KUBE_CA_CERT_HASH: "cluster.join.caCertHash",
+  KUBE_BOOTSTRAP_TOKEN: "cluster.join.tokenId and tokenSecret",
+  RKE2_SERVER: "cluster.join.server",
+  RKE2_TOKEN: "cluster.join.tokenSecret",
+  KUBE_NODE_LABELS: "the pool's labels",
+  KUBE_REGISTER_TAINT: "the pool's registerTaint",
+} as const;
 
 /** How nodes join the cluster. */
 const joinSchema = z.discriminatedUnion("method", [
@@ -25,8 +43,13 @@ const joinSchema = z.discriminatedUnion("method", [
     /** Bootstrap token id (6 chars) and the secure key holding its 16-char secret. */
     tokenId: z.string().regex(/^[a-z0-9]{6}$/, "6 lower-case letters or digits"),
     tokenSecret: secretRef,
-    /** Token lifetime. @default "24h" */
-    tokenTtl: z.string().regex(/^\d+[hm]$/).default("24h"),
+    /**
+     * When the token stops working (ISO 8601), rendered as the token's
+     * `expiration`. A fixed time, not a lifetime, so the same stack always
+     * renders the same token; absent means it does not expire, which a pool
+     * that scales out later needs. Rotate by changing tokenSecret.
+     */
+    tokenExpiry: z.iso.datetime().optional(),
   }),
   z.strictObject({
     method: z.literal("rke2"),
@@ -60,6 +83,8 @@ const azurePool = z.strictObject({
   labels: z.record(z.string(), z.string()).default({}),
   /** Register the nodes with the os=windows:NoSchedule taint. @default true */
   registerTaint: z.boolean().default(true),
+  /** Values for content commands on this pool's nodes, over `content.variables`. */
+  variables: variables.default({}),
   /** A public IP per node; the policy pack refuses it unless allowed. @default false */
   publicIp: z.boolean().default(false),
 });
@@ -82,6 +107,8 @@ const byoPool = z.strictObject({
   labels: z.record(z.string(), z.string()).default({}),
   /** Register the nodes with the os=windows:NoSchedule taint. @default true */
   registerTaint: z.boolean().default(true),
+  /** Values for content commands on these hosts, over `content.variables`. */
+  variables: variables.default({}),
 });
 
 /** Sandbox hosts on this machine (`winfleet local up`); the Pulumi program deploys nothing for them. */
@@ -107,17 +134,22 @@ const winsConfigSchema = z.strictObject({
 const upgraderSchema = z.strictObject({
   mode: z.enum(["hostProcess", "wins"]).default("hostProcess"),
   maxUnavailable: z.union([z.number().int().min(1), z.string().regex(/^\d+%$/)]).default(1),
-  /** Image that carries the agent CLI for the upgrader pods. */
+  /** Image that carries the agent (bundle and executable) for the agent upgrader's pods, one DaemonSet per pool. */
   image: z.string().min(1),
-  /** Chart-compatible groups; without any, one group per node pool. */
+  /**
+   * The chart's node groups, each with the broker (wins) config its hosts run:
+   * the wins upgrader rolls these out. Without any, no wins upgrader is
+   * deployed and the broker config stays the content's (winfleet-broker).
+   * Their images must carry the winfleet agent (the chart's rancher/wins
+   * image does not).
+   */
   winsConfigs: z.array(winsConfigSchema).default([]),
   /** The chart's global.cattle.rkeWindowsPathPrefix. */
   pathPrefix: z.string().regex(/[\\/]$/, "must end in / or \\").default("c:\\"),
   masquerade: z.strictObject({ enabled: z.boolean().default(false), as: z.string().optional() }).default({ enabled: false }),
 }).refine((u) => !u.masquerade.enabled || u.masquerade.as !== undefined, { message: "masquerade.as is required when masquerade.enabled", path: ["masquerade", "as"] });
 
-/** The whole `winfleet:fleet` value. */
-export const fleetSchema = z.strictObject({
+const fleetShape = z.strictObject({
   /** Required when any pool is not `local`. */
   cluster: z.strictObject({ name, namespace: name.default("winfleet-system"), join: joinSchema }).optional(),
   content: z.strictObject({
@@ -125,6 +157,15 @@ export const fleetSchema = z.strictObject({
     dir: z.string().default("content"),
     template: name,
     templateVersion: version,
+    /** Values for content commands on every node (the template's variables, e.g. KUBE_CLUSTER_DNS). */
+    variables: variables.default({}),
+    /**
+     * Secret values for content commands: variable name → the secure config key
+     * holding its value (`CALICO_KUBECONFIG: calicoKubeconfig` reads
+     * `winfleet:calicoKubeconfig`). They reach nodes only as Pulumi secrets and
+     * land in the agent config's `secrets`.
+     */
+    secrets: z.record(variableName, secretRef).default({}),
     /** Where the bundle is published: a ConfigMap (small bundles) or Azure Blob Storage. */
     publish: z.discriminatedUnion("to", [
       z.strictObject({ to: z.literal("configMap") }),
@@ -150,7 +191,10 @@ export const fleetSchema = z.strictObject({
   }).optional(),
   pools: z.array(z.discriminatedUnion("kind", [azurePool, byoPool, localPool])).min(1),
   upgrader: upgraderSchema.optional(),
-}).superRefine((f, ctx) => {
+});
+
+/** The whole `winfleet:fleet` value. */
+export const fleetSchema = fleetShape.superRefine((f, ctx) => {
   const seen = new Set<string>();
   f.pools.forEach((p, i) => {
     if (seen.has(p.name)) ctx.addIssue({ code: "custom", path: ["pools", i, "name"], message: `duplicates pool ${p.name}` });
@@ -164,7 +208,11 @@ export const fleetSchema = z.strictObject({
     if (p.kind === "azure" && f.content.publish.to !== "blob") {
       ctx.addIssue({ code: "custom", path: ["content", "publish"], message: `must be { to: blob, … }: pools[${i}] (azure) fetches its content before it joins the cluster, so a ConfigMap cannot reach it` });
     }
+    if (p.kind === "byo" && f.upgrader && publish.to === "blob" && publish.auth === "managedIdentity") {
+      ctx.addIssue({ code: "custom", path: ["content", "publish", "auth"], message: `must be sas (or publish to a configMap): pools[${i}] (byo) has no Azure managed identity to read content upgrades with` });
+    }
   });
+  reservedVariables(f, ctx);
   const cloud = f.pools.findIndex((p) => p.kind !== "local");
   if (cloud >= 0) {
     const why = `is required: pools[${cloud}] (${f.pools[cloud]?.kind ?? ""}) deploys real nodes`;
@@ -172,6 +220,27 @@ export const fleetSchema = z.strictObject({
     if (!f.agent) ctx.addIssue({ code: "custom", path: ["agent"], message: why });
   }
 });
+
+/** Names in `variables`/`secrets` that winfleet sets itself, or that are set twice. */
+function reservedVariables(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx): void {
+  const reserved = (names: string[], path: (string | number)[]): void => {
+    for (const n of names) {
+      if (n in JOIN_VARIABLES) ctx.addIssue({ code: "custom", path: [...path, n], message: `is set by winfleet from ${JOIN_VARIABLES[n as keyof typeof JOIN_VARIABLES]}; remove it here` });
+    }
+  };
+  reserved(Object.keys(f.content.variables), ["content", "variables"]);
+  reserved(Object.keys(f.content.secrets), ["content", "secrets"]);
+  f.pools.forEach((p, i) => {
+    if (p.kind === "local") return;
+    reserved(Object.keys(p.variables), ["pools", i, "variables"]);
+    for (const n of Object.keys(p.variables)) {
+      if (n in f.content.secrets) ctx.addIssue({ code: "custom", path: ["pools", i, "variables", n], message: "is a secret in content.secrets; a plain value may not replace it" });
+    }
+  });
+  for (const n of Object.keys(f.content.variables)) {
+    if (n in f.content.secrets) ctx.addIssue({ code: "custom", path: ["content", "variables", n], message: "is also in content.secrets; give it in one place" });
+  }
+}
 
 /** A parsed fleet config. */
 export type FleetConfig = z.infer<typeof fleetSchema>;
@@ -188,7 +257,7 @@ export function parseFleetConfig(value: unknown): FleetConfig {
 
 /** Every secure key a fleet config names, with where it is named. */
 export function secretKeys(f: FleetConfig): string[] {
-  const keys = new Set<string>(f.cluster ? [f.cluster.join.tokenSecret] : []);
+  const keys = new Set<string>([...(f.cluster ? [f.cluster.join.tokenSecret] : []), ...Object.values(f.content.secrets)]);
   for (const p of f.pools) {
     if (p.kind === "azure") keys.add(p.adminPasswordSecret);
     else if (p.kind === "byo") for (const h of p.hosts) keys.add(h.privateKeySecret ?? h.passwordSecret ?? "");

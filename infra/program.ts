@@ -13,6 +13,7 @@ import { ByoWindowsHost } from "../components/byo-windows-host";
 import { ClusterJoin } from "../components/cluster-join";
 import { ContentBundle, buildArchive } from "../components/content-bundle";
 import { DEFAULT_NODE_RUNTIME } from "../components/node-runtime";
+import { POOL_LABEL } from "../components/pool-render";
 import { WindowsNodePool } from "../components/windows-node-pool";
 import { WinsUpgrader } from "../components/wins-upgrader";
 import { type FleetConfig, parseFleetConfig } from "./config";
@@ -55,10 +56,13 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     node: fleet.agent.node ? { ...fleet.agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME,
     agent: { ...fleet.agent.bundle, version: fleet.agent.version },
   };
-  const joinArgs = { variables: join.variables, tokenVariable: join.tokenVariable, token: join.token };
+  // The node's secret variables: the join token under the variable its join component reads, and the content secrets.
+  const secrets: Record<string, pulumi.Output<string>> = { [join.tokenVariable]: join.token };
+  for (const [variable, key] of Object.entries(fleet.content.secrets)) secrets[variable] = config.requireSecret(key);
+  const joinArgs = { variables: join.variables, secrets };
 
   for (const pool of deployed) {
-    const labels = { ...pool.labels, "winfleet.io/pool": pool.name };
+    const labels = { ...pool.labels, [POOL_LABEL]: pool.name };
     if (pool.kind === "azure") {
       const p = new WindowsNodePool(pool.name, {
         fleet,
@@ -88,13 +92,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   }
 
   if (fleet.upgrader) {
-    const upgraderArgs = {
-      namespace: ns,
-      serviceAccount: "winfleet-upgrader",
-      upgrader: fleet.upgrader,
-      pools: deployed,
-      versions: { agent: fleet.agent.version, template: `${fleet.content.template}@${fleet.content.templateVersion}`, content: content.sha256 },
-    };
+    const common = { namespace: ns, serviceAccount: "winfleet-upgrader", upgrader: fleet.upgrader };
     const target = {
       template: fleet.content.template,
       templateVersion: fleet.content.templateVersion,
@@ -102,8 +100,13 @@ export async function fleetProgram(): Promise<FleetOutputs> {
       contentSha256: content.sha256,
       content: content.configMap ? { configMap: content.configMap } : { url: content.url, auth: content.auth },
     };
-    new AgentUpgrader("agent-upgrader", { ...upgraderArgs, target }, { dependsOn: [join, content] });
-    new WinsUpgrader("wins-upgrader", upgraderArgs, { dependsOn: [join] });
+    new AgentUpgrader(
+      "agent-upgrader",
+      { ...common, pools: deployed, target, versions: { agent: fleet.agent.version, template: `${fleet.content.template}@${fleet.content.templateVersion}`, content: content.sha256 } },
+      { dependsOn: [join, content] },
+    );
+    // Without the chart's winsConfigs the broker config is the content's (winfleet-broker) alone.
+    if (fleet.upgrader.winsConfigs.length > 0) new WinsUpgrader("wins-upgrader", { ...common, versions: {} }, { dependsOn: [join] });
   }
   return { pools, contentSha256: content.sha256 };
 }

@@ -25,7 +25,10 @@ export interface Registered {
 /** A render: the resources and the files they become. */
 export interface Rendered {
   readonly stack: StackFile;
+  /** What was registered, secrets replaced by `[secret]`: what the files show. */
   readonly resources: readonly Registered[];
+  /** The first run's inputs as registered, secrets included (for tests; never written). */
+  readonly raw: readonly Registered[];
   readonly outputs: FleetOutputs;
   /** Relative path → file text. */
   readonly files: ReadonlyMap<string, string>;
@@ -84,9 +87,44 @@ function bootstraps(r: Registered): string[] {
   return [];
 }
 
-/** Runs the program for `stack` under mocks. `secrets` sets values for its secure keys (default: a placeholder each). */
-export async function renderStack(stackName: string, options: { dir?: string; secrets?: Readonly<Record<string, string>>; program?: () => Promise<FleetOutputs> } = {}): Promise<Rendered> {
+/** Options of {@link renderStack}. */
+export interface RenderOptions {
+  /** Where `Pulumi.<stack>.yaml` files are (default: the repository's `stacks/`). */
+  readonly dir?: string;
+  /** Values for the stack's secure keys (default: a placeholder each); they never reach the files. */
+  readonly secrets?: Readonly<Record<string, string>>;
+  /** The program to run (default: `infra/program.ts`). */
+  readonly program?: () => Promise<FleetOutputs>;
+}
+
+/**
+ * Runs the program for a stack under mocks and renders what it registers.
+ * It runs twice, with different values for every secure key (and the SAS a
+ * provider call returns): whatever differs between the runs depends on a
+ * secret. Inside values Pulumi marks secret, those leaves become `[secret]`
+ * and the rest stays readable (Pulumi marks a whole property secret when any
+ * part of it is); outside them, a difference is a secret leaking into plain
+ * settings, and the render fails saying where.
+ */
+export async function renderStack(stackName: string, options: RenderOptions = {}): Promise<Rendered> {
   const stack = await readStackFile(stackName, options.dir ? { dir: options.dir } : {});
+  const keys = secretKeys(stack.fleet);
+  const first = Object.fromEntries(keys.map((k) => [k, options.secrets?.[k] ?? `placeholder-${k}`]));
+  const second = Object.fromEntries(keys.map((k) => [k, `${first[k] ?? ""}-other`]));
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const program = options.program ?? (require("./program") as typeof Program).fleetProgram;
+  const a = await runProgram(stack, first, "sv=render&sig=first", program);
+  const b = await runProgram(stack, second, "sv=render&sig=second", program);
+  const resources = a.resources.map((r, i) => {
+    const other = b.resources[i];
+    if (!other || other.type !== r.type || other.name !== r.name) throw new Error(`the program registers different resources for different secret values (${r.type} ${r.name}); a secret must not decide what is deployed`);
+    return { type: r.type, name: r.name, inputs: maskSecrets(r.inputs, other.inputs, false, `${r.type} ${r.name}`) as Record<string, unknown> };
+  });
+  return { stack, resources, raw: a.resources, outputs: a.outputs, files: renderFiles(resources) };
+}
+
+// One run of the program under Pulumi's mock runtime, with these secret values.
+async function runProgram(stack: StackFile, secrets: Readonly<Record<string, string>>, sas: string, program: () => Promise<FleetOutputs>): Promise<{ resources: Registered[]; outputs: FleetOutputs }> {
   const resources: Registered[] = [];
   await pulumi.runtime.setMocks(
     {
@@ -96,22 +134,42 @@ export async function renderStack(stackName: string, options: { dir?: string; se
         const inputs = args.inputs as Record<string, unknown>;
         return { id: `${args.name}-id`, state: { ...inputs, name: inputs.name ?? args.name, identity: { principalId: `${args.name}-principal` } } };
       },
-      call: (args) => (args.token.includes("listStorageAccountServiceSAS") ? { serviceSasToken: "sv=mock&sig=mock" } : {}),
+      call: (args) => (args.token.includes("listStorageAccountServiceSAS") ? { serviceSasToken: sas } : {}),
     },
     "winfleet",
     stack.stack,
     false,
   );
-  const keys = secretKeys(stack.fleet);
-  const config: Record<string, string> = { "winfleet:fleet": JSON.stringify(rawFleet(stack)) };
-  for (const k of keys) config[`winfleet:${k}`] = options.secrets?.[k] ?? `placeholder-${k}`;
-  pulumi.runtime.setAllConfig(config, keys.map((k) => `winfleet:${k}`));
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const program = options.program ?? (require("./program") as typeof Program).fleetProgram;
+  const config: Record<string, string> = { "winfleet:fleet": JSON.stringify(stack.rawFleet) };
+  for (const [k, v] of Object.entries(secrets)) config[`winfleet:${k}`] = v;
+  pulumi.runtime.setAllConfig(config, Object.keys(secrets).map((k) => `winfleet:${k}`));
   const outputs = await program();
   await settled();
-  resources.sort((a, b) => (a.type === b.type ? (a.name < b.name ? -1 : 1) : a.type < b.type ? -1 : 1));
-  return { stack, resources, outputs, files: renderFiles(resources) };
+  resources.sort((x, y) => (x.type === y.type ? (x.name < y.name ? -1 : 1) : x.type < y.type ? -1 : 1));
+  return { resources, outputs };
+}
+
+const isSecret = (v: unknown): v is { value: unknown } => v !== null && typeof v === "object" && (v as Record<string, unknown>)[SECRET_SIG] === SECRET;
+
+/** `a` with every leaf that differs from `b` inside a secret replaced by `[secret]`; a difference outside one throws. */
+export function maskSecrets(a: unknown, b: unknown, inSecret: boolean, where: string): unknown {
+  if (isSecret(a)) return maskSecrets(a.value, isSecret(b) ? b.value : b, true, where);
+  const differs = (): unknown => {
+    if (inSecret) return MASK;
+    throw new Error(`${where} depends on a secret but is not marked secret: it would be stored and shown in plain text`);
+  };
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return differs();
+    return a.map((x, i) => maskSecrets(x, b[i], inSecret, `${where}[${i}]`));
+  }
+  if (a !== null && typeof a === "object") {
+    if (b === null || typeof b !== "object" || Array.isArray(b) || isSecret(b)) return differs();
+    const bo = b as Record<string, unknown>;
+    const keys = Object.keys(a);
+    if (keys.length !== Object.keys(bo).length || keys.some((k) => !(k in bo))) return differs();
+    return Object.fromEntries(keys.map((k) => [k, maskSecrets((a as Record<string, unknown>)[k], bo[k], inSecret, `${where}.${k}`)]));
+  }
+  return Object.is(a, b) ? a : differs();
 }
 
 // Waits for every resource registration to reach the mock monitor.
@@ -120,11 +178,6 @@ async function settled(): Promise<void> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const settings = require("@pulumi/pulumi/runtime/settings") as { waitForRPCs?: () => Promise<void> };
   if (typeof settings.waitForRPCs === "function") await settings.waitForRPCs();
-}
-
-// The stack's `winfleet:fleet` value as written (the program parses it itself).
-function rawFleet(stack: StackFile): unknown {
-  return stack.rawFleet;
 }
 
 /** Writes a render to `out`, replacing it in one rename. */
