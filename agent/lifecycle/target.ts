@@ -49,10 +49,13 @@ export function pickTemplate(catalog: Catalog, want: { name?: string; version?: 
       const names = [...new Set(catalog.templates.map((t) => t.name))].sort();
       throw new AgentError(AgentErrorCode.NotFound, `no template named "${want.name}" in ${catalog.dir}; available: ${names.join(", ") || "none"}`);
     }
-    if (want.version === undefined) return named[0] as Template;
-    const exact = named.find((t) => t.version === want.version);
-    if (!exact) throw new AgentError(AgentErrorCode.NotFound, `template ${want.name} has no version ${want.version} in ${catalog.dir}; available: ${named.map((t) => t.version).join(", ")}`);
-    return exact;
+    const chosen = want.version === undefined ? named[0] : named.find((t) => t.version === want.version);
+    if (!chosen) throw new AgentError(AgentErrorCode.NotFound, `template ${want.name} has no version ${want.version} in ${catalog.dir}; available: ${named.map((t) => t.version).join(", ")}`);
+    // A template's os list is a promise about the host; a pool naming win2019 for a 2022 host is a mistake to stop at, not to apply.
+    if (want.build !== undefined && chosen.os !== undefined && !chosen.os.includes(want.build)) {
+      throw new AgentError(AgentErrorCode.InvalidInput, `template ${chosen.name} ${chosen.version} is for Windows builds ${chosen.os.join(", ")}, and this host is build ${want.build}`);
+    }
+    return chosen;
   }
   if (want.build === undefined) {
     throw new AgentError(AgentErrorCode.InvalidInput, "no template named, and this host has no Windows build number to pick one by: name one with --template (or `template` in the agent config)");
@@ -61,6 +64,10 @@ export function pickTemplate(catalog: Catalog, want: { name?: string; version?: 
   if (fits.length === 0) {
     const covered = catalog.templates.map((t) => `${t.name} ${t.version}: ${t.os?.join(", ") ?? "no os list"}`).join("; ");
     throw new AgentError(AgentErrorCode.NotFound, `no template lists Windows build ${want.build} in its os; the templates cover: ${covered || "(no templates)"}`);
+  }
+  const names = [...new Set(fits.map((t) => t.name))].sort();
+  if (names.length > 1) {
+    throw new AgentError(AgentErrorCode.InvalidInput, `several templates fit Windows build ${want.build} (${names.join(", ")}): name one with --template (or \`template\` in the agent config)`);
   }
   return fits[0] as Template;
 }
