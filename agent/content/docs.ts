@@ -8,7 +8,7 @@
  */
 import { type AnalyzedComponent, type AnalyzedContent, SECTION_NAMES, type SectionName } from "./analysis";
 import { EFFECT_KINDS, type HostEffect, sectionEffects } from "./host-effects";
-import { compareVersions } from "./select";
+import { compareVersions } from "./versions";
 import type { Template } from "./schema";
 
 // Markdown table cells: pipes escaped, line breaks flattened.

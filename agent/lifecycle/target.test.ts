@@ -54,7 +54,7 @@ describe("choosing a template", () => {
   });
 
   it("picks the shipped Windows templates by build, and every one resolves to components that exist", async () => {
-    const shipped = await loadCatalog(join(import.meta.dirname, "../../content"));
+    const shipped = await loadCatalog(join(__dirname, "..", "..", "content"));
     for (const [build, name] of [[17763, "win2019"], [20348, "win2022"], [26100, "win2025"]] as const) {
       const t = pickTemplate(shipped, { build });
       assert.equal(t.name, name);
