@@ -147,12 +147,15 @@ export class Host {
         v.step = undefined;
         break;
       case "component-installed":
+        this.setComponent(e.component, e.version);
         note("component", `installed ${e.component} ${e.version}`);
         break;
       case "component-upgraded":
+        this.setComponent(e.component, e.to);
         note("component", `upgraded ${e.component} ${e.from} → ${e.to}`);
         break;
       case "component-removed":
+        v.components = v.components.filter((c) => c.name !== e.component);
         note("component", `removed ${e.component} ${e.version}`);
         break;
       case "reboot-required":
@@ -188,6 +191,13 @@ export class Host {
     }
     this.listener.lifecycle?.(this, e);
     this.listener.changed(this);
+  }
+
+  // The agent's `state` snapshots arrive only at the end of a run; between them the component events keep the view current.
+  private setComponent(name: string, version: string): void {
+    const entry = this.view.components.find((c) => c.name === name);
+    if (entry) Object.assign(entry, { version, state: "installed" });
+    else this.view.components.push({ name, version, state: "installed" });
   }
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {

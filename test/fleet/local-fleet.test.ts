@@ -43,6 +43,17 @@ describe("winfleet local", () => {
     assert.equal(status.running, true);
     assert.deepEqual(status.hosts.map((h) => `${h.name} ${h.state} ${h.template.version}`), ["local-1 converged 1.0.0", "local-2 converged 1.0.0"]);
     assert.ok(status.hosts.every((h) => h.reboots === 1), "each host reboots once during the sandbox install");
+    // What the page and the terminal were told live must agree with the agents' final state.
+    const lastViews = new Map<string, { state: string; components: { state: string }[] }>();
+    for (const line of fleet.output().split("\n")) {
+      if (!line.startsWith('{"type":"host"')) continue;
+      const { host } = JSON.parse(line) as { host: { name: string; state: string; components: { state: string }[] } };
+      lastViews.set(host.name, host);
+    }
+    for (const [name, view] of lastViews) {
+      assert.equal(view.state, "converged", name);
+      assert.deepEqual(view.components.map((c) => c.state), Array(5).fill("installed"), `${name}'s live view`);
+    }
 
     writeStack(stack, { content: join(REPO, "content"), template: "sandbox", version: "1.1.0", hosts: 2 });
     const roll = winfleet(["local", "up", "--stack", stack, "--state-dir", state, "--json"]);
