@@ -1,7 +1,8 @@
 /**
  * The fleet in a terminal: while hosts converge, one live line per host
  * (state, template, the step it runs); then the fleet table; then one line per
- * timeline event. Without a terminal, one JSON object per fleet event.
+ * timeline event. Without a terminal (a CI log, a pipe), one plain line per
+ * event and the table at the end; with `--json`, one JSON object per event.
  */
 import type { HostView } from "./host";
 import type { FleetEvent, FleetStatus } from "./manager";
@@ -34,6 +35,21 @@ function hostLine(h: HostView): string {
   return `  ${h.name.padEnd(10)} ${h.state.padEnd(10)} ${(tpl === want ? tpl : `${tpl} → ${want}`).padEnd(28)} ${doing}`.slice(0, 160);
 }
 
+// One line per event for logs: time, host, what happened; host lines only when the state changes.
+function plainLine(e: FleetEvent | { type: "snapshot"; status: FleetStatus }): string {
+  const time = (at?: string): string => (at ? new Date(at) : new Date()).toISOString().slice(11, 19);
+  switch (e.type) {
+    case "snapshot":
+      return "";
+    case "rollout":
+      return `${time()}  ${e.text}\n`;
+    case "timeline":
+      return `${time(e.event.at)}  ${e.event.host.padEnd(10)} ${e.event.text}\n`;
+    case "host":
+      return `${time()}  ${e.host.name.padEnd(10)} ${e.host.state}${e.host.state === "failed" && e.host.lastError ? `: ${e.host.lastError.component} ${e.host.lastError.phase} exited ${String(e.host.lastError.exitCode)}` : ""}\n`;
+  }
+}
+
 /** Live display of fleet events. */
 export class FleetDisplay {
   private hosts = new Map<string, HostView>();
@@ -58,7 +74,8 @@ export class FleetDisplay {
         if (this.printed.get(e.host.name) === key) return;
         this.printed.set(e.host.name, key);
       }
-      this.out.write(`${JSON.stringify(e.type === "snapshot" ? { type: "snapshot", hosts: e.status.hosts.map((h) => h.name) } : e)}\n`);
+      if (this.json) this.out.write(`${JSON.stringify(e.type === "snapshot" ? { type: "snapshot", hosts: e.status.hosts.map((h) => h.name) } : e)}\n`);
+      else this.out.write(plainLine(e));
       return;
     }
     if (e.type === "snapshot") for (const h of e.status.hosts) this.hosts.set(h.name, h);
@@ -73,7 +90,7 @@ export class FleetDisplay {
     this.live = false;
     if (this.timer) clearInterval(this.timer);
     this.drawn = 0;
-    if (!this.json && this.out.isTTY) this.out.write(`\n${fleetTable(hosts)}`);
+    if (!this.json) this.out.write(`\n${fleetTable(hosts)}`);
   }
 
   /** Stops the display. */
