@@ -16,5 +16,5 @@ export function secretsLine(values: Readonly<Record<string, string>>): string {
 
 /** {@link secretsLine} of resolved secrets, itself a secret. */
 export function secretsJson(secrets: NodeSecrets): pulumi.Output<string> {
-  return pulumi.secret(pulumi.all(secrets).apply((values) => secretsLine(values as Record<string, string>)));
+  return pulumi.secret(pulumi.all(secrets).apply((values) => secretsLine(values)));
 }
