@@ -16,7 +16,9 @@ import { DEFAULT_NODE_RUNTIME } from "../components/node-runtime";
 import { POOL_LABEL } from "../components/pool-render";
 import { WindowsNodePool } from "../components/windows-node-pool";
 import { WinsUpgrader } from "../components/wins-upgrader";
+import { loadCatalog } from "../agent/content/catalog";
 import { type FleetConfig, parseFleetConfig } from "./config";
+import { missingContentVariables } from "./content-variables";
 import { stackPath } from "./stack-file";
 
 /** What the stack exports. */
@@ -51,6 +53,11 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     const have = archive.templates.map((t) => `${t.name} ${t.version}`).join(", ");
     throw new pulumi.RunError(`winfleet:fleet.content: template ${fleet.content.template} ${fleet.content.templateVersion} is not in ${fleet.content.dir} (it has: ${have || "no templates"})`);
   }
+  const missing = missingContentVariables(fleet, await loadCatalog(stackPath(fleet.content.dir)), {
+    join: [...Object.keys(join.variables), join.tokenVariable],
+    pool: Object.fromEntries(deployed.map((p) => [p.name, ["KUBE_NODE_LABELS", ...(p.registerTaint ? ["KUBE_REGISTER_TAINT"] : [])]])),
+  });
+  if (missing.length > 0) throw new pulumi.RunError(`the stack leaves required content variables without a value:\n  ${missing.join("\n  ")}`);
   const content = new ContentBundle("content", { archive, publish: fleet.content.publish, namespace: ns }, { dependsOn: [join] });
   const bootstrap = {
     node: fleet.agent.node ? { ...fleet.agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME,

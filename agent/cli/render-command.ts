@@ -30,7 +30,11 @@ export function registerRenderCommand(program: Command): void {
         await writeRender(rendered, resolve(opts.out));
         process.stdout.write(`rendered stack ${rendered.stack.stack}: ${rendered.resources.length} resources into ${rendered.files.size} files in ${opts.out}\n`);
       } catch (e) {
-        process.exitCode = failure(e);
+        // The program's own refusals (pulumi.RunError) are messages for the user, not crashes.
+        if (e instanceof Error && (e as { __pulumiRunError?: boolean }).__pulumiRunError === true) {
+          process.stderr.write(`winfleet: ${e.message}\nnothing was written to ${opts.out}\n`);
+          process.exitCode = 1;
+        } else process.exitCode = failure(e);
       }
     });
 }
