@@ -1,0 +1,138 @@
+/**
+ * `winfleet render` as users run it, and the stack configs it refuses: every
+ * kind of bad value names its key path and what was expected, and nothing is
+ * written; the same stack renders the same bytes.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { after, describe, it } from "node:test";
+import { parse as parseYaml, stringify as toYaml } from "yaml";
+import { ValidationError } from "../../agent/common/errors";
+import { renderStack } from "../../infra/render";
+import { STACKS_DIR } from "../../infra/stack-file";
+
+const REPO = join(__dirname, "..", "..");
+const scratch = mkdtempSync(join(tmpdir(), "winfleet-render-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+function render(args: readonly string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [join(REPO, "bin", "winfleet.js"), "render", ...args], { cwd: REPO, encoding: "utf8", timeout: 120_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function tree(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else out.set(relative(dir, p), readFileSync(p, "utf8"));
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+type Fleet = Record<string, unknown> & { pools: Record<string, unknown>[]; cluster: { join: Record<string, unknown> }; content: Record<string, unknown>; agent: Record<string, unknown>; upgrader: Record<string, unknown> };
+let n = 0;
+/** The dev stack with one edit, as a stack file of its own. */
+function badStack(edit: (fleet: Fleet) => void, base = "dev"): string {
+  const doc = parseYaml(readFileSync(join(STACKS_DIR, `Pulumi.${base}.yaml`), "utf8")) as { config: Record<string, unknown> };
+  const fleet = doc.config["winfleet:fleet"] as Fleet;
+  fleet.content.dir = join(REPO, "content");
+  edit(fleet);
+  const file = join(scratch, `Pulumi.bad${++n}.yaml`);
+  writeFileSync(file, toYaml(doc));
+  return file;
+}
+
+/** The messages a stack is refused with: "<key path>: <message>" per problem. */
+async function refusal(file: string): Promise<string> {
+  try {
+    await renderStack(file);
+  } catch (e) {
+    if (e instanceof ValidationError) return e.issues.map((i) => `${i.path}: ${i.message}`).join("\n");
+    return (e as Error).message;
+  }
+  assert.fail(`${file} was accepted`);
+}
+
+describe("winfleet render", () => {
+  it("writes the same bytes for the same stack, one file per resource, and says how many", () => {
+    const a = join(scratch, "a");
+    const b = join(scratch, "b");
+    const first = render(["--stack", "byoh", "--out", a]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /^rendered stack byoh: \d+ resources into \d+ files in /);
+    assert.equal(render(["--stack", "byoh", "--out", b]).code, 0);
+    const ta = tree(a);
+    const tb = tree(b);
+    assert.deepEqual([...ta.keys()].sort(), [...tb.keys()].sort());
+    for (const [file, text] of ta) assert.equal(tb.get(file), text, file);
+    assert.ok(ta.has("index.json") && [...ta.keys()].some((f) => f.startsWith("bootstrap/") && f.endsWith(".ps1")));
+    assert.ok(!readdirSync(scratch).some((f) => f.includes(".rendering-")), "no staging directory left behind");
+  });
+
+  it("refuses a bad stack with exit 1, the key path and what was expected on stderr, and writes nothing", () => {
+    const out = join(scratch, "kept");
+    mkdirSync(out);
+    writeFileSync(join(out, "earlier.txt"), "an earlier render\n");
+    const file = badStack((f) => {
+      f.pools[0]!.count = -1;
+    });
+    const r = render(["--stack", file, "--out", out]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /winfleet:fleet\.pools\[0\]\.count/);
+    assert.match(r.stderr, />=\s*0|at least 0|too small/i);
+    assert.deepEqual(readdirSync(out), ["earlier.txt"], "the output directory was touched");
+    const missing = render(["--stack", badStack((f) => delete (f.content.variables as Record<string, unknown>).CALICO_WINDOWS_SHA256), "--out", join(scratch, "never")]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /calico 3\.29\.2 needs CALICO_WINDOWS_SHA256/);
+    assert.doesNotMatch(missing.stderr, /\n\s+at /, "a refusal, not a stack trace");
+    assert.ok(!existsSync(join(scratch, "never")));
+  });
+
+  it("has --help and exits 2 without its required options", () => {
+    const help = render(["--help"]);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /--stack <name>[\s\S]*--out <dir>[\s\S]*--secret <KEY=VALUE>/);
+    assert.notEqual(render(["--stack", "dev"]).code, 0);
+  });
+});
+
+describe("bad stack configs, each named by its key path", () => {
+  const cases: [string, (f: Fleet) => void, RegExp][] = [
+    ["a negative node count", (f) => void (f.pools[0]!.count = -1), /winfleet:fleet\.pools\[0\]\.count: .*(>=|0)/],
+    ["a subnet that is not a resource id", (f) => void (f.pools[0]!.subnetId = "nodes"), /winfleet:fleet\.pools\[0\]\.subnetId: a subnet resource id/],
+    ["a CA hash without its sha256: prefix", (f) => void (f.cluster.join.caCertHash = "abc"), /winfleet:fleet\.cluster\.join\.caCertHash: sha256:<64 hex digits>/],
+    ["a bootstrap token id of the wrong length", (f) => void (f.cluster.join.tokenId = "toolongid"), /winfleet:fleet\.cluster\.join\.tokenId: 6 lower-case letters or digits/],
+    ["an agent bundle digest that is not hex", (f) => void ((f.agent.bundle as Record<string, unknown>).sha256 = "XYZ"), /winfleet:fleet\.agent\.bundle\.sha256: 64 lower-case hex digits/],
+    ["Azure nodes with content in a ConfigMap", (f) => void (f.content.publish = { to: "configMap" }), /winfleet:fleet\.content\.publish: must be \{ to: blob, … \}: pools\[0\] \(azure\)/],
+    ["a SAS without an expiry", (f) => void (f.content.publish = { ...(f.content.publish as object), auth: "sas" }), /winfleet:fleet\.content\.publish\.sasExpiry: is required with auth: sas/],
+    ["a join variable set by hand", (f) => void ((f.content.variables as Record<string, unknown>).KUBE_API_SERVER = "https://x:6443"), /winfleet:fleet\.content\.variables\.KUBE_API_SERVER: is set by winfleet from cluster\.join\.apiServer/],
+    ["an unknown key in a pool", (f) => void (f.pools[0]!.vmCount = 3), /winfleet:fleet\.pools\[0\]: .*vmCount/],
+    ["two pools with one name", (f) => void f.pools.push({ ...f.pools[0]! }), /winfleet:fleet\.pools\[1\]\.name: duplicates pool win/],
+    ["no cluster for real nodes", (f) => void delete (f as Record<string, unknown>).cluster, /winfleet:fleet\.cluster: is required: pools\[0\] \(azure\) deploys real nodes/],
+    ["masquerade without an account", (f) => void (f.upgrader.masquerade = { enabled: true }), /winfleet:fleet\.upgrader\.masquerade\.as: masquerade\.as is required/],
+    ["a template version the content does not have", (f) => void (f.content.templateVersion = "9.9.9"), /winfleet:fleet\.content: template win2022 9\.9\.9 is not in .*it has: .*win2022 1\.0\.0/],
+    ["a required content variable left out", (f) => void delete (f.content.variables as Record<string, unknown>).CSI_PROXY_SHA256, /pools\[0\] \(win\): csi-proxy \S+ needs CSI_PROXY_SHA256.*winfleet:fleet\.content\.variables/],
+    ["a content secret left out", (f) => void (f.content.secrets = {}), /calico 3\.29\.2 needs CALICO_KUBECONFIG.*a secret/],
+  ];
+  for (const [what, edit, message] of cases) {
+    it(`refuses ${what}`, async () => {
+      assert.match(await refusal(badStack(edit)), message);
+    });
+  }
+
+  it("refuses a BYO host with two credentials, and a file that is not a stack", async () => {
+    const byo = badStack((f) => void ((f.pools[0]!.hosts as Record<string, unknown>[])[0]!.passwordSecret = "pw"), "byoh");
+    assert.match(await refusal(byo), /winfleet:fleet\.pools\[0\]\.hosts\[0\]: set exactly one of privateKeySecret and passwordSecret/);
+    const notYaml = join(scratch, "Pulumi.broken.yaml");
+    writeFileSync(notYaml, "config: [unclosed\n");
+    assert.match(await refusal(notYaml), /not valid YAML/);
+    assert.match(await refusal(join(scratch, "Pulumi.absent.yaml")), /no such stack file/);
+  });
+});

@@ -1,0 +1,240 @@
+/**
+ * The shipped stacks under Pulumi's mock runtime: what each deploys, every
+ * Kubernetes object against the Kubernetes OpenAPI schema, every PowerShell
+ * script parsed, secrets nowhere in plain settings or files, and upgrader pod
+ * templates that change exactly when a rollout is due.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { parse as parseYaml, stringify as toYaml } from "yaml";
+import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
+import { secretKeys } from "../../infra/config";
+import { type Rendered, renderStack } from "../../infra/render";
+import { STACKS_DIR, readStackFile } from "../../infra/stack-file";
+
+const REPO = join(__dirname, "..", "..");
+// Pulumi's marker for a secret value in resource inputs (the SDK's specialSigKey / specialSecretSig).
+const SIG = "4dabf18193072939515e22adb298388d";
+const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
+
+const scratch = mkdtempSync(join(tmpdir(), "winfleet-stacks-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** A unique, recognisable value for every secure key a stack names. */
+async function uniqueSecrets(stack: string): Promise<Record<string, string>> {
+  const { fleet } = await readStackFile(stack);
+  return Object.fromEntries(secretKeys(fleet).map((k) => [k, `s3cr3t-${k}-${randomBytes(8).toString("hex")}`]));
+}
+
+const count = (r: Rendered, type: string): number => r.resources.filter((x) => x.type === type).length;
+const typesOf = (r: Rendered): Set<string> => new Set(r.resources.map((x) => x.type));
+const kube = (r: Rendered, kind: string, name: RegExp): boolean =>
+  r.resources.some((x) => x.type.endsWith(`:${kind}`) && name.test(String((x.inputs.metadata as { name?: string } | undefined)?.name)));
+
+// Strings that are not inside a value Pulumi marks secret.
+function plainStrings(value: unknown, out: string[] = []): string[] {
+  if (typeof value === "string") out.push(value);
+  else if (Array.isArray(value)) for (const v of value) plainStrings(v, out);
+  else if (value !== null && typeof value === "object") {
+    const o = value as Record<string, unknown>;
+    if (o[SIG] === SECRET_SIG) return out;
+    for (const v of Object.values(o)) plainStrings(v, out);
+  }
+  return out;
+}
+
+// A readable form of a string that may hold base64 (userData, data: URLs, ConfigMap binaryData).
+function decodedForms(s: string): string[] {
+  const forms = [s];
+  for (const m of s.matchAll(/[A-Za-z0-9+/]{40,}={0,2}/g)) {
+    const bytes = Buffer.from(m[0], "base64");
+    forms.push(bytes.toString("latin1"), bytes.toString("utf16le")); // -EncodedCommand is UTF-16LE
+  }
+  return forms;
+}
+
+const rendered = new Map<string, Rendered>();
+const secrets = new Map<string, Record<string, string>>();
+
+before(async () => {
+  for (const stack of ["dev", "rke2", "byoh", "local"]) {
+    const values = await uniqueSecrets(stack);
+    secrets.set(stack, values);
+    rendered.set(stack, await renderStack(stack, { secrets: values }));
+  }
+});
+
+const get = (stack: string): Rendered => rendered.get(stack) as Rendered;
+
+describe("what each stack deploys", () => {
+  it("dev: one scale set with a managed identity reading the content blob, its bootstrap extension, and the kubeadm cluster side", () => {
+    const r = get("dev");
+    assert.equal(count(r, "azure-native:compute:VirtualMachineScaleSet"), 1);
+    assert.equal(count(r, "azure-native:compute:VirtualMachineScaleSetExtension"), 1);
+    assert.equal(count(r, "azure-native:storage:Blob"), 1);
+    assert.equal(count(r, "azure-native:authorization:RoleAssignment"), 1);
+    assert.equal(count(r, "azure-native:compute:VirtualMachine"), 0);
+    for (const t of ["winfleet:index:WindowsNodePool", "winfleet:index:ContentBundle", "winfleet:index:ClusterJoin", "winfleet:index:AgentUpgrader"]) assert.ok(typesOf(r).has(t), t);
+    assert.ok(!typesOf(r).has("winfleet:index:WinsUpgrader"), "no wins upgrader without the chart's winsConfigs");
+    const vmss = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as { sku: { capacity: number }; identity: { type: string }; tags: Record<string, string>; virtualMachineProfile: { userData: string } };
+    assert.equal(vmss.sku.capacity, 2);
+    assert.equal(vmss.identity.type, "SystemAssigned");
+    assert.deepEqual([vmss.tags["winfleet-template"], vmss.tags["winfleet-template-version"], vmss.tags["winfleet-agent-version"]], ["win2022", "1.0.0", "0.1.0"]);
+    const ext = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSetExtension")?.inputs as { forceUpdateTag: string; protectedSettings: unknown; settings: unknown };
+    assert.equal(ext.forceUpdateTag, vmss.tags["winfleet-bootstrap-sha256"], "the extension re-runs exactly when the bootstrap changes");
+    assert.deepEqual(ext.protectedSettings, { commandToExecute: "[secret]" });
+    assert.deepEqual(ext.settings, {});
+    const bootstrap = Buffer.from(vmss.virtualMachineProfile.userData, "base64").toString("utf8");
+    assert.match(bootstrap, /win2022/);
+    assert.ok(r.files.has("bootstrap/win-vmss.ps1"));
+    const token = r.resources.find((x) => x.type === "kubernetes:core/v1:Secret" && x.name.includes("bootstrap-token"))?.inputs as { metadata: { namespace: string }; type: string };
+    assert.deepEqual([token.metadata.namespace, token.type], ["kube-system", "bootstrap.kubernetes.io/token"]);
+    assert.equal(count(r, "kubernetes:apps/v1:DaemonSet"), 1);
+  });
+
+  it("rke2: one VM, NIC and extension per node, content read with a SAS kept in a Secret, the RKE2 token as the node's secret", () => {
+    const r = get("rke2");
+    assert.equal(count(r, "azure-native:compute:VirtualMachine"), 3);
+    assert.equal(count(r, "azure-native:network:NetworkInterface"), 3);
+    assert.equal(count(r, "azure-native:compute:VirtualMachineExtension"), 3);
+    assert.equal(count(r, "azure-native:compute:VirtualMachineScaleSet"), 0);
+    assert.equal(count(r, "azure-native:authorization:RoleAssignment"), 0, "a SAS, not the identity, reads the blob");
+    assert.ok(kube(r, "Secret", /^winfleet-content-sas$/), "the upgrader pods read the SAS from a Secret");
+    assert.ok(!kube(r, "Secret", /^bootstrap-token-/), "RKE2 joins with its own token");
+    const vm = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachine")?.inputs as { tags: Record<string, string> };
+    assert.equal(vm.tags["winfleet-template"], "rke2-windows");
+  });
+
+  it("byoh: per host a prepare, an upload, the content copy and the bootstrap over SSH, nothing in Azure", () => {
+    const r = get("byoh");
+    assert.equal(count(r, "winfleet:index:ByoWindowsHost"), 2);
+    assert.equal(count(r, "command:remote:Command"), 6);
+    assert.equal(count(r, "command:remote:CopyFile"), 2);
+    assert.ok(![...typesOf(r)].some((t) => t.startsWith("azure-native:")));
+    const run = r.resources.find((x) => x.name === "lab-winlab-01-bootstrap")?.inputs as { create: string; stdin: string; connection: Record<string, unknown>; triggers: string[] };
+    assert.match(run.create, /-SecretsFromStdin/);
+    assert.equal(run.stdin, "[secret]");
+    assert.equal(run.connection.privateKey, "[secret]");
+    assert.ok(run.triggers.includes(r.outputs.contentSha256 as string), "the bootstrap runs again when the content changes");
+    assert.ok(kube(r, "ConfigMap", /^winfleet-content-[0-9a-f]{16}$/), "upgrades reach the hosts through a ConfigMap");
+  });
+
+  it("local: nothing at all (winfleet local up runs it)", () => {
+    assert.equal(get("local").resources.length, 0);
+  });
+});
+
+describe("what the stacks render", () => {
+  it("validates every Kubernetes object against the Kubernetes OpenAPI schema (types and required fields)", () => {
+    let checked = 0;
+    for (const [stack, r] of rendered) {
+      for (const [file, text] of r.files) {
+        if (!file.startsWith("kubernetes/")) continue;
+        const object = parseYaml(text) as { apiVersion: string; kind: string };
+        // kubernetes-models lays its classes out as <group>/<version>/<Kind> ("v1/ConfigMap" for the core group).
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const Model = (require(`kubernetes-models/${object.apiVersion}/${object.kind}`) as Record<string, new (o: unknown) => { validate(): void }>)[object.kind];
+        assert.ok(Model, `${stack} ${file}: no model for ${object.apiVersion} ${object.kind}`);
+        assert.doesNotThrow(() => new Model(object).validate(), `${stack} ${file}`);
+        checked++;
+      }
+    }
+    assert.ok(checked >= 30, `only ${checked} objects`);
+  });
+
+  it("parses every rendered PowerShell script (bootstraps and SSH commands) with zero syntax errors", async () => {
+    let parsed = 0;
+    for (const [stack, r] of rendered) {
+      for (const [file, text] of r.files) {
+        const scripts: string[] = [];
+        if (file.endsWith(".ps1")) scripts.push(text);
+        if (file.startsWith("command/")) {
+          const create = (JSON.parse(text) as { inputs: { create?: string } }).inputs.create ?? "";
+          const inline = /-Command "(.*)"$/s.exec(create);
+          if (inline?.[1]) scripts.push(inline[1].replace(/\\"/g, '"'));
+        }
+        for (const script of scripts) {
+          assert.deepEqual(await powerShellSyntaxErrors(script), [], `${stack} ${file}`);
+          parsed++;
+        }
+      }
+    }
+    assert.ok(parsed >= 6, `only ${parsed} scripts`);
+  });
+
+  it("keeps every secret value out of plain settings and out of every file, base64 included", () => {
+    // The scan itself finds a value however it is encoded.
+    for (const planted of [`x${"s3cr3t-probe"}`, Buffer.from("s3cr3t-probe").toString("base64").padEnd(44, "A"), Buffer.from(`-EncodedCommand s3cr3t-probe ${"p".repeat(30)}`, "utf16le").toString("base64")]) {
+      assert.ok(decodedForms(planted).some((f) => f.includes("s3cr3t-probe")), planted);
+    }
+    for (const [stack, r] of rendered) {
+      const values = Object.values(secrets.get(stack) ?? {});
+      if (stack !== "local") assert.ok(values.length >= 2, stack);
+      for (const raw of r.raw) {
+        for (const s of plainStrings(raw.inputs)) {
+          for (const form of decodedForms(s)) for (const v of values) assert.ok(!form.includes(v), `${stack}: ${raw.type} ${raw.name} holds a secret in a plain setting`);
+        }
+      }
+      for (const [file, text] of r.files) {
+        for (const form of decodedForms(text)) for (const v of values) assert.ok(!form.includes(v), `${stack}: ${file} holds a secret`);
+      }
+    }
+  });
+
+  it("passes the secrets where they belong: the extension's protected command and the SSH stdin carry them", () => {
+    const dev = get("dev").raw.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSetExtension")?.inputs as { protectedSettings: Record<string, unknown> };
+    assert.equal(dev.protectedSettings[SIG], SECRET_SIG);
+    const command = (dev.protectedSettings.value as { commandToExecute: string }).commandToExecute;
+    const encoded = /-EncodedCommand (\S+)/.exec(command)?.[1] ?? "";
+    assert.ok(Buffer.from(encoded, "base64").toString("utf16le").includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
+    const byo = get("byoh").raw.find((x) => x.name === "lab-winlab-02-bootstrap")?.inputs as { stdin: Record<string, unknown> };
+    assert.match(JSON.stringify(byo.stdin), new RegExp(secrets.get("byoh")?.calicoKubeconfig ?? "none"));
+  });
+});
+
+describe("upgrader rollouts", () => {
+  // A copy of the dev stack, edited, rendered from a directory of its own.
+  async function variant(name: string, edit: (fleet: Record<string, unknown>) => void): Promise<Rendered> {
+    const dir = join(scratch, name);
+    cpSync(STACKS_DIR, dir, { recursive: true });
+    const doc = parseYaml(readFileSync(join(dir, "Pulumi.dev.yaml"), "utf8")) as { config: Record<string, Record<string, unknown>> };
+    const fleet = doc.config["winfleet:fleet"] as Record<string, unknown>;
+    (fleet.content as Record<string, unknown>).dir = join(REPO, "content");
+    edit(fleet);
+    writeFileSync(join(dir, "Pulumi.dev.yaml"), toYaml(doc));
+    return renderStack("dev", { dir, secrets: secrets.get("dev") ?? {} });
+  }
+  const podTemplate = (r: Rendered): string => {
+    const ds = r.resources.find((x) => x.type === "kubernetes:apps/v1:DaemonSet")?.inputs as { spec: { template: unknown } };
+    return JSON.stringify(ds.spec.template);
+  };
+  const at = <T>(o: Record<string, unknown>, ...path: string[]): T => path.reduce<unknown>((x, k) => (x as Record<string, unknown>)[k], o) as T;
+
+  it("changes the pod template for a new agent version or new content, and not for anything else", async () => {
+    const base = await variant("same", () => undefined);
+    assert.equal(podTemplate(base), podTemplate(get("dev")), "the same stack renders the same template");
+    const agent = await variant("agent", (f) => {
+      at<Record<string, unknown>>(f, "agent").version = "0.2.0";
+    });
+    assert.notEqual(podTemplate(agent), podTemplate(base), "a new agent version rolls");
+    const contentDir = join(scratch, "content-copy");
+    cpSync(join(REPO, "content"), contentDir, { recursive: true });
+    const motd = join(contentDir, "components", "winfleet-broker", "1.0.0", "metadata.json");
+    const meta = JSON.parse(readFileSync(motd, "utf8")) as { description?: string };
+    writeFileSync(motd, JSON.stringify({ ...meta, description: `${meta.description ?? ""} (edited)` }, null, 2));
+    const content = await variant("content", (f) => {
+      at<Record<string, unknown>>(f, "content").dir = contentDir;
+    });
+    assert.notEqual(content.outputs.contentSha256, base.outputs.contentSha256);
+    assert.notEqual(podTemplate(content), podTemplate(base), "new content rolls");
+    const scaled = await variant("scaled", (f) => {
+      at<Record<string, unknown>[]>(f, "pools")[0]!.count = 5;
+      at<Record<string, unknown>>(f, "upgrader").maxUnavailable = 2;
+    });
+    assert.equal(podTemplate(scaled), podTemplate(base), "scaling the pool or the rollout pace rolls nothing");
+  });
+});
