@@ -103,6 +103,19 @@ describe("winfleet render", () => {
   });
 });
 
+describe("a crash inside the program", () => {
+  it("comes with its stack, though renders run with Pulumi's promise traces off", async () => {
+    let runs = 0;
+    const program = (): Promise<never> => {
+      runs++;
+      return Promise.reject(new Error("a bug in a component"));
+    };
+    await assert.rejects(renderStack("dev", { program }), (e: Error) => /a bug in a component/.test(e.message) && /\n\s+at /.test(e.stack ?? ""));
+    assert.equal(runs, 2, "the failing run is repeated once with traces on");
+    assert.ok(Error.stackTraceLimit > 0, "trace settings restored");
+  });
+});
+
 describe("bad stack configs, each named by its key path", () => {
   const cases: [string, (f: Fleet) => void, RegExp][] = [
     ["a negative node count", (f) => void (f.pools[0]!.count = -1), /winfleet:fleet\.pools\[0\]\.count: .*(>=|0)/],

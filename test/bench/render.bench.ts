@@ -1,0 +1,52 @@
+/**
+ * `winfleet render` of fleets of 10, 100 and 1,000 BYO hosts (the byoh stack
+ * with its host list grown), in process: time per host, and each size's
+ * per-host time as a ratio of the 10-host fleet's measured in the same run.
+ * Goal: linear (ratios near 1), 1,000 hosts in under 10 s.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse as parseYaml, stringify as toYaml } from "yaml";
+import { renderStack } from "../../infra/render";
+import { STACKS_DIR } from "../../infra/stack-file";
+import { medianMs } from "./harness";
+
+const REPO = join(__dirname, "..", "..");
+const work = mkdtempSync(join(tmpdir(), "bench-render-"));
+
+function stackWith(hosts: number): string {
+  const doc = parseYaml(readFileSync(join(STACKS_DIR, "Pulumi.byoh.yaml"), "utf8")) as { config: Record<string, { content: Record<string, unknown>; pools: { hosts: unknown[] }[] }> };
+  const fleet = doc.config["winfleet:fleet"];
+  if (!fleet) throw new Error("Pulumi.byoh.yaml has no winfleet:fleet");
+  fleet.content.dir = join(REPO, "content");
+  fleet.pools[0]!.hosts = Array.from({ length: hosts }, (_, i) => ({ name: `win-${String(i + 1).padStart(4, "0")}`, address: `10.${Math.floor(i / 250)}.${i % 250}.10`, user: "Administrator", privateKeySecret: "sshKeyOps" }));
+  const file = join(work, `Pulumi.byo${hosts}.yaml`);
+  writeFileSync(file, toYaml(doc));
+  return file;
+}
+
+void (async () => {
+  try {
+    await renderStack(stackWith(1)); // load Pulumi and build the content once, untimed
+    const results: { hosts: number; ms: number; resources: number }[] = [];
+    for (const hosts of [10, 100, 1000]) {
+      const file = stackWith(hosts);
+      let resources = 0;
+      const ms = await medianMs(hosts === 1000 ? 1 : 3, async () => {
+        resources = (await renderStack(file)).resources.length;
+      });
+      results.push({ hosts, ms, resources });
+    }
+    // The 10-host render is mostly fixed cost (content build, cluster side), so linearity is read
+    // against the 100-host fleet's time per host.
+    const base = (results[1]?.ms ?? NaN) / 100;
+    for (const r of results) {
+      console.log(`render ${String(r.hosts).padStart(4)} BYO hosts      ${(r.ms / 1000).toFixed(2).padStart(7)} s | ${(r.ms / r.hosts).toFixed(2).padStart(7)} ms per host | ${r.resources} resources | per host vs 100 hosts ${(r.ms / r.hosts / base).toFixed(2)}x`);
+    }
+    const big = results.find((r) => r.hosts === 1000);
+    console.log(`  goal: linear (per-host ratios near 1.0x), 1,000 hosts under 10 s: ${big && big.ms < 10_000 ? "met" : "NOT met"}`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+})();
