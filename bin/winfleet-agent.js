@@ -1,3 +1,3 @@
 #!/usr/bin/env node
-// In a source checkout the TypeScript runs through tsx; a built bundle ships dist/ only.
-require("./launch").launch("agent/cli/agent-main");
+// The checkout's entry; a release's bin/winfleet-agent.js is the bundle itself.
+require("./launch").launch({ dir: "agent", file: "bin/winfleet-agent.js" }, "agent/cli/agent-main");

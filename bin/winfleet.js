@@ -1,2 +1,2 @@
 #!/usr/bin/env node
-require("./launch").launch("agent/cli/winfleet-main");
+require("./launch").launch({ dir: "winfleet", file: "bin/winfleet.js" }, "agent/cli/winfleet-main");

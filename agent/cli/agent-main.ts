@@ -1,15 +1,12 @@
 /**
  * `winfleet-agent`: the node agent's command line. Commands are registered by
- * area; each is a thin shell over the engine it drives.
+ * area; each is a thin shell over the engine it drives. A module is loaded only
+ * when its commands run (agent-commands.ts): start time and the idle service's
+ * memory pay only for what they use.
  */
 import { Command } from "commander";
-import { registerAgentServiceCommands } from "./agent-service-commands";
-import { registerBrokerCommands } from "./broker-commands";
-import { registerIgnitionCommands } from "./ignition-commands";
-import { registerInspectCommands } from "./inspect-commands";
-import { registerLifecycleCommands } from "./lifecycle-commands";
-import { registerServeCommand } from "./serve-command";
-import { registerUpgradeCommands } from "./upgrade-commands";
+import { AGENT_COMMANDS } from "./agent-commands";
+import { registerLazily } from "./lazy-commands";
 import { AGENT_VERSION } from "../version";
 
 const program = new Command("winfleet-agent")
@@ -18,13 +15,7 @@ const program = new Command("winfleet-agent")
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
-registerLifecycleCommands(program);
-registerInspectCommands(program);
-registerServeCommand(program);
-registerIgnitionCommands(program);
-registerBrokerCommands(program);
-registerUpgradeCommands(program);
-registerAgentServiceCommands(program, program.commands.find((c) => c.name() === "service") ?? program.command("service"));
+registerLazily(program, AGENT_COMMANDS, process.argv);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`winfleet-agent: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);

@@ -8,12 +8,18 @@ import type { Command } from "commander";
 import { errorMessage } from "../common/errors";
 import { createLogger } from "../common/log";
 import { DEFAULT_LISTEN, DEFAULT_PROXY, endpointPath, loadBrokerConfig } from "../broker/config";
-import { appInfo, hostVersion, proxyPorts, runProcess, sha1File } from "../broker/client";
-import { publish } from "../broker/proxy-client";
+import type * as Client from "../broker/client";
+import type * as ProxyClient from "../broker/proxy-client";
 import { parseListValue, parsePortSpec } from "../broker/list-value";
-import { Broker } from "../broker/server";
+import type * as Server from "../broker/server";
 import { AGENT_VERSION } from "../version";
 import { reportFailure } from "./report";
+
+/* eslint-disable @typescript-eslint/no-require-imports -- each command loads what it uses, so the idle broker holds no client and a client no server */
+const client = (): typeof Client => require("../broker/client") as typeof Client;
+const proxyClient = (): typeof ProxyClient => require("../broker/proxy-client") as typeof ProxyClient;
+const brokerServer = (): typeof Server => require("../broker/server") as typeof Server;
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** Where relative socket names live on Linux. */
 export function defaultRunDir(): string {
@@ -51,7 +57,7 @@ export function registerBrokerCommands(program: Command): void {
         const config = await loadBrokerConfig(opts.config);
         const log = createLogger("broker", { debug: config.debug });
         const runDir = defaultRunDir();
-        const broker = await Broker.start({
+        const broker = await brokerServer().Broker.start({
           config, runDir, log,
           stateDir: resolve(opts.stateDir ?? config.stateDir ?? join(runDir, "broker-state")),
           entryFile: process.argv[1] ?? __filename,
@@ -87,7 +93,7 @@ export function registerBrokerCommands(program: Command): void {
           const spec = parsePortSpec(item);
           return spec.ports.map((Port) => ({ Port, Protocol: spec.protocol === "UDP" ? 1 : 0 }));
         });
-        const run = await runProcess(socketOf(opts.server), {
+        const run = await client().runProcess(socketOf(opts.server), {
           Path: opts.path, Args: parseListValue(opts.args), Envs: parseListValue(opts.envs), Dir: opts.dir, Exposes: exposes,
         }, { stdout: process.stdout, stderr: process.stderr });
         const stop = (): void => run.stop();
@@ -102,13 +108,13 @@ export function registerBrokerCommands(program: Command): void {
 
   const app = cli.command("app").alias("application").description("the broker application");
   server(app.command("info").description("client and server version and checksum, as JSON")).action(printJson(async (socket) => {
-    const server = await appInfo(socket);
-    const client = { Checksum: await sha1File(process.argv[1] ?? __filename), Version: AGENT_VERSION, Commit: process.env.WINFLEET_COMMIT ?? "" };
-    return { Client: client, Server: server.Info };
+    const info = await client().appInfo(socket);
+    const self = { Checksum: await client().sha1File(process.argv[1] ?? __filename), Version: AGENT_VERSION, Commit: process.env.WINFLEET_COMMIT ?? "" };
+    return { Client: self, Server: info.Info };
   }));
 
   const hst = cli.command("hst").alias("host").description("the host");
-  server(hst.command("get-version").description("the host OS version, as JSON")).action(printJson(async (socket) => (await hostVersion(socket)).Data));
+  server(hst.command("get-version").description("the host OS version, as JSON")).action(printJson(async (socket) => (await client().hostVersion(socket)).Data));
 
   cli
     .command("proxy")
@@ -120,12 +126,12 @@ export function registerBrokerCommands(program: Command): void {
       try {
         const ports = parseListValue(opts.publish).flatMap((i) => parsePortSpec(i, ["TCP"]).ports);
         const socket = socketOf(opts.proxy);
-        const allowed = new Set(await proxyPorts(socket));
+        const allowed = new Set(await client().proxyPorts(socket));
         const refused = ports.filter((p) => !allowed.has(p));
         if (refused.length > 0) {
           throw new Error(`the host does not allow port(s) ${refused.join(", ")} (proxyPorts: ${[...allowed].join(", ") || "none"})`);
         }
-        const published = await Promise.all(ports.map((port) => publish(socket, port, opts.bind, (m) => process.stderr.write(`${m}\n`))));
+        const published = await Promise.all(ports.map((port) => proxyClient().publish(socket, port, opts.bind, (m) => process.stderr.write(`${m}\n`))));
         process.stderr.write(`proxying ${ports.map((p) => `${opts.bind}:${p}`).join(", ")} to the host\n`);
         await new Promise<void>((done) => {
           const stop = (): void => {

@@ -38,6 +38,21 @@ async function parser(): Promise<Parser> {
   return parserPromise;
 }
 
+/**
+ * Whether the parser loads here. It does not in the agent's single-file bundle,
+ * which carries no native bindings: content reaching a node was checked when it
+ * was built, and the operator's `winfleet content validate` checks it again.
+ */
+export async function powerShellParserAvailable(): Promise<boolean> {
+  try {
+    await parser();
+    return true;
+  } catch {
+    parserPromise = undefined;
+    return false;
+  }
+}
+
 function collectErrors(node: Parser.SyntaxNode, source: string, out: PowerShellSyntaxError[]): void {
   if (!node.hasError && !node.isMissing) return;
   if (node.isMissing || node.type === "ERROR") {

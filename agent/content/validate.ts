@@ -9,7 +9,7 @@ import { type Issue, ValidationError } from "../common/errors";
 import { type CompiledComponent, DEFAULT_EMBED_LIMIT, compileComponent } from "./compile";
 import { readFile } from "node:fs/promises";
 import { parseMetadata, parseTemplate } from "./load";
-import { powerShellSyntaxErrors } from "./powershell-syntax";
+import { powerShellParserAvailable, powerShellSyntaxErrors } from "./powershell-syntax";
 import { type ComponentMetadata, type Template, splitPackageRef } from "./schema";
 import { type ComponentSource, readContentTree } from "./source";
 
@@ -87,7 +87,11 @@ const ROLES = ["lprecmds", "commands", "lpstcmds"] as const;
 /** PowerShell that does not parse: in shipped scripts, and in the commands of a `shell: powershell` component. */
 async function powerShellProblems(source: ComponentSource, metadata: ComponentMetadata, rel: (file: string) => string): Promise<Issue[]> {
   const out: Issue[] = [];
-  for (const f of source.files.filter((file) => POWERSHELL_FILE.test(file.rel))) {
+  const scripts = source.files.filter((file) => POWERSHELL_FILE.test(file.rel));
+  if ((scripts.length > 0 || metadata.shell === "powershell") && !(await powerShellParserAvailable())) {
+    return [{ path: rel(source.metadataFile), message: "PowerShell syntax not checked: tree-sitter-powershell cannot load here (winfleet content validate checks it)", severity: "warning" }];
+  }
+  for (const f of scripts) {
     for (const e of await powerShellSyntaxErrors(await readFile(f.abs, "utf8"))) {
       out.push({ path: `${rel(f.abs)}:${e}`, message: "PowerShell syntax error", severity: "error" });
     }

@@ -1,0 +1,187 @@
+/**
+ * `npm run build`: esbuild turns the agent's command line into one JavaScript
+ * file with a source map, needing no node_modules and no TypeScript at run
+ * time — what ships to a node. (The operator's `winfleet` runs from a checkout
+ * with its node_modules: Pulumi loads its plugins by path, and tree-sitter is
+ * a native binding; it is not bundled yet.)
+ *
+ * Layout (relative to the output directory, `dist/` by default):
+ * - `agent/` — `package.json` (name and version, which the agent reports),
+ *   `lib/winfleet-agent.js` (+ `.map`), the bundle, and `bin/winfleet-agent.js`,
+ *   a small entry that runs it through V8's code cache (code-cache.ts) — the
+ *   path the node bootstrap and the service definitions run as
+ *   `current/bin/winfleet-agent.js`;
+ * - `.build/agent.json` — what the bundle was built from (size and mtime of
+ *   every source file, and of node_modules/.package-lock.json for the
+ *   packages), which the checkout's launcher compares with the sources so a
+ *   stale bundle is refused rather than run in place of a change.
+ *
+ * Each output directory is staged and renamed into place, so a failed build
+ * leaves the previous one as it was.
+ */
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import type { BuildOptions, Metafile, Plugin } from "esbuild";
+import { canonicalJson } from "../common/canonical-json";
+
+/** One bundle the build makes. */
+export interface BundleSpec {
+  /** The directory under the output and the name of its build record. */
+  readonly name: "agent";
+  /** The TypeScript entry, relative to the repository. */
+  readonly entry: string;
+  /** The entry people and services run, relative to the bundle's directory. */
+  readonly bin: string;
+  /** The bundle itself, relative to the bundle's directory. */
+  readonly lib: string;
+  /** Packages left out of the bundle and required at run time (only where a command needs them). */
+  readonly external: readonly string[];
+}
+
+/**
+ * Left out of every bundle: native bindings cannot live in a JavaScript file
+ * (only PowerShell syntax checks load tree-sitter), and grpc-js requires
+ * @grpc/proto-loader (with protobufjs, 180 KB) only to serve channelz and ORCA,
+ * which winfleet never registers.
+ */
+const EXTERNAL = ["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader"];
+
+/** The agent bundle: everything inside, except what {@link EXTERNAL} names. */
+export const AGENT_BUNDLE: BundleSpec = {
+  name: "agent",
+  entry: "agent/cli/agent-main.ts",
+  bin: "bin/winfleet-agent.js",
+  lib: "lib/winfleet-agent.js",
+  external: EXTERNAL,
+};
+
+/** The code-cache entry every bundle's bin/ file is made from. */
+const ENTRY = "agent/release/bundle-entry.ts";
+/** Files outside the module graphs that still change what a build produces. */
+const EXTRA_INPUTS = ["package.json", "tsconfig.json", "agent/release/build.ts", "node_modules/.package-lock.json"];
+
+/** What a bundle was built from: the size and modification time of each input. */
+export interface BuildRecord {
+  readonly format: 1;
+  readonly bundle: string;
+  readonly inputs: Readonly<Record<string, { readonly size: number; readonly mtimeMs: number }>>;
+}
+
+/** What {@link buildBundles} made. */
+export interface BuildResult {
+  readonly outDir: string;
+  readonly version: string;
+  readonly bundles: readonly { readonly name: string; readonly lib: string; readonly bytes: number; readonly sources: number }[];
+}
+
+// zod re-exports all of its 40-odd locales as `z.locales` (300 KB in a bundle);
+// winfleet's messages are English, the locale zod configures by default.
+const zodEnglishOnly: Plugin = {
+  name: "zod-english-only",
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes(`${sep}node_modules${sep}zod${sep}`) ? { path: join(dirname(args.importer), "..", "locales"), namespace: "zod-locales" } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: "zod-locales" }, (args) => ({ contents: 'export { default as en } from "./en.js";\n', resolveDir: args.path, loader: "js" }));
+  },
+};
+
+const COMMON: BuildOptions = {
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node20",
+  // Whitespace and syntax only: names stay readable in stack traces without the map.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  charset: "ascii",
+  logLevel: "silent",
+};
+
+function libOptions(repo: string, spec: BundleSpec, outFile: string): BuildOptions {
+  return {
+    ...COMMON,
+    absWorkingDir: repo,
+    entryPoints: [join(repo, spec.entry)],
+    outfile: outFile,
+    sourcemap: "linked",
+    legalComments: "eof",
+    external: [...spec.external],
+    metafile: true,
+    plugins: [zodEnglishOnly],
+  };
+}
+
+function binOptions(repo: string, spec: BundleSpec, outFile: string): BuildOptions {
+  return {
+    ...COMMON,
+    absWorkingDir: repo,
+    entryPoints: [join(repo, ENTRY)],
+    outfile: outFile,
+    banner: { js: "#!/usr/bin/env node" },
+    define: { WINFLEET_BUNDLE_LIB: JSON.stringify(relative(dirname(spec.bin), spec.lib).split(sep).join("/")) },
+    metafile: true,
+  };
+}
+
+async function record(repo: string, spec: BundleSpec, metas: readonly Metafile[]): Promise<BuildRecord> {
+  const inputs: Record<string, { size: number; mtimeMs: number }> = {};
+  // Packages are tracked through npm's record of the installed tree, one file instead of hundreds.
+  const files = metas.flatMap((m) => Object.keys(m.inputs)).filter((f) => !f.includes(":") && !f.split(/[\\/]/).includes("node_modules"));
+  for (const rel of [...new Set([...files, ...EXTRA_INPUTS])].sort()) {
+    const s = await stat(join(repo, rel)).catch(() => undefined);
+    if (s) inputs[rel.split(sep).join("/")] = { size: s.size, mtimeMs: s.mtimeMs };
+  }
+  return { format: 1, bundle: `${spec.name}/${spec.bin}`, inputs };
+}
+
+/** Replaces `target` with `staged` in two renames (the old one is removed last). */
+async function swapIn(staged: string, target: string): Promise<void> {
+  const old = `${target}.old-${process.pid}`;
+  await rm(old, { recursive: true, force: true });
+  await rename(target, old).catch((e: NodeJS.ErrnoException) => {
+    if (e.code !== "ENOENT") throw e;
+  });
+  await rename(staged, target);
+  await rm(old, { recursive: true, force: true });
+}
+
+/** Builds the agent bundle of the repository at `repo` into `outDir`. */
+export async function buildBundles(repo: string, outDir = join(repo, "dist")): Promise<BuildResult> {
+  // Loaded here: esbuild is a native binary the operator bundle keeps external.
+  const esbuild = await import("esbuild");
+  const pkg = JSON.parse(await readFile(join(repo, "package.json"), "utf8")) as { name: string; version: string; description?: string; license?: string };
+  await mkdir(outDir, { recursive: true });
+  const staging = await mkdtemp(join(outDir, ".staging-"));
+  try {
+    const made: { name: string; lib: string; bytes: number; sources: number }[] = [];
+    const records: [string, BuildRecord][] = [];
+    for (const spec of [AGENT_BUNDLE]) {
+      const lib = join(staging, spec.name, spec.lib);
+      const bin = join(staging, spec.name, spec.bin);
+      const libResult = await esbuild.build(libOptions(repo, spec, lib));
+      const binResult = await esbuild.build(binOptions(repo, spec, bin));
+      if (!libResult.metafile || !binResult.metafile) throw new Error(`esbuild could not bundle ${spec.entry}`);
+      await chmod(bin, 0o755);
+      if (spec.name === "agent") {
+        // The version the agent reports (agent/version.ts reads the nearest winfleet package.json).
+        const manifest = { name: pkg.name, version: pkg.version, description: pkg.description, license: pkg.license, private: true };
+        await writeFile(join(staging, spec.name, "package.json"), `${canonicalJson(manifest)}\n`);
+      }
+      const rec = await record(repo, spec, [libResult.metafile, binResult.metafile]);
+      records.push([spec.name, rec]);
+      made.push({ name: spec.name, lib: join(outDir, spec.name, spec.lib), bytes: (await stat(lib)).size, sources: Object.keys(rec.inputs).length });
+    }
+    await mkdir(join(staging, ".build"));
+    for (const [name, rec] of records) await writeFile(join(staging, ".build", `${name}.json`), `${canonicalJson(rec)}\n`);
+    for (const name of [AGENT_BUNDLE.name, ".build"]) await swapIn(join(staging, name), join(outDir, name));
+    return { outDir, version: pkg.version, bundles: made };
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+/** The repository this module belongs to (its sources or its operator bundle). */
+export function repositoryRoot(): string {
+  return resolve(__dirname, "..", "..");
+}

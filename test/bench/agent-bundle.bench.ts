@@ -1,0 +1,56 @@
+/**
+ * What the single-file agent bundle costs, each against a baseline measured in
+ * the same run: `winfleet-agent --version` start time vs `node -e 0` (goal
+ * ≤ 1.5×), cold (no code cache) and warm; and idle RSS with the broker serving
+ * vs an idle bare `node` (goal ≤ 1.15×), from the bundle and from the sources
+ * through tsx.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildBundles } from "../../agent/release/build";
+import { medianMs, report } from "./harness";
+
+const REPO = join(__dirname, "..", "..");
+const work = mkdtempSync(join(tmpdir(), "bench-bundle-"));
+
+function rssKb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
+}
+
+async function idleRss(args: readonly string[]): Promise<number> {
+  const child = spawn(process.execPath, args, { stdio: "ignore", env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "cache") } });
+  await new Promise((r) => setTimeout(r, 4000));
+  const kb = rssKb(child.pid ?? 0);
+  child.kill();
+  return kb;
+}
+
+void (async () => {
+  try {
+    await buildBundles(REPO, join(work, "dist"));
+    const bin = join(work, "dist", "agent", "bin", "winfleet-agent.js");
+    const run = (args: readonly string[], env: Record<string, string> = {}) => () => spawnSync(process.execPath, args, { env: { ...process.env, ...env } });
+    const bare = await medianMs(15, run(["-e", "0"]));
+    const cold = await medianMs(15, run([bin, "--version"], { WINFLEET_CODE_CACHE: "off" }));
+    run([bin, "--version"], { WINFLEET_CODE_CACHE: join(work, "cache") })();
+    const warm = await medianMs(15, run([bin, "--version"], { WINFLEET_CODE_CACHE: join(work, "cache") }));
+    const source = await medianMs(5, run([join(REPO, "bin", "winfleet-agent.js"), "--version"]));
+    report("--version, code cache warm", { name: "bundle", ms: warm }, { name: "node -e 0", ms: bare });
+    report("--version, no code cache", { name: "bundle", ms: cold }, { name: "node -e 0", ms: bare });
+    report("--version, from sources", { name: "tsx   ", ms: source }, { name: "node -e 0", ms: bare });
+    console.log("  goal: <= 1.5x node -e 0");
+
+    const config = join(work, "broker.yaml");
+    writeFileSync(config, `listen: ${work}/w.sock\nproxy: ${work}/p.sock\nstateDir: ${work}/state\nallowAll: true\n`);
+    const idle = await idleRss(["-e", "setInterval(() => {}, 1000)"]);
+    const bundled = await idleRss([bin, "broker", "--config", config]);
+    const fromSource = await idleRss([join(REPO, "bin", "winfleet-agent.js"), "broker", "--config", config]);
+    console.log(`${"idle RSS, broker serving".padEnd(28)} bundle ${(bundled / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(bundled / idle).toFixed(2)}x`);
+    console.log(`${"idle RSS, broker serving".padEnd(28)} tsx    ${(fromSource / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(fromSource / idle).toFixed(2)}x`);
+    console.log("  goal: <= 1.15x bare node");
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+})();
