@@ -92,5 +92,6 @@ export function nodeAgentConfig(fleet: FleetConfig, join: Readonly<Record<string
     broker: BROKER_CONFIG,
     verifyIntervalSeconds: 300,
     autoCorrect: true,
+    ...(fleet.agent?.publicKey ? { publicKey: fleet.agent.publicKey } : {}),
   };
 }

@@ -46,7 +46,8 @@ export function hostProcessAgentScript(t: AgentTarget | undefined, brokerConfig:
     lines.push(`& $node $agent ${args.join(" ")}`, CHECK);
   }
   // Runs in this container's process, not detached: a HostProcess container's job object ends its children with it.
-  lines.push(`& $node $agent up --bundle "$env:CONTAINER_SANDBOX_MOUNT_POINT\\winfleet\\bundle" --install-dir ${psq(INSTALL)} --config ${psq(brokerConfig)} --manager windows`, "exit $LASTEXITCODE");
+  // --agent-config: a host whose agent config pins a public key refuses an agent bundle not signed with it.
+  lines.push(`& $node $agent up --bundle "$env:CONTAINER_SANDBOX_MOUNT_POINT\\winfleet\\bundle" --install-dir ${psq(INSTALL)} --config ${psq(brokerConfig)} --agent-config ${psq(`${INSTALL}\\agent.json`)} --manager windows`, "exit $LASTEXITCODE");
   return lines.join("\n");
 }
 
@@ -106,7 +107,7 @@ export function winsModeScript(kind: "agent" | "wins", host: WinsModeHost, t?: A
     "if (Test-Path -LiteralPath $bundle) { Remove-Item -Recurse -Force -LiteralPath $bundle }",
     `Copy-Item -Recurse -Force ${psq(IMAGE_BUNDLE)} $bundle`,
     // Detached: `up` restarts the agent whose broker runs it; readiness then waits for the new version.
-    run(["up", "--bundle", `${dir}\\${bundle}`, "--install-dir", INSTALL, "--config", host.configFile, "--manager", "windows", "--detach"]),
+    run(["up", "--bundle", `${dir}\\${bundle}`, "--install-dir", INSTALL, "--config", host.configFile, "--agent-config", `${INSTALL}\\agent.json`, "--manager", "windows", "--detach"]),
     "exit $LASTEXITCODE",
   );
   return lines.join("\n");

@@ -188,6 +188,12 @@ const fleetShape = z.strictObject({
     bundle: z.strictObject({ url: z.string().url(), sha256 }),
     /** Node.js runtime for Windows; defaults to a pinned, measured release (see components/node-runtime.ts). */
     node: z.strictObject({ url: z.string().url(), sha256 }).optional(),
+    /**
+     * The ed25519 public key (PEM, from `winfleet keys generate`) nodes pin in
+     * their agent config: they then refuse content and agent bundles not signed
+     * with it (`winfleet release`). Absent, unsigned bundles are accepted.
+     */
+    publicKey: z.string().regex(/^-----BEGIN PUBLIC KEY-----\n[A-Za-z0-9+/=\n]+-----END PUBLIC KEY-----\n?$/, "a PEM public key (winfleet keys generate writes one)").optional(),
   }).optional(),
   pools: z.array(z.discriminatedUnion("kind", [azurePool, byoPool, localPool])).min(1),
   upgrader: upgraderSchema.optional(),

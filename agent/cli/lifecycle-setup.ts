@@ -3,6 +3,7 @@
  * engine's dependencies: the real shells, the platform's reboot executor, the
  * lock's process probe, the root and the values commands get.
  */
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { linuxProcessHost } from "../broker/process-host";
@@ -17,6 +18,7 @@ import type { LifecycleObserver } from "../lifecycle/events";
 import { type RebootExecutor, exitRebootExecutor } from "../lifecycle/reboot";
 import { windowsRebootExecutor } from "../lifecycle/reboot.win32";
 import { REBOOT_EXIT } from "../lifecycle/step-runner";
+import { verifyBundle } from "../release/signing";
 import { type AgentConfig, loadAgentConfig } from "../service/config";
 import { PowerShellSession } from "../shell/powershell-session";
 import { ShSession } from "../shell/sh-session";
@@ -34,6 +36,8 @@ export interface LifecycleOptions {
   readonly var?: readonly string[];
   readonly lenient?: boolean;
   readonly json?: boolean;
+  /** A file holding the ed25519 public key (PEM) content bundles must be signed with; over the config's `publicKey`. */
+  readonly publicKey?: string;
 }
 
 /** The system drive's root on Windows, `/` elsewhere. */
@@ -87,6 +91,9 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
   for (const name of WITHHELD) delete baseEnv[name];
   const shell = (kind: ShellKind): Shell => (kind === "sh" ? new ShSession({ env: baseEnv, cwd: root }) : new PowerShellSession({ env: baseEnv, cwd: root }));
   const probe = process.platform === "win32" ? windowsProcessHost : linuxProcessHost;
+  const publicKey = opts.publicKey !== undefined ? readKey(opts.publicKey) : config?.publicKey;
+  // With a pinned key, content is verified before anything is read from it, so a refused bundle changes nothing.
+  const verifyContent = publicKey === undefined ? undefined : async (dir: string): Promise<void> => void (await verifyBundle(dir, publicKey));
   return {
     root,
     config,
@@ -104,9 +111,19 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
       observer,
       probe,
       command,
+      ...(verifyContent ? { verifyContent } : {}),
       ...(signal ? { signal } : {}),
     }),
   };
+}
+
+/** The public key file a command was given, read; a clear error when it cannot be. */
+export function readKey(file: string): string {
+  try {
+    return readFileSync(resolve(file), "utf8");
+  } catch (e) {
+    throw new AgentError(AgentErrorCode.InvalidInput, `--public-key ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+  }
 }
 
 /** The reboot executor a config asks for, or this platform's. */
@@ -122,6 +139,7 @@ export function lifecycleOptions(cmd: Command): Command {
   return cmd
     .option("--root <dir>", "host path of / (default: the system drive's root on Windows, / elsewhere)")
     .option("--config <file>", "agent config to take content, template, root, node name, variables and secrets from")
+    .option("--public-key <file>", "refuse content not signed with this ed25519 public key (PEM); the config's publicKey otherwise")
     .option("--json", "print JSON", false);
 }
 

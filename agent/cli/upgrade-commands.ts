@@ -5,6 +5,9 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { appInfo } from "../broker/client";
 import { endpointPath, loadBrokerConfig } from "../broker/config";
+import { verifyBundle } from "../release/signing";
+import { loadAgentConfig } from "../service/config";
+import { readKey } from "./lifecycle-setup";
 import { createLogger } from "../common/log";
 import { installationAt } from "../upgrade/installation";
 import { pidFileManager, systemdManager } from "../upgrade/service-manager";
@@ -14,7 +17,7 @@ import { up } from "../upgrade/up";
 import { defaultRunDir } from "./broker-commands";
 import { reportFailure } from "./report";
 
-interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile" | "windows"; timeout: number; detach: boolean }
+interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile" | "windows"; timeout: number; detach: boolean; publicKey?: string; agentConfig?: string }
 
 /** Registers `up` and `service`. */
 export function registerUpgradeCommands(program: Command): void {
@@ -27,6 +30,8 @@ export function registerUpgradeCommands(program: Command): void {
     .option("--manager <kind>", "how to restart the agent: systemd, windows (the scheduled task the bootstrap registers) or pidfile", process.platform === "win32" ? "windows" : "systemd")
     .option("--timeout <seconds>", "how long the new version has to answer", (v) => Number(v), 30)
     .option("--detach", "run the upgrade in the background (when started through the broker, whose restart would end it)", false)
+    .option("--public-key <file>", "refuse a bundle not signed with this ed25519 public key (PEM)")
+    .option("--agent-config <file>", "take the pinned public key from this agent config")
     .action(async (opts: UpOpts) => {
       try {
         if (opts.detach) {
@@ -50,7 +55,9 @@ export function registerUpgradeCommands(program: Command): void {
           process.exitCode = 2;
           return;
         }
+        const key = opts.publicKey !== undefined ? readKey(opts.publicKey) : opts.agentConfig !== undefined ? (await loadAgentConfig(opts.agentConfig)).publicKey : undefined;
         const result = await up(resolve(opts.bundle), {
+          ...(key !== undefined ? { verify: async (dir: string) => void (await verifyBundle(dir, key)) } : {}),
           installation: installationAt(installDir),
           manager,
           probe: async () => (await appInfo(socket)).Info?.Version,

@@ -5,6 +5,7 @@ import { Command } from "commander";
 import { AGENT_VERSION } from "../version";
 import { registerContentCommands } from "./content-commands";
 import { registerLocalCommands } from "./local-commands";
+import { registerReleaseCommands } from "./release-commands";
 import { registerRenderCommand } from "./render-command";
 
 const program = new Command("winfleet")
@@ -16,6 +17,7 @@ const program = new Command("winfleet")
 registerContentCommands(program);
 registerLocalCommands(program);
 registerRenderCommand(program);
+registerReleaseCommands(program);
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   process.stderr.write(`winfleet: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);

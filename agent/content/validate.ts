@@ -4,6 +4,7 @@
  * metadata that does not parse or disagrees with its directory, duplicate
  * templates, components that do not compile.
  */
+import { existsSync } from "node:fs";
 import { relative } from "node:path";
 import { type Issue, ValidationError } from "../common/errors";
 import { type CompiledComponent, DEFAULT_EMBED_LIMIT, compileComponent } from "./compile";
@@ -24,6 +25,11 @@ export interface ContentCheck {
 export async function validateContent(contentDir: string, embedLimit = DEFAULT_EMBED_LIMIT): Promise<ContentCheck> {
   const { templates: templateSources, components: componentSources } = await readContentTree(contentDir);
   const problems: Issue[] = [];
+  // A mistyped --content would otherwise "succeed" with an empty bundle.
+  if (templateSources.length === 0 && componentSources.length === 0) {
+    const why = existsSync(contentDir) ? "has no templates/ and no components/" : "does not exist";
+    problems.push({ path: "", message: `${contentDir} ${why}: not a content tree`, severity: "error" });
+  }
   const rel = (file: string): string => relative(contentDir, file).split("\\").join("/");
   const collect = (subject: string, e: unknown): void => {
     if (!(e instanceof ValidationError)) throw e;

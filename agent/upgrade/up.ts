@@ -18,6 +18,8 @@ export interface UpOptions {
   /** How long the new version has to answer. @default 30000 */
   readonly timeoutMs?: number;
   readonly log: Logger;
+  /** Checks the bundle before anything is installed (its signature, when a key is pinned); throws to refuse it. */
+  readonly verify?: (bundle: string) => Promise<void>;
 }
 
 /** The outcome of an upgrade. */
@@ -41,6 +43,7 @@ async function answers(probe: () => Promise<string | undefined>, version: string
 export async function up(bundle: string, options: UpOptions): Promise<UpResult> {
   const { installation, manager, probe, log } = options;
   const timeoutMs = options.timeoutMs ?? 30_000;
+  await options.verify?.(bundle);
   const from = await activeVersion(installation);
   const to = await installRelease(installation, bundle);
   if (from === to && (await probe().catch(() => undefined)) === to) {

@@ -132,6 +132,7 @@ describe("bad stack configs, each named by its key path", () => {
     ["masquerade without an account", (f) => void (f.upgrader.masquerade = { enabled: true }), /winfleet:fleet\.upgrader\.masquerade\.as: masquerade\.as is required/],
     ["a template version the content does not have", (f) => void (f.content.templateVersion = "9.9.9"), /winfleet:fleet\.content: template win2022 9\.9\.9 is not in .*it has: .*win2022 1\.0\.0/],
     ["a required content variable left out", (f) => void delete (f.content.variables as Record<string, unknown>).CSI_PROXY_SHA256, /pools\[0\] \(win\): csi-proxy \S+ needs CSI_PROXY_SHA256.*winfleet:fleet\.content\.variables/],
+    ["a public key that is not PEM", (f) => void (f.agent.publicKey = "ssh-ed25519 AAAA"), /winfleet:fleet\.agent\.publicKey: a PEM public key/],
     ["a content secret left out", (f) => void (f.content.secrets = {}), /calico 3\.29\.2 needs CALICO_KUBECONFIG.*a secret/],
   ];
   for (const [what, edit, message] of cases) {

@@ -5,7 +5,7 @@
  * templates that change exactly when a rollout is due.
  */
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -213,6 +213,17 @@ describe("upgrader rollouts", () => {
     return JSON.stringify(ds.spec.template);
   };
   const at = <T>(o: Record<string, unknown>, ...path: string[]): T => path.reduce<unknown>((x, k) => (x as Record<string, unknown>)[k], o) as T;
+
+  it("pins the release's public key in every node's agent config when the stack names one", async () => {
+    const { publicKey } = generateKeyPairSync("ed25519");
+    const pem = publicKey.export({ type: "spki", format: "pem" }).toString();
+    const pinned = await variant("pinned", (f) => {
+      at<Record<string, unknown>>(f, "agent").publicKey = pem;
+    });
+    const vmss = pinned.resources.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as { virtualMachineProfile: { userData: string } };
+    const bootstrap = Buffer.from(vmss.virtualMachineProfile.userData, "base64").toString("utf8");
+    assert.ok(bootstrap.includes(JSON.stringify(pem).slice(1, -1)), "the agent config the bootstrap writes carries the key");
+  });
 
   it("changes the pod template for a new agent version or new content, and not for anything else", async () => {
     const base = await variant("same", () => undefined);

