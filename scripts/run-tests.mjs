@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
-const searched = ["agent", "components", "infra", "test"];
+const searched = ["agent", "components", "infra", "policy", "test"];
 const filters = process.argv.slice(2);
 
 function* walk(dir) {

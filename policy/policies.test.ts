@@ -1,0 +1,89 @@
+/* eslint-disable @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access -- the tests edit provider-shaped inputs in place */
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { renderStack } from "../infra/render";
+import { type PolicyResource, boundedMaxUnavailable, runPolicies } from "./policies";
+
+// Pulumi's marker for a secret in resource inputs: a policy sees the value inside.
+const SIG = "4dabf18193072939515e22adb298388d";
+function unwrap(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(unwrap);
+  if (v === null || typeof v !== "object") return v;
+  const o = v as Record<string, unknown>;
+  if (SIG in o) return unwrap(o.value);
+  return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, unwrap(x)]));
+}
+
+async function rendered(stack: string): Promise<PolicyResource[]> {
+  return (await renderStack(stack)).raw.map((r) => ({ type: r.type, name: r.name, props: unwrap(r.inputs) as Record<string, unknown> }));
+}
+
+/** `resources` with the first resource of `type` changed by `edit`. */
+function edited(resources: readonly PolicyResource[], type: string, edit: (props: Record<string, any>) => void): PolicyResource[] { // eslint-disable-line @typescript-eslint/no-explicit-any -- provider input shapes, edited in place
+  let done = false;
+  return resources.map((r) => {
+    if (done || r.type !== type) return r;
+    done = true;
+    const props = structuredClone(r.props);
+    edit(props);
+    return { ...r, props };
+  });
+}
+
+describe("the policy pack over what the program really deploys", () => {
+  it("finds nothing wrong with the shipped stacks", async () => {
+    for (const stack of ["dev", "rke2", "byoh"]) assert.deepEqual(await runPolicies(await rendered(stack)), [], stack);
+  });
+
+  it("refuses bootstrap secrets outside protectedSettings", async () => {
+    const dev = await rendered("dev");
+    const moved = edited(dev, "azure-native:compute:VirtualMachineScaleSetExtension", (p) => {
+      p.settings = { commandToExecute: p.protectedSettings.commandToExecute };
+      p.protectedSettings = {};
+    });
+    const v = await runPolicies(moved);
+    assert.deepEqual(v.map((x) => x.policy), ["winfleet-extension-secrets-protected", "winfleet-extension-secrets-protected"]);
+    assert.match(v[0]?.message ?? "", /settings\.commandToExecute is stored in plain text/);
+    const sas = edited(dev, "azure-native:compute:VirtualMachineScaleSetExtension", (p) => {
+      p.settings = { fileUris: ["https://sa.blob.core.windows.net/c/b.ps1?sv=1&sig=abc"] };
+    });
+    assert.match((await runPolicies(sas))[0]?.message ?? "", /fileUris carries a SAS signature/);
+  });
+
+  it("refuses an upgrader DaemonSet that could take every node at once", async () => {
+    const dev = await rendered("dev");
+    for (const bad of ["100%", 0, undefined]) {
+      const v = await runPolicies(edited(dev, "kubernetes:apps/v1:DaemonSet", (p) => void (p.spec.updateStrategy.rollingUpdate.maxUnavailable = bad)));
+      assert.deepEqual(v.map((x) => x.policy), ["winfleet-upgrader-bounded-rollout"], String(bad));
+    }
+    assert.ok(boundedMaxUnavailable(2) && boundedMaxUnavailable("25%") && !boundedMaxUnavailable("75%") && !boundedMaxUnavailable(1.5));
+  });
+
+  it("refuses a pool that is not pinned to exact versions", async () => {
+    const rke2 = await rendered("rke2");
+    const v = await runPolicies(edited(rke2, "azure-native:compute:VirtualMachine", (p) => {
+      delete p.tags["winfleet-template-version"];
+      p.tags["winfleet-agent-version"] = "latest";
+    }));
+    assert.deepEqual(v.map((x) => x.message), ['tag winfleet-template-version is missing: pin the pool to an exact version', 'tag winfleet-agent-version is "latest": pin the pool to an exact version']);
+  });
+
+  it("refuses public IPs on Windows nodes unless the pool is allowed, as the program renders them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "winfleet-policy-"));
+    for (const stack of ["dev", "rke2"]) {
+      const text = readFileSync(join(__dirname, "..", "stacks", `Pulumi.${stack}.yaml`), "utf8").replace("registerTaint: true", "registerTaint: true\n        publicIp: true").replace("dir: content", `dir: ${join(__dirname, "..", "content")}`);
+      writeFileSync(join(dir, `Pulumi.${stack}.yaml`), text);
+    }
+    const vmss = (await renderStack("dev", { dir })).raw.map((r) => ({ type: r.type, name: r.name, props: unwrap(r.inputs) as Record<string, unknown> }));
+    const v = await runPolicies(vmss);
+    assert.equal(v.length, 1);
+    assert.match(v[0]?.message ?? "", /publicIPAddressConfiguration: pool win may not have public IPs/);
+    assert.deepEqual(await runPolicies(vmss, { "winfleet-no-public-ip": { allowedPools: ["win"] } }), []);
+    const vms = (await renderStack("rke2", { dir })).raw.map((r) => ({ type: r.type, name: r.name, props: unwrap(r.inputs) as Record<string, unknown> }));
+    const nic = await runPolicies(vms);
+    assert.ok(nic.length >= 6 && nic.every((x) => x.policy === "winfleet-no-public-ip"), "three NICs and their three addresses");
+  });
+});
