@@ -5,6 +5,7 @@
  */
 import { resolve } from "node:path";
 import type { Command } from "commander";
+import type * as OperatorStack from "../../infra/operator-stack";
 import type * as Render from "../../infra/render";
 import { failure } from "./lifecycle-setup";
 
@@ -12,7 +13,7 @@ function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-/** Registers `render`. */
+/** Registers `render` and `operator-stack`. */
 export function registerRenderCommand(program: Command): void {
   program
     .command("render")
@@ -36,5 +37,19 @@ export function registerRenderCommand(program: Command): void {
           process.exitCode = 1;
         } else process.exitCode = failure(e);
       }
+    });
+
+  program
+    .command("operator-stack")
+    .description("print a Pulumi Kubernetes Operator Stack (pulumi.com/v1) that deploys a winfleet stack from Git and re-runs it to correct drift")
+    .requiredOption("--stack <org/project/stack>", "the fully qualified stack, e.g. my-org/winfleet/dev")
+    .requiredOption("--repo <url>", "the Git repository holding this project")
+    .option("--branch <name>", "the branch to follow", "main")
+    .option("--namespace <ns>", "where the operator runs it", "pulumi-operator")
+    .option("--resync <seconds>", "how often to re-run the same commit (drift correction)", (v) => Number(v), 600)
+    .action((opts: { stack: string; repo: string; branch: string; namespace: string; resync: number }) => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { operatorStackYaml } = require("../../infra/operator-stack") as typeof OperatorStack;
+      process.stdout.write(operatorStackYaml({ stack: opts.stack, projectRepo: opts.repo, branch: opts.branch, namespace: opts.namespace, resyncFrequencySeconds: opts.resync }));
     });
 }
