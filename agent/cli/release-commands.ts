@@ -45,6 +45,7 @@ export function registerReleaseCommands(program: Command): void {
         const { release } = require("../release/release") as typeof Release;
         const r = await release({ repo: resolve(__dirname, "..", ".."), contentDir: resolve(opts.content), out: resolve(opts.out), privateKeyPem });
         process.stdout.write(`release ${r.version} in ${opts.out}: agent/ (${r.agentFiles} files) and content/ (${r.contentFiles} files), signed with key ${r.keyId.slice(0, 16)}…\n`);
+        process.stdout.write(`agent archive ${r.archive.file}: sha256 ${r.archive.sha256} (a stack's agent.bundle, once uploaded)\n`);
       } catch (e) {
         process.exitCode = failure(e);
       }

@@ -5,12 +5,16 @@
  *   Linux hosts under `service/` (on Windows the bootstrap registers the
  *   `winfleet-agent` scheduled task itself) and `node-runtime.json`, the pinned
  *   Node.js runtime the bootstrap installs (components/node-runtime.ts);
- * - `content/` — the built content bundle (`manifest.json` and its artifacts).
+ * - `content/` — the built content bundle (`manifest.json` and its artifacts);
+ * - `agent-<version>.tgz` — `agent/` as the deterministic archive the node
+ *   bootstrap downloads and unpacks into `releases\<version>` (a stack's
+ *   `agent.bundle` is its URL and SHA-256), signature file included.
  * The whole release is staged and renamed into place, so a failure leaves
  * nothing half-written.
  */
 import { cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { archiveDirectory } from "../../components/content-archive";
 import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
 import { canonicalJson } from "../common/canonical-json";
 import { buildContent } from "../content/build";
@@ -32,6 +36,8 @@ export interface ReleaseResult {
   readonly keyId: string;
   readonly agentFiles: number;
   readonly contentFiles: number;
+  /** The agent archive's file name in the release, and its SHA-256 (a stack's `agent.bundle.sha256`). */
+  readonly archive: { readonly file: string; readonly sha256: string };
 }
 
 /** Builds, lays out and signs a release into `out` (replaced as a whole). */
@@ -49,10 +55,15 @@ export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
     await buildContent(options.contentDir, content);
     const signedAgent = await signBundle(agent, options.privateKeyPem);
     const signedContent = await signBundle(content, options.privateKeyPem);
+    const pkg = JSON.parse(await readFile(join(agent, "package.json"), "utf8")) as { version: string };
+    const version = pkg.version || built.version;
+    const archived = await archiveDirectory(agent);
+    const file = `agent-${version}.tgz`;
+    await writeFile(join(staging, "release", file), archived.data);
+    await writeFile(join(staging, "release", `${file}.sha256`), `${archived.sha256}  ${file}\n`);
     await rm(options.out, { recursive: true, force: true });
     await rename(join(staging, "release"), options.out);
-    const pkg = JSON.parse(await readFile(join(options.out, "agent", "package.json"), "utf8")) as { version: string };
-    return { version: pkg.version || built.version, keyId: signedAgent.keyId, agentFiles: signedAgent.files, contentFiles: signedContent.files };
+    return { version, keyId: signedAgent.keyId, agentFiles: signedAgent.files, contentFiles: signedContent.files, archive: { file, sha256: archived.sha256 } };
   } finally {
     await rm(staging, { recursive: true, force: true });
   }

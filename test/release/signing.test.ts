@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -54,6 +55,19 @@ describe("keys and releases", () => {
     const again = cli("winfleet", ["keys", "generate", "--out", join(scratch, "fleet")]);
     assert.equal(again.code, 1);
     assert.match(again.stderr, /exists already; keys are never overwritten/);
+  });
+
+  it("archives the signed agent bundle as the bootstrap installs it, with the digest a stack pins", async () => {
+    const pkg = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string };
+    const file = join(release, `agent-${pkg.version}.tgz`);
+    const digest = createHash("sha256").update(readFileSync(file)).digest("hex");
+    assert.equal(readFileSync(`${file}.sha256`, "utf8"), `${digest}  agent-${pkg.version}.tgz\n`);
+    const listing = spawnSync("tar", ["-tzf", file], { encoding: "utf8" }).stdout.split("\n");
+    for (const entry of ["bin/winfleet-agent.js", "lib/winfleet-agent.js", "package.json", SIGNATURE_FILE]) assert.ok(listing.includes(entry), entry);
+    const unpacked = join(scratch, "unpacked");
+    mkdirSync(unpacked);
+    assert.equal(spawnSync("tar", ["-xzf", file, "-C", unpacked]).status, 0);
+    assert.ok((await verifyBundle(unpacked, readFileSync(pub, "utf8"))).files >= 5, "the unpacked archive still verifies");
   });
 
   it("lays out a signed agent bundle (bundle, service unit, pinned Node runtime) and a signed content bundle", async () => {
