@@ -7,6 +7,7 @@
  * anything else from it: verification changes nothing.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify } from "node:crypto";
+import { existsSync } from "node:fs";
 import { readFile, readdir, writeFile } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { z } from "zod";
@@ -94,8 +95,8 @@ export async function verifyBundle(dir: string, publicKeyPem: string): Promise<{
   const pinned = keyId(publicKeyPem);
   const ok = verify(null, Buffer.from(canonicalJson(body)), createPublicKey(publicKeyPem), Buffer.from(signature, "base64"));
   if (!ok) {
-    const why = body.keyId === pinned ? "its signature does not verify (the file list was altered after signing)" : `it is signed by key ${body.keyId.slice(0, 16)}…, not the pinned key ${pinned.slice(0, 16)}…`;
-    throw new BundleVerificationError(body.keyId === pinned ? "tampered" : "wrongly signed", `${dir} is wrongly signed: ${why}`);
+    if (body.keyId === pinned) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${SIGNATURE_FILE} no longer matches its signature`);
+    throw new BundleVerificationError("wrongly signed", `${dir} is wrongly signed: it is signed by key ${body.keyId.slice(0, 16)}…, not the pinned key ${pinned.slice(0, 16)}…`);
   }
   const actual = await digestTree(dir);
   for (const [rel, digest] of Object.entries(body.files)) {
@@ -112,6 +113,8 @@ export async function generateKeys(prefix: string): Promise<{ privateKey: string
   const { privateKey, publicKey } = generateKeyPairSync("ed25519");
   const pub = publicKey.export({ type: "spki", format: "pem" }).toString();
   const files = { privateKey: `${prefix}.key`, publicKey: `${prefix}.pub` };
+  // Both or neither: a half-written pair would be refused on the next try anyway, but confusingly.
+  for (const f of Object.values(files)) if (existsSync(f)) throw Object.assign(new Error(`${f} exists`), { code: "EEXIST" });
   await writeFile(files.privateKey, privateKey.export({ type: "pkcs8", format: "pem" }).toString(), { mode: 0o600, flag: "wx" });
   await writeFile(files.publicKey, pub, { flag: "wx" });
   return { ...files, keyId: keyId(pub) };

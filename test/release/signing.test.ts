@@ -130,6 +130,15 @@ describe("a node that pins the key", () => {
     assert.ok(!existsSync(join(install, "releases")), "nothing installed");
   });
 
+  it("refuses a signature file edited after signing", async () => {
+    const dir = await contentCopy("edited-signature", (d) => {
+      const sig = JSON.parse(readFileSync(join(d, SIGNATURE_FILE), "utf8")) as { files: Record<string, string> };
+      sig.files["manifest.json"] = "0".repeat(64);
+      writeFileSync(join(d, SIGNATURE_FILE), JSON.stringify(sig));
+    });
+    await assert.rejects(verifyBundle(dir, readFileSync(pub, "utf8")), (e: unknown) => e instanceof BundleVerificationError && e.kind === "tampered" && /winfleet-signature\.json no longer matches its signature/.test(e.message));
+  });
+
   it("types each refusal", async () => {
     const key = readFileSync(pub, "utf8");
     await assert.rejects(verifyBundle(await contentCopy("typed", (d) => unlinkSync(join(d, SIGNATURE_FILE))), key), (e: unknown) => e instanceof BundleVerificationError && e.kind === "unsigned");
