@@ -20,6 +20,9 @@ import { type Tool, skipUnlessInstalled } from "../support/tools";
 import { AGENT, tempDir } from "./harness";
 
 const repo = join(__dirname, "..", "..");
+// The versions below are copies of this checkout's sources, not built bundles: run them as sources
+// even when the suite runs the agent from its bundle (WINFLEET_LAUNCH=bundle).
+process.env.WINFLEET_LAUNCH = "source";
 
 /** An agent bundle of this checkout at `version` (node_modules shared by link). */
 function bundle(root: string, version: string, broken = false): string {
