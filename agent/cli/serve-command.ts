@@ -4,8 +4,12 @@
  * stop it after the running command; it exits 3010 (194 where exit statuses
  * are 8 bits) when the content needs the host restarted.
  */
+import { hostname } from "node:os";
 import type { Command } from "commander";
 import { createLogger } from "../common/log";
+import { fanOut } from "../lifecycle/events";
+import { createReporter } from "../report/create";
+import { loadAgentConfig } from "../service/config";
 import { serve } from "../service/serve";
 import { defaultRunDir } from "./broker-commands";
 import { failure, resolveWith } from "./lifecycle-setup";
@@ -25,15 +29,20 @@ export function registerServeCommand(program: Command): void {
       try {
         const log = createLogger("agent");
         const progress = jsonProgress(process.stdout);
+        // Reporting to Kubernetes is set up once, from the config as it is at start.
+        const initial = await loadAgentConfig(opts.config);
+        const reporter = createReporter(initial, initial.nodeName ?? hostname(), resolveWith(initial).root, createLogger("report"));
+        reporter?.start();
         const exit = await serve({
           configFile: opts.config,
           engine: (config, observer, signal) => resolveWith(config).deps(observer, "winfleet-agent serve", signal),
-          observer: progress,
+          observer: reporter ? fanOut([progress, reporter]) : progress,
           log,
           runDir: defaultRunDir(),
           stopSignal: stop.signal,
         });
         log.info("agent stopping", { reason: exit.reason });
+        await reporter?.stop();
         process.exitCode = exit.code;
       } catch (e) {
         process.exitCode = failure(e);

@@ -14,6 +14,36 @@ import { componentName, variableName } from "../content/schema";
 
 const values = z.record(variableName, z.string()).default({});
 
+/**
+ * How the agent reports to Kubernetes (Events on its Node, annotations, the
+ * `WinfleetReady` condition). Every request counts against one token bucket;
+ * reports wait on disk in `<root>/.winfleet/report-queue` while the API server
+ * cannot be reached.
+ */
+export const reportConfigSchema = z.strictObject({
+  /** Report at all. @default true (when a kubeconfig is known) */
+  enabled: z.boolean().default(true),
+  /** The node's own kubeconfig (identity `system:node:<nodeName>`); relative to the config file. @default the config's `kubeconfig` */
+  kubeconfig: z.string().min(1).optional(),
+  /** Namespace the Node's Events are created in (the kubelet uses `default`). @default "default" */
+  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS label").max(63).default("default"),
+  /** Most reports kept on disk; past it the oldest are folded into one summary Event. @default 1000 */
+  queueLimit: z.number().int().min(10).max(100_000).default(1000),
+  /** Sustained API requests per second. @default 1 */
+  eventsPerSecond: z.number().positive().max(100).default(1),
+  /** Requests that may go out at once before the rate applies. @default 25 */
+  eventBurst: z.number().int().min(1).max(1000).default(25),
+  /** One request's time limit. @default 10 */
+  requestTimeoutSeconds: z.number().positive().max(300).default(10),
+  /** Longest wait between retries while the API server is unreachable. @default 60 */
+  maxBackoffSeconds: z.number().positive().max(3600).default(60),
+  /** How long `stop()` keeps sending what is queued. @default 5 */
+  stopTimeoutSeconds: z.number().min(0).max(300).default(5),
+});
+
+/** A parsed `report` section, defaults filled in. */
+export type ReportConfig = z.infer<typeof reportConfigSchema>;
+
 /** The agent config's shape. */
 export const agentConfigSchema = z.strictObject({
   /** The node's name, as Kubernetes knows it. @default the host name */
@@ -42,6 +72,8 @@ export const agentConfigSchema = z.strictObject({
   publicKey: z.string().min(1).optional(),
   /** How a reboot happens: `exit` records it and exits 3010 for the supervisor to restart the agent; `windows` runs shutdown.exe. @default windows on Windows, exit elsewhere */
   reboot: z.enum(["exit", "windows"]).optional(),
+  /** Reporting to Kubernetes; absent means the defaults of {@link reportConfigSchema}. */
+  report: reportConfigSchema.optional(),
 });
 
 /** A parsed agent config, with relative paths resolved against the config file's directory. */
@@ -67,6 +99,7 @@ export function parseAgentConfig(text: string, file: string): AgentConfig {
     ...(c.root !== undefined ? { root: abs(c.root) } : {}),
     ...(c.kubeconfig !== undefined ? { kubeconfig: abs(c.kubeconfig) } : {}),
     ...(typeof c.broker === "string" ? { broker: abs(c.broker) } : {}),
+    ...(c.report?.kubeconfig !== undefined ? { report: { ...c.report, kubeconfig: abs(c.report.kubeconfig) } } : {}),
   };
 }
 

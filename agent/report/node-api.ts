@@ -1,0 +1,73 @@
+/**
+ * The three requests the reporter makes, with the node's own credentials (its
+ * kubeconfig, read by @kubernetes/client-node, which also applies the TLS and
+ * auth settings to each request): create an Event about the Node, merge-patch
+ * the Node's annotations, strategic-merge-patch its `WinfleetReady`
+ * condition through `nodes/status`. The Node authorizer and NodeRestriction let
+ * a node do exactly these to its own Node object: `create` on `events`,
+ * `patch` on `nodes` and `nodes/status` for its own name.
+ */
+import * as http from "node:http";
+import * as https from "node:https";
+
+/** A failed request: `status` is the HTTP status, undefined when the API server could not be reached. */
+export class NodeApiError extends Error {
+  constructor(message: string, readonly status: number | undefined) {
+    super(message);
+    this.name = "NodeApiError";
+  }
+
+  /** Whether trying again later can help (unreachable, timeouts, throttling, server errors). */
+  get retryable(): boolean {
+    return this.status === undefined || this.status === 408 || this.status === 429 || this.status >= 500;
+  }
+}
+
+/** What the reporter sends. */
+export interface NodeApi {
+  /** Creates the Event; "exists" when one of that name already does (a resend whose answer was lost). */
+  createEvent(namespace: string, event: Record<string, unknown>): Promise<"created" | "exists">;
+  /** Merge-patches the Node (its annotations). */
+  patchNode(name: string, patch: Record<string, unknown>): Promise<void>;
+  /** Strategic-merge-patches the Node's status (its conditions, merged by type). */
+  patchNodeStatus(name: string, patch: Record<string, unknown>): Promise<void>;
+}
+
+/** The API through the kubeconfig at `file`. */
+export async function nodeApiFromKubeconfig(file: string, timeoutMs: number): Promise<NodeApi> {
+  // config.js alone: KubeConfig without the generated API clients (5 MB of the bundle otherwise).
+  const { KubeConfig } = await import("@kubernetes/client-node/dist/config.js");
+  const kc = new KubeConfig();
+  kc.loadFromFile(file);
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new NodeApiError(`${file} names no current cluster`, 400);
+
+  const request = async (method: string, path: string, contentType: string, body: unknown): Promise<{ status: number; text: string }> => {
+    const url = new URL(path, server);
+    const options: https.RequestOptions = { method, headers: { "content-type": contentType, accept: "application/json" }, timeout: timeoutMs };
+    await kc.applyToHTTPSOptions(options);
+    const data = JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = (url.protocol === "https:" ? https : http).request(url, options, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", (e) => reject(new NodeApiError(e.message, undefined)));
+      });
+      req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      req.on("error", (e) => reject(new NodeApiError(`${method} ${url.pathname}: ${e.message}`, undefined)));
+      req.end(data);
+    });
+  };
+  const expect = async (method: string, path: string, contentType: string, body: unknown, ok: (status: number) => boolean): Promise<number> => {
+    const r = await request(method, path, contentType, body);
+    if (!ok(r.status)) throw new NodeApiError(`${method} ${path}: ${r.status} ${r.text.slice(0, 300)}`, r.status);
+    return r.status;
+  };
+  const enc = encodeURIComponent;
+  return {
+    createEvent: async (namespace, event) => ((await expect("POST", `/api/v1/namespaces/${enc(namespace)}/events`, "application/json", event, (s) => (s >= 200 && s < 300) || s === 409)) === 409 ? "exists" : "created"),
+    patchNode: async (name, patch) => void (await expect("PATCH", `/api/v1/nodes/${enc(name)}`, "application/merge-patch+json", patch, (s) => s >= 200 && s < 300)),
+    patchNodeStatus: async (name, patch) => void (await expect("PATCH", `/api/v1/nodes/${enc(name)}/status`, "application/strategic-merge-patch+json", patch, (s) => s >= 200 && s < 300)),
+  };
+}
