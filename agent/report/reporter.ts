@@ -71,6 +71,8 @@ export class Reporter implements LifecycleObserver {
   private stopping = false;
   /** Set by every kick: the loop makes another pass. */
   private dirty = false;
+  /** When stopping, the time past which nothing more is sent (the rest stays queued). */
+  private stopBy: number | undefined;
   private readonly now: () => number;
   private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
 
@@ -111,6 +113,7 @@ export class Reporter implements LifecycleObserver {
   /** Sends what it can within the stop timeout, then stops; what is left stays queued for the next start. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.stopBy = this.now() + this.o.stopTimeoutMs;
     const deadline = new Promise<void>((resolve) => setTimeout(resolve, this.o.stopTimeoutMs).unref());
     this.kick();
     await Promise.race([this.loop ?? Promise.resolve(), deadline]);
@@ -138,6 +141,7 @@ export class Reporter implements LifecycleObserver {
     let backoff = 500;
     for (;;) {
       this.wake = new AbortController();
+      if (this.stopBy !== undefined && this.now() >= this.stopBy) return;
       const head = this.queue.head();
       if (head === undefined && this.pendingNode === undefined) return;
       try {

@@ -124,6 +124,19 @@ describe("the Kubernetes reporter", () => {
     assert.equal(api.got.events.at(-1)?.message, "Installed c23 1.0.0");
   });
 
+  it("stops within its stop timeout however much is queued, keeping the rest for the next start", async () => {
+    const api = await apiServer();
+    const dir = join(scratch, "q6");
+    const r = reporter(api.port, dir, { eventsPerSecond: 5, burst: 1, stopTimeoutMs: 300 });
+    for (let i = 0; i < 50; i++) r.event(installed(`s${i}`));
+    r.start();
+    const started = Date.now();
+    await r.stop();
+    await api.close();
+    assert.ok(Date.now() - started < 2000, `stop took ${Date.now() - started} ms`);
+    assert.ok(r.queued > 0 && r.queued + api.got.events.length === 50, "what was not sent is still queued");
+  });
+
   it("spaces its requests by the configured rate after the burst", async () => {
     const api = await apiServer();
     let clock = 0;
