@@ -1,9 +1,11 @@
 "use strict";
-// Starts a command line from a checkout: the TypeScript sources through tsx, or,
-// with WINFLEET_LAUNCH=bundle, the single-file bundle `npm run build` wrote under
-// dist/ — refused when missing or older than any file it was built from (the
-// sizes and mtimes dist/.build/<name>.json recorded; a stat each, about a
-// millisecond in all), so an old build never runs in place of an edit. A
+// Starts a command line from a checkout: the single-file bundle `npm run build`
+// wrote under dist/ when there is one built from the sources as they are now,
+// else the TypeScript sources through tsx. Whether a bundle is current is what
+// dist/.build/<name>.json says: the size and mtime of every file it was built
+// from (a stat each, about a millisecond in all), so an old build never runs in
+// place of an edit. WINFLEET_LAUNCH=bundle insists on the bundle (refusing a
+// missing or stale one, saying why); WINFLEET_LAUNCH=source runs the sources. A
 // checkout without sources (a copied dist/) runs its bundle. A release has no
 // launcher: its bin/ holds the bundle's entry itself.
 const fs = require("node:fs");
@@ -36,14 +38,16 @@ exports.launch = function launch(bundle, source) {
     process.exit(2);
   }
   const haveSources = fs.existsSync(sourceFile);
-  if (mode === "bundle" || !haveSources) {
+  if (mode !== "source") {
     const why = !fs.existsSync(bundleFile) ? `${path.relative(root, bundleFile)} does not exist (run npm run build)` : haveSources ? staleness(bundle.dir) : "";
     if (why === "") {
       require(bundleFile);
       return;
     }
-    process.stderr.write(`cannot run the ${bundle.dir} bundle: ${why}\n`);
-    process.exit(1);
+    if (mode === "bundle" || !haveSources) {
+      process.stderr.write(`cannot run the ${bundle.dir} bundle: ${why}\n`);
+      process.exit(1);
+    }
   }
   require("tsx/cjs");
   require(sourceFile);

@@ -3,7 +3,7 @@
  * drift.ts). Exit codes: 0 no drift (or drift corrected with --remediate),
  * 1 drift found, 2 usage, 3 a Pulumi operation failed, 4 no Pulumi CLI here.
  */
-import { join } from "node:path";
+import { projectRoot } from "../agent/common/project-root";
 import { Command } from "commander";
 import { errorMessage } from "../agent/common/errors";
 import { DRIFT_EXIT, automationOps, checkDrift, pulumiCliAvailable } from "./drift";
@@ -21,7 +21,7 @@ const program = new Command("drift")
       return;
     }
     try {
-      const ops = await automationOps(opts.stack, join(__dirname, ".."));
+      const ops = await automationOps(opts.stack, projectRoot());
       const report = await checkDrift(opts.stack, ops, { remediate: opts.remediate, log: (l) => process.stderr.write(`${l}\n`) });
       process.stdout.write(`${report.summary}\n`);
       if (opts.summary) {

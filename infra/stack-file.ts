@@ -4,6 +4,7 @@
  * through the same schema the program uses, so a stack means the same thing
  * wherever it is read. Secure values stay opaque.
  */
+import { projectRoot } from "../agent/common/project-root";
 import { readFile, readdir } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
@@ -22,7 +23,7 @@ export interface StackFile {
 }
 
 /** The default stacks directory: `stacks/` at the repository root. */
-export const STACKS_DIR = join(__dirname, "..", "stacks");
+export const STACKS_DIR = join(projectRoot(), "stacks");
 
 /** Reads a stack by name (`stacks/Pulumi.<name>.yaml`) or by path; errors name the file and the key path. */
 export async function readStackFile(stack: string, options: { dir?: string } = {}): Promise<StackFile> {
@@ -59,6 +60,6 @@ export async function readStackFile(stack: string, options: { dir?: string } = {
 }
 
 /** A path from a stack file, relative to the repository root as Pulumi's working directory is. */
-export function stackPath(path: string, root = join(__dirname, "..")): string {
+export function stackPath(path: string, root = projectRoot()): string {
   return isAbsolute(path) ? path : join(root, path);
 }

@@ -4,12 +4,13 @@
  */
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
+import { projectRoot } from "../common/project-root";
 import { localDown, localExec, localLogs, localStatus, localUp } from "../fleet/local";
 import { failure } from "./lifecycle-setup";
 
 /** The agent's entry script, next to this CLI's own. */
 export function agentEntry(): string {
-  return process.env.WINFLEET_AGENT_ENTRY ?? join(__dirname, "..", "..", "bin", "winfleet-agent.js");
+  return process.env.WINFLEET_AGENT_ENTRY ?? join(projectRoot(), "bin", "winfleet-agent.js");
 }
 
 const stateDirOption = (c: Command): Command => c.option("--state-dir <dir>", "where the fleet keeps its hosts", ".winfleet/local");

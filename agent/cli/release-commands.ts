@@ -3,6 +3,7 @@
  * signed release (agent bundle and content bundle) for nodes that pin the
  * public key in their agent config (`publicKey`).
  */
+import { projectRoot } from "../common/project-root";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
@@ -43,7 +44,7 @@ export function registerReleaseCommands(program: Command): void {
         // Loaded here: esbuild and the content build are only needed by this command.
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const { release } = require("../release/release") as typeof Release;
-        const r = await release({ repo: resolve(__dirname, "..", ".."), contentDir: resolve(opts.content), out: resolve(opts.out), privateKeyPem });
+        const r = await release({ repo: projectRoot(), contentDir: resolve(opts.content), out: resolve(opts.out), privateKeyPem });
         process.stdout.write(`release ${r.version} in ${opts.out}: agent/ (${r.agentFiles} files) and content/ (${r.contentFiles} files), signed with key ${r.keyId.slice(0, 16)}…\n`);
         process.stdout.write(`agent archive ${r.archive.file}: sha256 ${r.archive.sha256} (a stack's agent.bundle, once uploaded)\n`);
       } catch (e) {

@@ -3,11 +3,9 @@
  * rendered under Pulumi's mock runtime for review (in a pull request, say).
  * Pulumi is loaded only when this command runs.
  */
-import { resolve } from "node:path";
 import type { Command } from "commander";
 import type * as OperatorStack from "../../infra/operator-stack";
-import type * as Render from "../../infra/render";
-import { failure } from "./lifecycle-setup";
+import type * as RenderMain from "../../infra/render-main";
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -22,21 +20,12 @@ export function registerRenderCommand(program: Command): void {
     .requiredOption("--out <dir>", "output directory (replaced atomically)")
     .option("--secret <KEY=VALUE>", "a value for a secure config key (default: a placeholder); never written out", collect, [])
     .action(async (opts: { stack: string; out: string; secret: string[] }) => {
-      try {
-        const secrets = Object.fromEntries(opts.secret.map((kv) => [kv.slice(0, Math.max(0, kv.indexOf("="))), kv.slice(kv.indexOf("=") + 1)]));
-        // Loaded here, not at the top: Pulumi takes a while to load, and only this command needs it.
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const { renderStack, writeRender } = require("../../infra/render") as typeof Render;
-        const rendered = await renderStack(opts.stack, { secrets });
-        await writeRender(rendered, resolve(opts.out));
-        process.stdout.write(`rendered stack ${rendered.stack.stack}: ${rendered.resources.length} resources into ${rendered.files.size} files in ${opts.out}\n`);
-      } catch (e) {
-        // The program's own refusals (pulumi.RunError) are messages for the user, not crashes.
-        if (e instanceof Error && (e as { __pulumiRunError?: boolean }).__pulumiRunError === true) {
-          process.stderr.write(`winfleet: ${e.message}\nnothing was written to ${opts.out}\n`);
-          process.exitCode = 1;
-        } else process.exitCode = failure(e);
-      }
+      const secrets = Object.fromEntries(opts.secret.map((kv) => [kv.slice(0, Math.max(0, kv.indexOf("="))), kv.slice(kv.indexOf("=") + 1)]));
+      // Loaded here, not at the top: Pulumi takes a while to load, and only this command needs it
+      // (the operator bundle keeps it in a file of its own; see infra/render-main.ts).
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { runRender } = require("../../infra/render-main") as typeof RenderMain;
+      process.exitCode = await runRender({ stack: opts.stack, out: opts.out, secrets });
     });
 
   program

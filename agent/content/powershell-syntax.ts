@@ -7,6 +7,7 @@
  * same line as its function's body); content writes those on separate lines.
  */
 import type Parser from "tree-sitter";
+import { importExternal } from "../common/import-external";
 
 /** One syntax error, 1-based. */
 export interface PowerShellSyntaxError {
@@ -29,8 +30,8 @@ let parserPromise: Promise<Parser> | undefined;
 // so commands that never check PowerShell never load it.
 async function parser(): Promise<Parser> {
   parserPromise ??= (async () => {
-    const { default: ParserClass } = await import("tree-sitter");
-    const { default: language } = await import("tree-sitter-powershell/bindings/node/index.js");
+    const { default: ParserClass } = await importExternal<{ default: typeof Parser }>("tree-sitter");
+    const { default: language } = await importExternal<{ default: Parser.Language }>("tree-sitter-powershell/bindings/node/index.js");
     const p = new ParserClass();
     p.setLanguage(language);
     return p;
@@ -39,9 +40,10 @@ async function parser(): Promise<Parser> {
 }
 
 /**
- * Whether the parser loads here. It does not in the agent's single-file bundle,
- * which carries no native bindings: content reaching a node was checked when it
- * was built, and the operator's `winfleet content validate` checks it again.
+ * Whether the parser loads here. It does not where no node_modules holds
+ * tree-sitter (the agent's bundle on a node carries no native bindings): content
+ * reaching a node was checked when it was built, and the operator's
+ * `winfleet content validate` checks it again.
  */
 export async function powerShellParserAvailable(): Promise<boolean> {
   try {

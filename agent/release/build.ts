@@ -1,9 +1,7 @@
 /**
- * `npm run build`: esbuild turns the agent's command line into one JavaScript
- * file with a source map, needing no node_modules and no TypeScript at run
- * time — what ships to a node. (The operator's `winfleet` runs from a checkout
- * with its node_modules: Pulumi loads its plugins by path, and tree-sitter is
- * a native binding; it is not bundled yet.)
+ * `npm run build`: esbuild turns each command line into one JavaScript file
+ * with a source map, needing no node_modules and no TypeScript at run time:
+ * the agent's (what ships to a node) and the operator's `winfleet`.
  *
  * Layout (relative to the output directory, `dist/` by default):
  * - `agent/` — `package.json` (name and version, which the agent reports),
@@ -11,6 +9,13 @@
  *   a small entry that runs it through V8's code cache (code-cache.ts) — the
  *   path the node bootstrap and the service definitions run as
  *   `current/bin/winfleet-agent.js`;
+ * - `winfleet/` — the same for the operator's command line, whose `render`
+ *   (Pulumi with the Azure and Kubernetes providers, 30 MB once bundled) is a
+ *   second file, `lib/winfleet-render.js`, required only when `render` runs.
+ *   The operator bundle works from a checkout (stacks/ and content/ are read
+ *   from it, `local up` starts bin/winfleet-agent.js); the only packages it
+ *   takes from node_modules are native ones, and only when a command needs
+ *   them (esbuild for `release`, tree-sitter for PowerShell checks);
  * - `.build/agent.json` — what the bundle was built from (size and mtime of
  *   every source file, and of node_modules/.package-lock.json for the
  *   packages), which the checkout's launcher compares with the sources so a
@@ -20,14 +25,17 @@
  * leaves the previous one as it was.
  */
 import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { dirname, join, relative, sep } from "node:path";
+import type * as Esbuild from "esbuild";
 import type { BuildOptions, Metafile, Plugin } from "esbuild";
 import { canonicalJson } from "../common/canonical-json";
+import { importExternal } from "../common/import-external";
+import { projectRoot } from "../common/project-root";
 
 /** One bundle the build makes. */
 export interface BundleSpec {
   /** The directory under the output and the name of its build record. */
-  readonly name: "agent";
+  readonly name: "agent" | "winfleet";
   /** The TypeScript entry, relative to the repository. */
   readonly entry: string;
   /** The entry people and services run, relative to the bundle's directory. */
@@ -36,6 +44,15 @@ export interface BundleSpec {
   readonly lib: string;
   /** Packages left out of the bundle and required at run time (only where a command needs them). */
   readonly external: readonly string[];
+  /**
+   * Modules bundled into files of their own beside `lib` (each with what it
+   * imports), which the main file requires at run time when a command needs
+   * them. A part must not hand objects whose class matters back to the main
+   * file: each file has its own copy of the classes both use.
+   */
+  readonly parts: readonly { readonly entry: string; readonly lib: string }[];
+  /** Whether the bundle runs from a checkout (and so is told where that is). */
+  readonly inCheckout: boolean;
 }
 
 /**
@@ -44,7 +61,7 @@ export interface BundleSpec {
  * @grpc/proto-loader (with protobufjs, 180 KB) only to serve channelz and ORCA,
  * which winfleet never registers.
  */
-const EXTERNAL = ["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader"];
+const EXTERNAL = ["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader", "esbuild"];
 
 /** The agent bundle: everything inside, except what {@link EXTERNAL} names. */
 export const AGENT_BUNDLE: BundleSpec = {
@@ -53,7 +70,23 @@ export const AGENT_BUNDLE: BundleSpec = {
   bin: "bin/winfleet-agent.js",
   lib: "lib/winfleet-agent.js",
   external: EXTERNAL,
+  parts: [],
+  inCheckout: false,
 };
+
+/** The operator bundle: `render` and the Pulumi it loads in a second file. */
+export const OPERATOR_BUNDLE: BundleSpec = {
+  name: "winfleet",
+  entry: "agent/cli/winfleet-main.ts",
+  bin: "bin/winfleet.js",
+  lib: "lib/winfleet.js",
+  external: EXTERNAL,
+  parts: [{ entry: "infra/render-main.ts", lib: "lib/winfleet-render.js" }],
+  inCheckout: true,
+};
+
+/** Every bundle `npm run build` makes. */
+export const BUNDLES: readonly BundleSpec[] = [AGENT_BUNDLE, OPERATOR_BUNDLE];
 
 /** The code-cache entry every bundle's bin/ file is made from. */
 const ENTRY = "agent/release/bundle-entry.ts";
@@ -98,17 +131,37 @@ const COMMON: BuildOptions = {
   logLevel: "silent",
 };
 
-function libOptions(repo: string, spec: BundleSpec, outFile: string): BuildOptions {
+/** Makes each of `parts` (other than `self`) an external require of its own file, relative to `fromLib`. */
+function splitParts(repo: string, spec: BundleSpec, fromLib: string, self: string): Plugin {
+  const others = spec.parts.filter((p) => p.entry !== self);
+  return {
+    name: "split-parts",
+    setup(b) {
+      b.onResolve({ filter: /^\./ }, (args) => {
+        const target = join(args.resolveDir, args.path);
+        const part = others.find((p) => join(repo, p.entry).replace(/\.ts$/, "") === target.replace(/\.ts$/, ""));
+        if (!part) return undefined;
+        const rel = relative(dirname(fromLib), part.lib).split(sep).join("/");
+        return { path: rel.startsWith(".") ? rel : `./${rel}`, external: true };
+      });
+    },
+  };
+}
+
+function libOptions(repo: string, spec: BundleSpec, entry: string, lib: string, outDir: string): BuildOptions {
+  // The checkout, relative to where the bundle will lie (for agent/common/project-root.ts).
+  const root = relative(join(outDir, spec.name, dirname(lib)), repo).split(sep).join("/") || ".";
   return {
     ...COMMON,
     absWorkingDir: repo,
-    entryPoints: [join(repo, spec.entry)],
-    outfile: outFile,
+    entryPoints: [join(repo, entry)],
+    outfile: join(outDir, spec.name, lib),
     sourcemap: "linked",
     legalComments: "eof",
     external: [...spec.external],
     metafile: true,
-    plugins: [zodEnglishOnly],
+    ...(spec.inCheckout ? { define: { WINFLEET_PROJECT_ROOT: JSON.stringify(root) } } : {}),
+    plugins: [zodEnglishOnly, splitParts(repo, spec, lib, entry)],
   };
 }
 
@@ -146,35 +199,47 @@ async function swapIn(staged: string, target: string): Promise<void> {
   await rm(old, { recursive: true, force: true });
 }
 
-/** Builds the agent bundle of the repository at `repo` into `outDir`. */
-export async function buildBundles(repo: string, outDir = join(repo, "dist")): Promise<BuildResult> {
+/**
+ * Builds the bundles of the repository at `repo` into `outDir` (all of
+ * {@link BUNDLES} unless `only` names some).
+ */
+export async function buildBundles(repo: string, outDir = join(repo, "dist"), only: readonly BundleSpec["name"][] = BUNDLES.map((b) => b.name)): Promise<BuildResult> {
   // Loaded here: esbuild is a native binary the operator bundle keeps external.
-  const esbuild = await import("esbuild");
+  const { default: esbuild } = await importExternal<{ default: typeof Esbuild }>("esbuild");
   const pkg = JSON.parse(await readFile(join(repo, "package.json"), "utf8")) as { name: string; version: string; description?: string; license?: string };
   await mkdir(outDir, { recursive: true });
   const staging = await mkdtemp(join(outDir, ".staging-"));
   try {
     const made: { name: string; lib: string; bytes: number; sources: number }[] = [];
     const records: [string, BuildRecord][] = [];
-    for (const spec of [AGENT_BUNDLE]) {
+    const specs = BUNDLES.filter((b) => only.includes(b.name));
+    for (const spec of specs) {
       const lib = join(staging, spec.name, spec.lib);
       const bin = join(staging, spec.name, spec.bin);
-      const libResult = await esbuild.build(libOptions(repo, spec, lib));
-      const binResult = await esbuild.build(binOptions(repo, spec, bin));
-      if (!libResult.metafile || !binResult.metafile) throw new Error(`esbuild could not bundle ${spec.entry}`);
-      await chmod(bin, 0o755);
-      if (spec.name === "agent") {
-        // The version the agent reports (agent/version.ts reads the nearest winfleet package.json).
-        const manifest = { name: pkg.name, version: pkg.version, description: pkg.description, license: pkg.license, private: true };
-        await writeFile(join(staging, spec.name, "package.json"), `${canonicalJson(manifest)}\n`);
+      const metas: Metafile[] = [];
+      for (const [entry, file] of [[spec.entry, spec.lib], ...spec.parts.map((p) => [p.entry, p.lib] as const)] as const) {
+        // Built for where it will lie (`outDir`), written to the staging copy.
+        const result = await esbuild.build({ ...libOptions(repo, spec, entry, file, outDir), outfile: join(staging, spec.name, file) });
+        if (!result.metafile) throw new Error(`esbuild could not bundle ${entry}`);
+        metas.push(result.metafile);
       }
-      const rec = await record(repo, spec, [libResult.metafile, binResult.metafile]);
+      const binResult = await esbuild.build(binOptions(repo, spec, bin));
+      if (!binResult.metafile) throw new Error(`esbuild could not bundle ${spec.bin}`);
+      metas.push(binResult.metafile);
+      await chmod(bin, 0o755);
+      // The version the bundle reports (agent/version.ts reads the nearest winfleet package.json).
+      const manifest = { name: pkg.name, version: pkg.version, description: pkg.description, license: pkg.license, private: true };
+      await writeFile(join(staging, spec.name, "package.json"), `${canonicalJson(manifest)}\n`);
+      const rec = await record(repo, spec, metas);
       records.push([spec.name, rec]);
       made.push({ name: spec.name, lib: join(outDir, spec.name, spec.lib), bytes: (await stat(lib)).size, sources: Object.keys(rec.inputs).length });
     }
     await mkdir(join(staging, ".build"));
     for (const [name, rec] of records) await writeFile(join(staging, ".build", `${name}.json`), `${canonicalJson(rec)}\n`);
-    for (const name of [AGENT_BUNDLE.name, ".build"]) await swapIn(join(staging, name), join(outDir, name));
+    for (const spec of specs) await swapIn(join(staging, spec.name), join(outDir, spec.name));
+    // Build records sit side by side: replace only those of the bundles made here.
+    await mkdir(join(outDir, ".build"), { recursive: true });
+    for (const [name] of records) await rename(join(staging, ".build", `${name}.json`), join(outDir, ".build", `${name}.json`));
     return { outDir, version: pkg.version, bundles: made };
   } finally {
     await rm(staging, { recursive: true, force: true });
@@ -183,5 +248,5 @@ export async function buildBundles(repo: string, outDir = join(repo, "dist")): P
 
 /** The repository this module belongs to (its sources or its operator bundle). */
 export function repositoryRoot(): string {
-  return resolve(__dirname, "..", "..");
+  return projectRoot();
 }

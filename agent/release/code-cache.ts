@@ -22,6 +22,7 @@ import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { Script } from "node:vm";
+import { IMPORT_EXTERNAL } from "../common/import-external";
 
 /** How a run used the cache. */
 export type CacheUse = "off" | "missing" | "consumed" | "rejected";
@@ -77,7 +78,11 @@ export function runBundle(lib: string, command: string, env: NodeJS.ProcessEnv =
     cached = undefined;
   }
   const source = readFileSync(lib, "utf8");
-  const script = new Script(WRAP_HEAD + source + WRAP_TAIL, { filename: lib, lineOffset: -1, ...(cached ? { cachedData: cached } : {}) });
+  const script = new Script(WRAP_HEAD + source + WRAP_TAIL, {
+    filename: lib,
+    lineOffset: -1,
+    ...(cached ? { cachedData: cached } : {}),
+  });
   const use: CacheUse = cached === undefined ? "missing" : script.cachedDataRejected === true ? "rejected" : "consumed";
   if (use !== "consumed") {
     // At exit the cache holds every function this run compiled, not just the top level.
@@ -91,6 +96,8 @@ export function runBundle(lib: string, command: string, env: NodeJS.ProcessEnv =
       }
     });
   }
+  // import() inside a vm.Script has no loader; the bundle reaches this one (agent/common/import-external.ts).
+  (globalThis as { [IMPORT_EXTERNAL]?: (s: string) => Promise<unknown> })[IMPORT_EXTERNAL] = (s) => import(s);
   const wrapper = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void;
   const module = { exports: {}, filename: lib, id: lib, loaded: false };
   wrapper.call(module.exports, module.exports, createRequire(lib), module, lib, dirname(lib));

@@ -45,7 +45,7 @@ export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
   await mkdir(dirname(options.out), { recursive: true });
   const staging = await mkdtemp(join(dirname(options.out), `.${basename(options.out)}.release-`));
   try {
-    const built = await buildBundles(options.repo, join(staging, "build"));
+    const built = await buildBundles(options.repo, join(staging, "build"), ["agent"]);
     const agent = join(staging, "release", "agent");
     await cp(join(staging, "build", "agent"), agent, { recursive: true });
     await mkdir(join(agent, "service"), { recursive: true });

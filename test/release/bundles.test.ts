@@ -1,15 +1,16 @@
 /**
- * The agent's single-file bundle (`npm run build`): built for real with
- * esbuild, copied where no node_modules can be found, and run — the lifecycle
- * engine end to end on the sandbox content, the code cache, and the checkout
- * launcher that refuses a stale bundle.
+ * The single-file bundles (`npm run build`), built for real with esbuild: the
+ * agent's, copied where no node_modules can be found and run (the lifecycle
+ * engine end to end on the sandbox content, the code cache); the operator's,
+ * rendering as the sources do; and the checkout launcher that runs a current
+ * bundle and never a stale one.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { builtinModules } from "node:module";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { buildBundles } from "../../agent/release/build";
 
@@ -124,5 +125,78 @@ describe("the checkout launcher", () => {
     rmSync(join(dir, "dist"), { recursive: true });
     assert.match(node([agent, "--version"], { WINFLEET_LAUNCH: "bundle" }).stderr, /dist\/agent\/bin\/winfleet-agent\.js does not exist \(run npm run build\)/);
     assert.equal(node([agent, "--version"], { WINFLEET_LAUNCH: "sometimes" }).code, 2);
+  });
+
+  it("runs a current bundle by default and the sources once it is stale or when asked to", () => {
+    const { dir, source } = checkout();
+    // The checkout's sources run through tsx, from the repository's packages.
+    symlinkSync(join(REPO, "node_modules"), join(dir, "node_modules"));
+    writeFileSync(source, 'process.stdout.write("from the sources\\n");\n');
+    const s = statSync(source);
+    writeFileSync(join(dir, "dist", ".build", "agent.json"), JSON.stringify({ format: 1, bundle: "agent/bin/winfleet-agent.js", inputs: { "agent/cli/agent-main.ts": { size: s.size, mtimeMs: s.mtimeMs } } }));
+    const agent = join(dir, "bin", "winfleet-agent.js");
+    const pkg = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string };
+    assert.equal(node([agent, "--version"]).stdout.trim(), pkg.version, "the bundle, which is current");
+    assert.equal(node([agent, "--version"], { WINFLEET_LAUNCH: "source" }).stdout, "from the sources\n");
+    const later = new Date(Date.now() + 5_000);
+    utimesSync(source, later, later);
+    const stale = node([agent, "--version"]);
+    assert.equal(stale.stdout, "from the sources\n", stale.stderr);
+  });
+});
+
+describe("the operator bundle", () => {
+  const winfleet = (): string => join(out, "winfleet", "bin", "winfleet.js");
+
+  it("needs only native packages from node_modules, each only for the command that uses it", () => {
+    assert.deepEqual(readdirSync(join(out, "winfleet", "lib")).sort(), ["winfleet-render.js", "winfleet-render.js.map", "winfleet.js", "winfleet.js.map"]);
+    for (const file of ["winfleet.js", "winfleet-render.js"]) {
+      const lib = readFileSync(join(out, "winfleet", "lib", file), "utf8");
+      // (Pulumi's closure serialiser writes require("${...}") into the code it generates: text, not a require.)
+      const required = new Set([...lib.matchAll(/require\("([^"./$][^"]*)"\)/g)].map((m) => m[1] as string).filter((m) => !m.startsWith("node:")));
+      const builtins = new Set<string>(builtinModules);
+      const foreign = [...required].filter((m) => !builtins.has(m) && !["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader", "esbuild", "encoding"].some((x) => m === x || m.startsWith(`${x}/`)));
+      assert.deepEqual(foreign, [], `packages ${file} would need from node_modules`);
+    }
+    const main = readFileSync(join(out, "winfleet", "lib", "winfleet.js"), "utf8");
+    assert.match(main, /require\("\.\/winfleet-render\.js"\)/, "render is a file of its own");
+    assert.ok(!main.includes("@pulumi/azure-native"), "Pulumi stays out of the main file");
+    const v = node([winfleet(), "--version"]);
+    assert.equal(v.code, 0, v.stderr);
+    assert.equal(v.stdout.trim(), (JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string }).version);
+  });
+
+  it("checks PowerShell with the checkout's tree-sitter, whether its code cache is being written or read", () => {
+    const cache = join(scratch, "operator-cache");
+    const bad = join(scratch, "bad-content");
+    cpSync(join(REPO, "content"), bad, { recursive: true });
+    const script = readdirSync(bad, { recursive: true, encoding: "utf8" }).find((f) => f.endsWith(".ps1"));
+    assert.ok(script, "the content has PowerShell");
+    writeFileSync(join(bad, script), "function Broken {\n  if ($x -eq 1 {\n}\n");
+    for (const round of ["missing", "consumed"]) {
+      const good = node([winfleet(), "content", "validate", "--content", join(REPO, "content")], { WINFLEET_CODE_CACHE: cache }, REPO);
+      assert.equal(good.code, 0, `${round}: ${good.stderr}`);
+      assert.doesNotMatch(good.stdout + good.stderr, /PowerShell syntax not checked/, round);
+      const broken = node([winfleet(), "content", "validate", "--content", bad], { WINFLEET_CODE_CACHE: cache }, REPO);
+      assert.equal(broken.code, 1, `${round}: ${broken.stderr}`);
+      assert.match(broken.stdout + broken.stderr, new RegExp(basename(script).replace(".", "\\.")), round);
+    }
+    assert.equal(readdirSync(cache).filter((f) => f.endsWith(".bin")).length, 1, "one entry, written by the first run, read by the second");
+  });
+
+  it("renders a stack of the checkout byte for byte as the sources do", () => {
+    const fromBundle = join(scratch, "render-bundle");
+    const fromSources = join(scratch, "render-sources");
+    const a = node([winfleet(), "render", "--stack", "byoh", "--out", fromBundle], {}, REPO);
+    assert.equal(a.code, 0, a.stderr);
+    const b = spawnSync(process.execPath, [join(REPO, "bin", "winfleet.js"), "render", "--stack", "byoh", "--out", fromSources], { cwd: REPO, encoding: "utf8", env: { ...process.env, WINFLEET_LAUNCH: "source" } });
+    assert.equal(b.status, 0, b.stderr);
+    const files = readdirSync(fromSources, { recursive: true, encoding: "utf8" }).sort();
+    assert.deepEqual(readdirSync(fromBundle, { recursive: true, encoding: "utf8" }).sort(), files);
+    for (const f of files) if (statSync(join(fromSources, f)).isFile()) assert.equal(readFileSync(join(fromBundle, f), "utf8"), readFileSync(join(fromSources, f), "utf8"), f);
+    const refused = node([winfleet(), "render", "--stack", "no-such-stack", "--out", join(scratch, "render-none")], {}, REPO);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /Pulumi\.no-such-stack\.yaml is invalid:\n.*no such stack file; stacks here: .*byoh/);
+    assert.ok(!existsSync(join(scratch, "render-none")));
   });
 });
