@@ -9,6 +9,11 @@ import { AGENT_COMMANDS } from "./agent-commands";
 import { registerLazily } from "./lazy-commands";
 import { AGENT_VERSION } from "../version";
 
+// Durable writes of many files flush concurrently (agent/ignition/apply.ts): libuv's
+// default four threads would run four fsyncs at a time. Read when the pool first starts,
+// which nothing above has made it do; idle, the pool is never started at all.
+process.env.UV_THREADPOOL_SIZE ??= "16";
+
 const program = new Command("winfleet-agent")
   .description("winfleet node agent: applies content, keeps the host converged, serves the wins protocol")
   .version(AGENT_VERSION)

@@ -5,7 +5,7 @@
  * plans no operation at all.
  */
 import { chmod, link, mkdir, rm, symlink } from "node:fs/promises";
-import { writeFileAtomic } from "../common/atomic-file";
+import { AtomicWriteBatch } from "../common/atomic-file";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import { type FetchOptions, resolveResource } from "./fetch";
 import { type Ledger, emptyLedger, readLedger, writeLedger } from "./ledger";
@@ -66,12 +66,31 @@ async function hostErrors<T>(phase: string, work: () => Promise<T>): Promise<T> 
   }
 }
 
-/** Carries out planned operations in order. */
+/**
+ * Carries out planned operations in order, with file writes batched: a write
+ * stages its temp file, and the batch is flushed (fsynced together, then
+ * renamed in order) before any operation other than a write or a directory
+ * creation, so that operation sees the tree the plan assumed, and at the end.
+ */
 export async function executePlan(plan: ApplyPlan, durable: boolean): Promise<void> {
-  for (const op of plan.operations) await execute(op, durable);
+  const batch = new AtomicWriteBatch(durable);
+  try {
+    for (const op of plan.operations) {
+      if (op.op === "write") {
+        await batch.add(op.host, op.data, op.mode);
+        continue;
+      }
+      if (op.op !== "mkdir") await batch.flush();
+      await execute(op);
+    }
+    await batch.flush();
+  } catch (e) {
+    batch.discard();
+    throw e;
+  }
 }
 
-async function execute(op: Operation, durable: boolean): Promise<void> {
+async function execute(op: Exclude<Operation, { op: "write" }>): Promise<void> {
   switch (op.op) {
     case "mkdir":
       await mkdir(op.host);
@@ -79,9 +98,6 @@ async function execute(op: Operation, durable: boolean): Promise<void> {
       return;
     case "remove":
       await rm(op.host, { recursive: true, force: true });
-      return;
-    case "write":
-      await writeFileAtomic(op.host, op.data, { mode: op.mode, durable });
       return;
     case "chmod":
       await chmod(op.host, op.mode);

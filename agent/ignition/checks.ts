@@ -69,17 +69,17 @@ export function urlScheme(source: string): string {
 /** winfleet's scheme for files shipped inside a content bundle: `bundle:///relative/path`. */
 export const BUNDLE_SCHEME = "bundle";
 
-/** Checks a source URL's scheme and, for `data:`, that it decodes. */
-export function checkSource(source: string, at: string, issues: IssueList, schemes: readonly string[]): void {
-  if (source === "") return; // Ignition accepts an empty source at validation time
+/** Checks a source URL's scheme and, for `data:`, that it decodes; returns the bytes of a valid `data:` URL. */
+export function checkSource(source: string, at: string, issues: IssueList, schemes: readonly string[]): Buffer | undefined {
+  if (source === "") return undefined; // Ignition accepts an empty source at validation time
   const scheme = urlScheme(source);
   if (!schemes.includes(scheme)) {
     issues.error(at, "invalid url scheme");
-    return;
+    return undefined;
   }
   if (scheme === "data") {
     try {
-      decodeDataUrl(source);
+      return decodeDataUrl(source).data;
     } catch (e) {
       if (e instanceof DataUrlError) issues.error(at, e.message);
       else throw e;
@@ -89,6 +89,7 @@ export function checkSource(source: string, at: string, issues: IssueList, schem
     const rel = bundlePath(source);
     if (rel === undefined) issues.error(at, "bundle URL must be bundle:///<relative path> without '..'");
   }
+  return undefined;
 }
 
 /** The path inside the bundle a `bundle:` URL names, or undefined when it is malformed or escapes. */

@@ -48,7 +48,7 @@ export async function resolveResource(r: Resource, options: FetchOptions = {}): 
   let raw: Buffer;
   switch (scheme) {
     case "data":
-      raw = decodeDataUrl(r.source).data;
+      raw = r.inline ?? decodeDataUrl(r.source).data;
       break;
     case "http":
     case "https":

@@ -29,6 +29,11 @@ export interface Resource {
   readonly hash: Hash | undefined;
   /** JSON path of this resource in the original document, for error messages. */
   readonly at: string;
+  /**
+   * The bytes of a `data:` source, decoded once while the config was checked
+   * (a data URL can carry hundreds of megabytes; fetching reuses these).
+   */
+  readonly inline?: Buffer;
 }
 
 interface EntryBase {

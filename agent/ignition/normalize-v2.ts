@@ -112,13 +112,13 @@ function resourceV2(
   emptyWhenUnset: boolean,
 ): Resource {
   const given = raw.source ?? undefined;
-  if (given !== undefined) checkSource(given, `${at}.source`, issues, SCHEMES_V2);
+  const inline = given === undefined ? undefined : checkSource(given, `${at}.source`, issues, SCHEMES_V2);
   const compression = raw.compression ?? "";
   if (compression !== "" && compression !== "gzip") issues.error(`${at}.compression`, "invalid compression method");
   const spec = raw.verification?.hash;
   const hash = spec ? checkHash(spec, `${at}.verification.hash`, issues, ["sha512"]) : undefined;
   const source = given ?? (emptyWhenUnset ? "data:," : undefined);
-  return { source, compression: compression === "gzip" ? "gzip" : undefined, httpHeaders: [], hash, at };
+  return { source, compression: compression === "gzip" ? "gzip" : undefined, httpHeaders: [], hash, at, ...(inline ? { inline } : {}) };
 }
 
 function otherSectionsV2(doc: ConfigV2, issues: IssueList): NotApplicable[] {

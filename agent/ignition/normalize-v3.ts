@@ -72,7 +72,7 @@ function checkOwner(owner: Owner, at: string, issues: IssueList): void {
 
 function resource(raw: NonNullable<RawResource>, at: string, minor: number, issues: IssueList): Resource {
   const source = raw.source ?? undefined;
-  if (source !== undefined) checkSource(source, `${at}.source`, issues, schemesFor(minor));
+  const inline = source === undefined ? undefined : checkSource(source, `${at}.source`, issues, schemesFor(minor));
   const compression = raw.compression ?? "";
   if (compression !== "" && compression !== "gzip") issues.error(`${at}.compression`, "invalid compression method");
   const headers: HttpHeader[] = [];
@@ -96,7 +96,7 @@ function resource(raw: NonNullable<RawResource>, at: string, minor: number, issu
     if (source === undefined) issues.error(`${at}.verification.hash`, "source must be specified if verification is specified");
     hash = checkHash(spec, `${at}.verification.hash`, issues, minor >= 1 ? ["sha512", "sha256"] : ["sha512"]);
   }
-  return { source, compression: compression === "gzip" ? "gzip" : undefined, httpHeaders: headers, hash, at };
+  return { source, compression: compression === "gzip" ? "gzip" : undefined, httpHeaders: headers, hash, at, ...(inline ? { inline } : {}) };
 }
 
 /** Validates the sections a Windows host cannot apply and lists those present. */

@@ -5,7 +5,8 @@
  * operations that {@link executePlan} carries out.
  */
 import { createHash } from "node:crypto";
-import { lstat, readFile, readlink, stat } from "node:fs/promises";
+import { lstatSync, readlinkSync, statSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { AgentError, AgentErrorCode } from "../common/errors";
 import { type Ledger, sha512 } from "./ledger";
@@ -56,15 +57,17 @@ class VirtualHost {
   private readonly planned = new Map<string, NodeState>();
   private readonly removed: string[] = [];
 
-  async lookup(host: string, follow = false): Promise<NodeState> {
+  // Synchronous: a stat costs microseconds, a trip through libuv's thread pool
+  // ten times that, and a plan makes one per entry and parent.
+  lookup(host: string, follow = false): NodeState {
     const p = this.planned.get(host);
     if (p) return p;
     if (this.removed.some((r) => host === r || host.startsWith(`${r}/`) || host.startsWith(`${r}\\`))) return { type: "absent" };
     try {
-      const s = follow ? await stat(host) : await lstat(host);
+      const s = follow ? statSync(host) : lstatSync(host);
       if (s.isFile()) return { type: "file", mode: s.mode & 0o7777, ino: s.ino, read: () => readFile(host) };
       if (s.isDirectory()) return { type: "dir", mode: s.mode & 0o7777 };
-      if (s.isSymbolicLink()) return { type: "symlink", text: await readlink(host) };
+      if (s.isSymbolicLink()) return { type: "symlink", text: readlinkSync(host) };
       return { type: "other" };
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
@@ -126,26 +129,26 @@ export async function planApply(
     const long = entry.path.split("/").find((name) => Buffer.byteLength(name) > NAME_MAX);
     if (long !== undefined) throw new AgentError(AgentErrorCode.ApplyFailed, `${entry.at}.path: the name ${long.slice(0, 20)}… is longer than ${NAME_MAX} bytes`);
     const before = ops.length;
-    await ensureParents(entry, host, view, ops);
+    ensureParents(entry, host, view, ops);
     const parentsMade = ops.length > before;
     let same: boolean;
     if (entry.kind === "file") {
       const r = resolved.get(entry) ?? { contents: undefined, append: [] };
       same = await planFile(entry, host, r, view, ops, previous, ledger);
     } else if (entry.kind === "directory") {
-      same = await planDirectory(entry, host, view, ops, previous, ledger);
+      same = planDirectory(entry, host, view, ops, previous, ledger);
     } else {
-      same = await planLink(entry, host, mapper, view, ops);
+      same = planLink(entry, host, mapper, view, ops);
     }
     (same && !parentsMade ? unchanged : changed).push(entry.path);
   }
   return { operations: ops, changed, unchanged, ledger };
 }
 
-async function ensureParents(entry: Entry, host: string, view: VirtualHost, ops: Operation[]): Promise<void> {
+function ensureParents(entry: Entry, host: string, view: VirtualHost, ops: Operation[]): void {
   const missing: string[] = [];
   for (let dir = dirname(host); dir !== dirname(dir); dir = dirname(dir)) {
-    const state = await view.lookup(dir, true);
+    const state = view.lookup(dir, true);
     if (state.type === "dir") break;
     if (state.type !== "absent") throw conflict(entry, `${dir} exists and is not a directory`);
     missing.unshift(dir);
@@ -166,7 +169,7 @@ async function planFile(
   ledger: Ledger["files"],
 ): Promise<boolean> {
   const fp = fingerprint(entry, r);
-  let existing = await view.lookup(host);
+  let existing = view.lookup(host);
   const record = previous.files[entry.path];
   const matchesLedger = async (state: NodeState): Promise<boolean> =>
     state.type === "file" && record?.fingerprint === fp && record.sha512 === sha512(await state.read());
@@ -210,15 +213,15 @@ async function planFile(
 
 // A directory is recorded too: overwrite empties it on the first apply, as in
 // Ignition, but a re-apply of the same entry must not wipe what the config put inside.
-async function planDirectory(
+function planDirectory(
   entry: DirectoryEntry,
   host: string,
   view: VirtualHost,
   ops: Operation[],
   previous: Ledger,
   ledger: Ledger["files"],
-): Promise<boolean> {
-  const existing = await view.lookup(host);
+): boolean {
+  const existing = view.lookup(host);
   const fp = `directory:${entry.overwrite}:${entry.mode ?? "-"}`;
   const mode = entry.mode ?? (existing.type === "dir" ? existing.mode : 0o755);
   ledger[entry.path] = { fingerprint: fp, sha512: DIRECTORY_DIGEST, mode, host };
@@ -240,11 +243,11 @@ async function planDirectory(
   return false;
 }
 
-async function planLink(entry: LinkEntry, host: string, mapper: PathMapper, view: VirtualHost, ops: Operation[]): Promise<boolean> {
-  const existing = await view.lookup(host);
+function planLink(entry: LinkEntry, host: string, mapper: PathMapper, view: VirtualHost, ops: Operation[]): boolean {
+  const existing = view.lookup(host);
   if (entry.hard) {
     const targetHost = mapper.hostPath(entry.target);
-    const target = await view.lookup(targetHost);
+    const target = view.lookup(targetHost);
     if (target.type === "absent") throw conflict(entry, `hard link target ${entry.target} does not exist`);
     if (target.type === "dir") throw conflict(entry, "hard link target is a directory");
     if (existing.type === "file" && target.type === "file" && target.ino >= 0 && existing.ino === target.ino) return true;

@@ -14,6 +14,22 @@ export async function medianMs(runs: number, work: () => unknown, prepare?: () =
   return times[Math.floor(times.length / 2)] ?? NaN;
 }
 
+/**
+ * Median wall times in ms of each of `works`, taking turns run by run, so a
+ * machine that slows down or speeds up mid-benchmark weighs on every one alike.
+ */
+export async function interleavedMedianMs(runs: number, works: readonly (() => unknown)[]): Promise<number[]> {
+  const times = works.map(() => [] as number[]);
+  for (let i = 0; i < runs; i++) {
+    for (const [k, work] of works.entries()) {
+      const t = performance.now();
+      await work();
+      times[k]?.push(performance.now() - t);
+    }
+  }
+  return times.map((ts) => ts.sort((a, b) => a - b)[Math.floor(ts.length / 2)] ?? NaN);
+}
+
 /** Prints `label: ours vs baseline (ratio)`. */
 export function report(label: string, ours: { name: string; ms: number }, baseline: { name: string; ms: number }): void {
   const ratio = ours.ms / baseline.ms;

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { appInfo } from "../../agent/broker/client";
@@ -77,6 +77,21 @@ describe("winfleet-agent up", () => {
     assert.match(detached.stdout, /upgrade started in the background/);
     const end = Date.now() + 30_000;
     while (Date.now() < end && (await options.probe().catch(() => undefined)) !== "5.0.0-test") await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await options.probe(), "5.0.0-test");
+    // The background upgrade decides on its own probes; until it exits it may still roll back,
+    // and one outliving the test would restart a version after the suite stopped it.
+    const pid = Number(/pid (\d+)/.exec(detached.stdout)?.[1]);
+    const alive = (): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    while (Date.now() < end && alive()) await new Promise((r) => setTimeout(r, 200));
+    assert.equal(alive(), false, "the background upgrade finished");
+    assert.match(readFileSync(join(installDir, "up.log"), "utf8"), /upgraded: 4\.0\.0-test -> 5\.0\.0-test/);
     assert.equal(await options.probe(), "5.0.0-test");
   });
 });
