@@ -3,7 +3,9 @@
  * the same run: `winfleet-agent --version` start time vs `node -e 0` (goal
  * ≤ 1.5×), cold (no code cache) and warm; and idle RSS with the broker serving
  * vs an idle bare `node` (goal ≤ 1.15×), from the bundle and from the sources
- * through tsx.
+ * through tsx — with, for what bounds it, the RSS of bare `node` serving only an
+ * HTTP/2 server, and only an empty grpc-js server, on a Unix socket: the least
+ * any wins-compatible gRPC server in Node holds.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -19,8 +21,8 @@ function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
 }
 
-async function idleRss(args: readonly string[]): Promise<number> {
-  const child = spawn(process.execPath, args, { stdio: "ignore", env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "cache") } });
+async function idleRss(args: readonly string[], env: Record<string, string> = {}): Promise<number> {
+  const child = spawn(process.execPath, args, { cwd: REPO, stdio: "ignore", env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "cache"), ...env } });
   await new Promise((r) => setTimeout(r, 4000));
   const kb = rssKb(child.pid ?? 0);
   child.kill();
@@ -36,7 +38,7 @@ void (async () => {
     const cold = await medianMs(15, run([bin, "--version"], { WINFLEET_CODE_CACHE: "off" }));
     run([bin, "--version"], { WINFLEET_CODE_CACHE: join(work, "cache") })();
     const warm = await medianMs(15, run([bin, "--version"], { WINFLEET_CODE_CACHE: join(work, "cache") }));
-    const source = await medianMs(5, run([join(REPO, "bin", "winfleet-agent.js"), "--version"]));
+    const source = await medianMs(5, run([join(REPO, "bin", "winfleet-agent.js"), "--version"], { WINFLEET_LAUNCH: "source" }));
     report("--version, code cache warm", { name: "bundle", ms: warm }, { name: "node -e 0", ms: bare });
     report("--version, no code cache", { name: "bundle", ms: cold }, { name: "node -e 0", ms: bare });
     report("--version, from sources", { name: "tsx   ", ms: source }, { name: "node -e 0", ms: bare });
@@ -46,9 +48,16 @@ void (async () => {
     writeFileSync(config, `listen: ${work}/w.sock\nproxy: ${work}/p.sock\nstateDir: ${work}/state\nallowAll: true\n`);
     const idle = await idleRss(["-e", "setInterval(() => {}, 1000)"]);
     const bundled = await idleRss([bin, "broker", "--config", config]);
-    const fromSource = await idleRss([join(REPO, "bin", "winfleet-agent.js"), "broker", "--config", config]);
+    const fromSource = await idleRss([join(REPO, "bin", "winfleet-agent.js"), "broker", "--config", config], { WINFLEET_LAUNCH: "source" });
+    const http2Only = await idleRss(["-e", `require("node:http2").createServer().listen(${JSON.stringify(join(work, "h2.sock"))})`]);
+    const grpcOnly = await idleRss([
+      "-e",
+      `const g = require("@grpc/grpc-js"); new g.Server().bindAsync("unix:${join(work, "g.sock")}", g.ServerCredentials.createInsecure(), () => {})`,
+    ]);
     console.log(`${"idle RSS, broker serving".padEnd(28)} bundle ${(bundled / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(bundled / idle).toFixed(2)}x`);
     console.log(`${"idle RSS, broker serving".padEnd(28)} tsx    ${(fromSource / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(fromSource / idle).toFixed(2)}x`);
+    console.log(`${"idle RSS, floor".padEnd(28)} http2  ${(http2Only / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(http2Only / idle).toFixed(2)}x  (node serving an empty HTTP/2 server)`);
+    console.log(`${"idle RSS, floor".padEnd(28)} grpc   ${(grpcOnly / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(grpcOnly / idle).toFixed(2)}x  (node serving an empty grpc-js server)`);
     console.log("  goal: <= 1.15x bare node");
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -1,45 +1,68 @@
 /**
  * The broker against baselines measured in the same run:
- * - prc run output throughput vs the same process piped straight to /dev/null;
+ * - prc run output throughput vs the same process with its output piped to
+ *   /dev/null (`tool | cat > /dev/null`, goal: at least half its throughput) and
+ *   vs its output redirected to /dev/null; and, for what bounds it, a bare Node
+ *   process doing nothing but reading the same pipe;
  * - port-proxy throughput and latency vs a direct loopback connection and vs
- *   socat relaying the same traffic;
- * - the agent's idle memory (RSS) with the broker serving vs an idle Node process.
+ *   socat relaying the same traffic (goal: 70% of socat's throughput, a round
+ *   trip no slower), and, for what bounds it, a bare Node relay (one process
+ *   piping one socket into another);
+ * Everything of winfleet's runs as it ships: the agent bundle, built into a
+ * scratch directory, serves the broker in a process of its own, `prc run` is
+ * the bundle's `cli prc run` writing to a pipe, and the pod side of the proxy is
+ * its `cli proxy`; socat and the Node relay are processes of their own too.
+ * (The agent's idle memory is measured against its bundle in agent-bundle.bench.ts.)
  */
 import { spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { type AddressInfo, type Socket, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import type * as grpc from "@grpc/grpc-js";
-import { publish } from "../../agent/broker/proxy-client";
-import { AGENT, call, script, startBroker, tempDir, winsClient } from "../broker/harness";
-import { medianMs, report } from "./harness";
+import { appInfo } from "../../agent/broker/client";
+import { buildBundles } from "../../agent/release/build";
+import { script, tempDir } from "../broker/harness";
+import { interleavedMedianMs, medianMs, report } from "./harness";
+
+const REPO = join(__dirname, "..", "..");
 
 const MB = 1024 * 1024;
 
+const work = tempDir("bench-broker-");
+let agent = "";
+
+/** Starts `winfleet-agent broker` from the bundle on fresh sockets; resolves once it answers. */
+async function startAgentBroker(whiteList: string): Promise<{ socket: string; proxy: string; stop(): void }> {
+  const dir = tempDir("bench-broker-run-");
+  const config = join(dir, "broker.yaml");
+  writeFileSync(config, `listen: ${dir}/w.sock\nproxy: ${dir}/p.sock\nstateDir: ${dir}/state\nwhiteList:\n${whiteList}`);
+  const child = spawn(process.execPath, [agent, "broker", "--config", config], { stdio: "ignore" });
+  const socket = join(dir, "w.sock");
+  for (let i = 0; i < 100 && (await appInfo(socket).then(() => false, () => true)); i++) await new Promise((r) => setTimeout(r, 100));
+  return { socket, proxy: join(dir, "p.sock"), stop: () => child.kill() };
+}
+
 async function prcThroughput(): Promise<void> {
-  const bin = tempDir("bench-prc-");
-  const size = 256 * MB;
-  const tool = script(join(bin, "flood.sh"), `head -c ${size} /dev/zero`);
-  const env = await startBroker({ processPaths: [tool] });
-  const checksum = createHash("sha1").update(readFileSync(tool)).digest("hex");
-  const direct = await medianMs(3, () => spawnSync("sh", ["-c", `${tool} > /dev/null`]));
-  const client = winsClient("ProcessService", env.socket);
-  const viaBroker = await medianMs(3, async () => {
-    const started = await call<{ Data: { Value: string } }>(client, "Start", { Path: tool, Checksum: checksum });
-    const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
-    ka.write({ Data: started.Data });
-    const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<unknown>).call(client, { Data: started.Data });
-    wait.on("data", () => undefined);
-    await new Promise((r) => wait.on("end", r));
-    ka.end();
-    await new Promise((r) => setTimeout(r, 50));
-  });
-  client.close();
-  await env.broker.stop();
+  const size = 512 * MB;
+  const tool = script(join(work, "flood.sh"), `head -c ${size} /dev/zero`);
+  const broker = await startAgentBroker(`  processPaths: [${JSON.stringify(tool)}]\n`);
+  const shell = (command: string) => () => {
+    const r = spawnSync("sh", ["-c", command], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`${command}: ${r.stderr}`);
+  };
+  const [piped = NaN, direct = NaN, nodeReads = NaN, viaBroker = NaN] = await interleavedMedianMs(3, [
+    shell(`${tool} | cat > /dev/null`),
+    shell(`${tool} > /dev/null`),
+    shell(`${process.execPath} -e 'require("child_process").spawn(process.argv[1]).stdout.on("data", () => {})' ${tool}`),
+    shell(`${process.execPath} ${agent} cli prc run --server ${broker.socket} --path ${tool} | cat > /dev/null`),
+  ]);
+  broker.stop();
   const mbps = (ms: number): string => `${((size / MB) / (ms / 1000)).toFixed(0)} MB/s`;
-  report(`prc run 256 MB stdout (${mbps(viaBroker)} vs ${mbps(direct)})`, { name: "broker", ms: viaBroker }, { name: "/dev/null", ms: direct });
+  const share = (ms: number, of: number): string => `${((100 * of) / ms).toFixed(0)}%`;
+  report(`prc run 512 MB stdout (${mbps(viaBroker)} vs ${mbps(piped)})`, { name: "broker", ms: viaBroker }, { name: "| cat >/dev/null", ms: piped });
+  report(`prc run 512 MB stdout (${mbps(viaBroker)} vs ${mbps(direct)})`, { name: "broker", ms: viaBroker }, { name: "> /dev/null", ms: direct });
+  report(`  floor: node reads the pipe (${mbps(nodeReads)})`, { name: "node  ", ms: nodeReads }, { name: "| cat >/dev/null", ms: piped });
+  console.log(`  broker throughput: ${share(viaBroker, piped)} of piped to /dev/null (goal >= 50%); a bare Node reader: ${share(nodeReads, piped)}`);
 }
 
 /** A server that counts what it receives and answers the count when the client finishes; or echoes one byte at a time for latency. */
@@ -58,6 +81,17 @@ function sinkServer(): Promise<{ port: number; close(): void }> {
     });
   });
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as AddressInfo).port, close: () => server.close() })));
+}
+
+function reachable(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port });
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
 }
 
 function throughput(host: string, port: number, bytes: number): Promise<void> {
@@ -98,57 +132,61 @@ async function latency(host: string, port: number, rounds: number): Promise<numb
 
 async function proxy(): Promise<void> {
   const sink = await sinkServer();
-  const env = await startBroker({ proxyPorts: [sink.port] });
-  const pod = await publish(env.proxy, sink.port, "127.0.0.2");
+  const broker = await startAgentBroker(`  proxyPorts: [${sink.port}]\n`);
+  const pod = spawn(process.execPath, [agent, "cli", "proxy", "--publish", `TCP:${sink.port}`, "--proxy", broker.proxy, "--bind", "127.0.0.2"], { stdio: "ignore" });
   const socatPort = sink.port + 1 < 65535 ? sink.port + 1 : sink.port - 1;
   const socat = spawn("socat", [`TCP-LISTEN:${socatPort},bind=127.0.0.3,fork,reuseaddr`, `TCP:127.0.0.1:${sink.port}`], { stdio: "ignore" });
-  await new Promise((r) => setTimeout(r, 500));
+  const relayPort = socatPort - 2;
+  const relaySource = `const net = require("net");
+net.createServer({ allowHalfOpen: true }, (inbound) => {
+  const outbound = net.connect({ host: "127.0.0.1", port: ${sink.port}, allowHalfOpen: true });
+  inbound.setNoDelay(true);
+  outbound.setNoDelay(true);
+  inbound.pipe(outbound).pipe(inbound);
+}).listen(${relayPort}, "127.0.0.4");`;
+  const relay = spawn(process.execPath, ["-e", relaySource], { stdio: "ignore" });
+  for (const [host, port] of [["127.0.0.2", sink.port], ["127.0.0.3", socatPort], ["127.0.0.4", relayPort]] as const) {
+    for (let i = 0; i < 100 && !(await reachable(host, port)); i++) await new Promise((r) => setTimeout(r, 100));
+  }
   const bytes = 256 * MB;
   const direct = await medianMs(3, () => throughput("127.0.0.1", sink.port, bytes));
   const viaSocat = await medianMs(3, () => throughput("127.0.0.3", socatPort, bytes));
   const viaProxy = await medianMs(3, () => throughput("127.0.0.2", sink.port, bytes));
+  const viaRelay = await medianMs(3, () => throughput("127.0.0.4", relayPort, bytes));
   const mbps = (ms: number): string => `${((bytes / MB) / (ms / 1000)).toFixed(0)} MB/s`;
   report(`proxy 256 MB (${mbps(viaProxy)} vs ${mbps(direct)})`, { name: "proxy", ms: viaProxy }, { name: "direct", ms: direct });
   report(`proxy 256 MB (${mbps(viaProxy)} vs ${mbps(viaSocat)})`, { name: "proxy", ms: viaProxy }, { name: "socat", ms: viaSocat });
+  report(`  floor: node relay (${mbps(viaRelay)})`, { name: "relay", ms: viaRelay }, { name: "socat", ms: viaSocat });
+  console.log(`  proxy throughput: ${((100 * viaSocat) / viaProxy).toFixed(0)}% of socat's (goal >= 70%); a bare Node relay: ${((100 * viaSocat) / viaRelay).toFixed(0)}%`);
   const rounds = 2000;
   const lDirect = await latency("127.0.0.1", sink.port, rounds);
   const lSocat = await latency("127.0.0.3", socatPort, rounds);
   const lProxy = await latency("127.0.0.2", sink.port, rounds);
-  report("proxy round trip (ms each)", { name: "proxy", ms: lProxy }, { name: "direct", ms: lDirect });
-  report("proxy round trip (ms each)", { name: "proxy", ms: lProxy }, { name: "socat", ms: lSocat });
+  const lRelay = await latency("127.0.0.4", relayPort, rounds);
+  // In microseconds: a loopback round trip is a few dozen.
+  const us = (ms: number): number => ms * 1000;
+  report("proxy round trip", { name: "proxy", ms: us(lProxy) }, { name: "direct", ms: us(lDirect) }, "us");
+  report("proxy round trip", { name: "proxy", ms: us(lProxy) }, { name: "socat", ms: us(lSocat) }, "us");
+  report("  floor: node relay", { name: "relay", ms: us(lRelay) }, { name: "socat", ms: us(lSocat) }, "us");
+  relay.kill();
   socat.kill();
-  await pod.close();
-  await env.broker.stop();
+  pod.kill();
+  broker.stop();
   sink.close();
 }
 
-function rssKb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return Number(m?.[1] ?? NaN);
-}
-
-async function idleMemory(): Promise<void> {
-  const dir = tempDir("bench-rss-");
-  const config = join(dir, "broker.yaml");
-  writeFileSync(config, `listen: ${dir}/w.sock\nproxy: ${dir}/p.sock\nstateDir: ${dir}/state\nallowAll: true\n`);
-  const agent = spawn(process.execPath, [AGENT, "broker", "--config", config], { stdio: "ignore" });
-  const idle = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
-  await new Promise((r) => setTimeout(r, 5000));
-  const a = rssKb(agent.pid ?? 0);
-  const b = rssKb(idle.pid ?? 0);
-  console.log(`${"idle RSS, broker serving".padEnd(28)} agent ${(a / 1024).toFixed(1).padStart(7)} MB | bare node ${(b / 1024).toFixed(1).padStart(7)} MB | ratio ${(a / b).toFixed(2)}x  (agent runs through tsx from source)`);
-  agent.kill();
-  idle.kill();
-}
-
 async function main(): Promise<void> {
+  await buildBundles(REPO, join(work, "dist"), ["agent"]);
+  agent = join(work, "dist", "agent", "bin", "winfleet-agent.js");
   await prcThroughput();
   if (spawnSync("sh", ["-c", "command -v socat"]).status === 0) await proxy();
   else console.log("proxy benchmark skipped: socat is not installed (npm run setup installs it)");
-  await idleMemory();
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exit(1);
-});
+main().then(
+  () => rmSync(work, { recursive: true, force: true }),
+  (e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

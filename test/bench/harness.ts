@@ -31,9 +31,9 @@ export async function interleavedMedianMs(runs: number, works: readonly (() => u
 }
 
 /** Prints `label: ours vs baseline (ratio)`. */
-export function report(label: string, ours: { name: string; ms: number }, baseline: { name: string; ms: number }): void {
+export function report(label: string, ours: { name: string; ms: number }, baseline: { name: string; ms: number }, unit = "ms"): void {
   const ratio = ours.ms / baseline.ms;
   console.log(
-    `${label.padEnd(28)} ${ours.name} ${ours.ms.toFixed(1).padStart(9)} ms | ${baseline.name} ${baseline.ms.toFixed(1).padStart(9)} ms | ratio ${ratio.toFixed(2)}x`,
+    `${label.padEnd(28)} ${ours.name} ${ours.ms.toFixed(1).padStart(9)} ${unit} | ${baseline.name} ${baseline.ms.toFixed(1).padStart(9)} ${unit} | ratio ${ratio.toFixed(2)}x`,
   );
 }
