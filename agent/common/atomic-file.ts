@@ -11,7 +11,7 @@
  * the callback API (a FileHandle's promise API adds objects to every call).
  */
 import { randomBytes } from "node:crypto";
-import { close, closeSync, fchmod, fchmodSync, fsync, open, openSync, rename, renameSync, rmSync, unlink, unlinkSync, write, writeSync } from "node:fs";
+import { close, closeSync, fchmod, fchmodSync, fsync, open, openSync, rename, renameSync, rmSync, unlink, write, writeSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
@@ -84,7 +84,7 @@ export class AtomicWriteBatch {
       fchmodSync(fd, mode);
     } catch (e) {
       closeSync(fd);
-      unlinkSync(temp);
+      rmSync(temp, { force: true });
       throw e;
     }
     this.staged.push({ fd, temp, path });
@@ -169,7 +169,7 @@ async function writeSmall(path: string, temp: string, bytes: Uint8Array, mode: n
     renameSync(temp, path);
   } catch (e) {
     if (!closed) closeSync(fd);
-    unlinkSync(temp);
+    rmSync(temp, { force: true });
     throw e;
   }
 }
