@@ -1,11 +1,12 @@
 /**
  * The pod side of the port proxy: listen on a port inside the pod and tunnel
  * each accepted connection to the same port on the host's localhost, every
- * tunnel a stream on one shared connection to the proxy socket.
+ * tunnel a stream tunnel of its own on the proxy socket (proxy-socket.ts): a
+ * request line, the broker's `ok`, then the bytes as they are.
  */
-import { createServer } from "node:net";
+import { type Socket, connect, createServer } from "node:net";
 import { hostname } from "node:os";
-import { openTunnel, tunnelClient } from "./client";
+import { STREAM_TUNNEL_MAGIC } from "./proxy-socket";
 
 /** A published port. */
 export interface Published {
@@ -13,31 +14,78 @@ export interface Published {
   close(): Promise<void>;
 }
 
+/** The longest answer line the broker sends. */
+const MAX_ANSWER = 4096;
+
+/**
+ * Opens a stream tunnel to `port` over the proxy socket `socket`; resolves
+ * with the connection once the broker has reached the port, rejects with the
+ * broker's refusal (`error <status> <message>`) otherwise.
+ */
+export function openStreamTunnel(socket: string, port: number, client = hostname()): Promise<{ connection: Socket; rest: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const c = connect({ path: socket, allowHalfOpen: true });
+    let answer: Buffer = Buffer.alloc(0);
+    const fail = (e: Error): void => {
+      c.destroy();
+      reject(e);
+    };
+    const onData = (chunk: Buffer): void => {
+      answer = answer.length === 0 ? chunk : Buffer.concat([answer, chunk]);
+      const newline = answer.indexOf(0x0a);
+      if (newline < 0) {
+        if (answer.length > MAX_ANSWER) fail(new Error("the broker's answer is not a tunnel answer"));
+        return;
+      }
+      c.off("data", onData);
+      c.off("end", onEnd);
+      c.off("error", fail);
+      c.pause();
+      const line = answer.subarray(0, newline).toString("utf8");
+      if (line === "ok") return resolve({ connection: c, rest: answer.subarray(newline + 1) });
+      fail(new Error(line.startsWith("error ") ? line.slice("error ".length) : `unexpected answer from the broker: ${line.slice(0, 200)}`));
+    };
+    const onEnd = (): void => fail(new Error("the broker closed the tunnel before answering (is it a winfleet broker?)"));
+    c.on("data", onData);
+    c.once("end", onEnd);
+    c.once("error", fail);
+    c.setNoDelay(true);
+    c.write(`${STREAM_TUNNEL_MAGIC}${port} ${client.replace(/\s+/g, "-")}\n`);
+  });
+}
+
 /** Listens on `bind:port`; `report` hears about tunnels that fail. */
 export async function publish(socket: string, port: number, bind: string, report: (message: string) => void = () => undefined): Promise<Published> {
-  const client = tunnelClient(socket);
+  const open = new Set<Socket>();
   // Half-open: the pod side may finish sending while the host side still answers.
-  const server = createServer({ allowHalfOpen: true }, (conn) => {
-    const call = openTunnel(client, port, hostname());
-    conn.on("data", (chunk: Buffer) => {
-      if (!call.write({ Frame: { case: "Data", value: chunk } })) {
-        conn.pause();
-        call.once("drain", () => conn.resume());
-      }
-    });
-    conn.on("end", () => call.end());
-    conn.on("error", () => call.cancel());
-    call.on("data", (frame: { Frame: { case?: string; value?: unknown } }) => {
-      if (frame.Frame.case === "Data" && !conn.write(frame.Frame.value as Uint8Array)) {
-        call.pause();
-        conn.once("drain", () => call.resume());
-      }
-    });
-    call.on("end", () => conn.end());
-    call.on("error", (e: Error) => {
-      report(`proxy ${port}: ${e.message}`);
-      conn.destroy();
-    });
+  const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (conn) => {
+    open.add(conn);
+    conn.once("close", () => open.delete(conn));
+    conn.setNoDelay(true);
+    openStreamTunnel(socket, port).then(
+      ({ connection, rest }) => {
+        open.add(connection);
+        connection.once("close", () => {
+          open.delete(connection);
+          conn.destroy();
+        });
+        conn.once("close", () => connection.destroy());
+        connection.on("error", (e) => {
+          report(`proxy ${port}: ${e.message}`);
+          conn.destroy();
+        });
+        conn.on("error", () => connection.destroy());
+        if (rest.length > 0) conn.write(rest);
+        conn.pipe(connection);
+        connection.pipe(conn);
+        conn.resume();
+        connection.resume();
+      },
+      (e: unknown) => {
+        report(`proxy ${port}: ${e instanceof Error ? e.message : String(e)}`);
+        conn.destroy();
+      },
+    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -48,7 +96,7 @@ export async function publish(socket: string, port: number, bind: string, report
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        client.close();
+        for (const c of open) c.destroy();
       }),
   };
 }

@@ -25,6 +25,7 @@ import { grpcService } from "./grpc-adapter";
 import { type ProcessHost, linuxProcessHost } from "./process-host";
 import { ProcessPool } from "./process-pool";
 import { tunnelService } from "./proxy-service";
+import { type ProxySocket, listenProxySocket } from "./proxy-socket";
 import { applicationService, hostService, processService, unavailableService } from "./services";
 import { ProcessPathPolicy } from "./whitelist";
 
@@ -60,18 +61,26 @@ async function listening(path: string): Promise<boolean> {
   });
 }
 
-async function bind(server: grpc.Server, path: string, platform: NodeJS.Platform): Promise<void> {
-  if (platform !== "win32") {
-    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-    if (await listening(path)) throw new AgentError(AgentErrorCode.AlreadyExists, `another broker is already listening on ${path}`);
-    await rm(path, { force: true }); // a socket file left by a broker that died
-  }
-  await new Promise<void>((resolve, reject) => {
-    server.bindAsync(`unix:${path}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve()));
-  }).catch((e: unknown) => {
+/** Makes `path` ready to listen on: its directory, and no socket file left by a broker that died. */
+async function prepare(path: string, platform: NodeJS.Platform): Promise<void> {
+  if (platform === "win32") return;
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  if (await listening(path)) throw new AgentError(AgentErrorCode.AlreadyExists, `another broker is already listening on ${path}`);
+  await rm(path, { force: true });
+}
+
+async function listenOn(path: string, platform: NodeJS.Platform, listen: () => Promise<void>): Promise<void> {
+  await prepare(path, platform);
+  await listen().catch((e: unknown) => {
     throw new AgentError(AgentErrorCode.ApplyFailed, `cannot listen on ${path}: ${errorMessage(e)}`);
   });
   if (platform !== "win32") await chmod(path, 0o600);
+}
+
+async function bind(server: grpc.Server, path: string, platform: NodeJS.Platform): Promise<void> {
+  await listenOn(path, platform, () => new Promise<void>((resolve, reject) => {
+    server.bindAsync(`unix:${path}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve()));
+  }));
 }
 
 /** A running broker. */
@@ -79,6 +88,7 @@ export class Broker {
   private constructor(
     private readonly grpcServer: grpc.Server,
     private readonly proxyServer: grpc.Server,
+    private readonly proxySocket: ProxySocket,
     private readonly pool: ProcessPool,
     /** The gRPC socket or pipe. */
     readonly listenPath: string,
@@ -129,14 +139,20 @@ export class Broker {
     const listenPath = endpointPath(config.listen, platform, options.runDir);
     const proxyPath = endpointPath(config.proxy, platform, options.runDir);
     await bind(server, listenPath, platform);
+    let proxySocket: ProxySocket | undefined;
     try {
-      await bind(proxy, proxyPath, platform);
+      // The proxy socket serves gRPC (TunnelService) and the stream tunnel on one listener.
+      const injector = proxy.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+      await listenOn(proxyPath, platform, async () => {
+        proxySocket = await listenProxySocket(proxyPath, { ports: () => live.config.whiteList.proxyPorts, injectGrpc: (c) => injector.injectConnection(c), log });
+      });
     } catch (e) {
       server.forceShutdown();
       throw e;
     }
+    if (!proxySocket) throw new AgentError(AgentErrorCode.ApplyFailed, `cannot listen on ${proxyPath}`);
     log.info("broker listening", { listen: listenPath, proxy: proxyPath, proxyPorts: config.whiteList.proxyPorts.join(",") });
-    return new Broker(server, proxy, pool, listenPath, proxyPath, log);
+    return new Broker(server, proxy, proxySocket, pool, listenPath, proxyPath, log);
   }
 
   /** Names of the host processes running now. */
@@ -159,6 +175,7 @@ export class Broker {
         });
       });
     }
+    await this.proxySocket.close();
     this.log.info("broker stopped");
   }
 }
