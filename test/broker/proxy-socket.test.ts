@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
-import { type AddressInfo, type Server, type Socket, connect, createServer } from "node:net";
+import { type AddressInfo, type Server, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
@@ -124,7 +124,7 @@ describe("the proxy socket", () => {
     const env = await startBroker({ proxyPorts: [echo.port] });
     const { connection } = await openStreamTunnel(env.proxy, echo.port, "pod");
     // The broker's end of it goes: this side sees the end (it is half-open, so it decides when to close).
-    const closed = new Promise<void>((r) => (connection as Socket).once("end", () => r()));
+    const closed = new Promise<void>((r) => connection.once("end", () => r()));
     connection.resume();
     await env.broker.stop();
     await Promise.race([closed, new Promise((_, reject) => setTimeout(() => reject(new Error("tunnel still open 5 s after stop")), 5000))]);
