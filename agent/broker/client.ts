@@ -25,9 +25,13 @@ export const KEEPALIVE_INTERVAL_MS = 5 * 60 * 1000;
 
 type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
+// The window the broker may fill before this client acknowledges: HTTP/2's default, 64 KiB, makes
+// a process's output (prc run) wait on a window update every message or two.
+const CLIENT_OPTIONS: grpc.ChannelOptions = { "grpc-node.flow_control_window": 4 * 1024 * 1024 };
+
 function client(service: Parameters<typeof grpcClientClass>[0], socket: string): Client {
   const Ctor = grpcClientClass(service);
-  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as unknown as Client;
+  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS) as unknown as Client;
 }
 
 function unaryCall<Res>(c: Client, method: string, req: unknown): Promise<Res> {

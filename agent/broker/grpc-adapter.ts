@@ -6,13 +6,19 @@
 import * as grpc from "@grpc/grpc-js";
 import { type DescMessage, type DescService, create, fromBinary, toBinary } from "@bufbuild/protobuf";
 
+/** The same bytes as a Buffer, not a copy. */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 /** A grpc-js service definition keyed by the proto method names (`Start`, `Wait`…). */
 export function grpcService(service: DescService): grpc.ServiceDefinition {
   const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const m of service.methods) {
     const codec = (schema: DescMessage) => ({
-      // create() accepts both messages and plain init objects, so callers may pass either.
-      serialize: (msg: unknown) => Buffer.from(toBinary(schema, create(schema, msg as never))),
+      // create() accepts both messages and plain init objects, so callers may pass either; and a
+      // handler may write bytes it encoded itself (process output does: one copy instead of three).
+      serialize: (msg: unknown) => asBuffer(msg instanceof Uint8Array ? msg : toBinary(schema, create(schema, msg as never))),
       deserialize: (buf: Buffer) => fromBinary(schema, buf),
     });
     const input = codec(m.input);
