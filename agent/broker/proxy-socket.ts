@@ -69,6 +69,7 @@ export async function listenProxySocket(path: string, options: ProxySocketOption
     const request = parseRequest(line);
     const refuse = (code: string, message: string): void => {
       socket.end(`error ${code} ${message.replace(/\s+/g, " ")}\n`);
+      socket.resume(); // read on to the client's end, so the connection closes
     };
     if (!request) return refuse("InvalidArgument", "expected: winfleet-tunnel/1 <port> <client>");
     const allowed = new Set(options.ports());
@@ -79,14 +80,16 @@ export async function listenProxySocket(path: string, options: ProxySocketOption
     log.debug("tunnel opened", { port: request.port, client: request.client });
     const upstream = connect({ port: request.port, host: options.host ?? "localhost", allowHalfOpen: true });
     let connected = false;
-    upstream.once("error", (e) => {
+    // A client gone while the host's port is being reached takes that connection with it.
+    socket.once("close", () => upstream.destroy());
+    upstream.on("error", (e) => {
       if (!connected) refuse("Unavailable", `could not reach localhost:${request.port} on the host: ${errorMessage(e)}`);
       else socket.destroy();
     });
     upstream.once("connect", () => {
       connected = true;
+      if (socket.destroyed) return void upstream.destroy();
       upstream.setNoDelay(true);
-      socket.once("close", () => upstream.destroy());
       upstream.once("close", () => socket.destroy());
       socket.on("error", () => upstream.destroy());
       socket.write("ok\n");

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import { type AddressInfo, type Server, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -79,6 +79,12 @@ describe("the proxy socket", () => {
       assert.equal(await exchange(env.proxy, "GET / HTTP/1.1\r\n\r\n"), "", "neither protocol: closed without a word");
       assert.equal(await exchange(env.proxy, `winfleet-tunnel/1 ${"9".repeat(600)}`), "", "a first line that never ends");
       await assert.rejects(openStreamTunnel(env.proxy, 22), /^Error: PermissionDenied port 22 is not in proxyPorts/);
+      // The broker runs in this process: a refused connection must not stay open on its side.
+      const fds = (): number => readdirSync("/proc/self/fd").length;
+      const before = fds();
+      for (let i = 0; i < 50; i++) await exchange(env.proxy, "winfleet-tunnel/1 22 pod\n");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.ok(fds() - before < 10, `${fds() - before} descriptors left open by 50 refusals`);
     } finally {
       await env.broker.stop();
       echo.server.close();
