@@ -11,7 +11,7 @@
  * the callback API (a FileHandle's promise API adds objects to every call).
  */
 import { randomBytes } from "node:crypto";
-import { close, closeSync, fchmod, fchmodSync, fsync, open, openSync, rename, renameSync, rmSync, unlink, write, writeSync } from "node:fs";
+import { close, closeSync, fchmod, fchmodSync, fsync, open, openSync, readdirSync, rename, renameSync, rmSync, unlink, write, writeSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
@@ -48,6 +48,9 @@ interface Staged {
 
 const fsyncFd = (fd: number): Promise<void> => new Promise((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
 
+/** What {@link tempFor} names look like (and, before them, `.<name>.<12 hex>.tmp`). */
+const TEMP_NAME = /^\..+\.[0-9a-z]{8,}\.tmp$/;
+
 function tempFor(path: string): string {
   return join(dirname(path), `.${basename(path)}.${tempPrefix}${(tempCounter++).toString(36)}.tmp`);
 }
@@ -64,6 +67,8 @@ function tempFor(path: string): string {
  */
 export class AtomicWriteBatch {
   private staged: Staged[] = [];
+  /** Per directory written into: the temp files found there from a write that never finished. */
+  private leftovers = new Map<string, string[]>();
 
   /** `limit`: how many files may be staged (each holds a descriptor) before they are flushed. */
   constructor(
@@ -73,6 +78,7 @@ export class AtomicWriteBatch {
 
   /** Writes `data` to a temp file beside `path`, renamed over it at the next flush. */
   async add(path: string, data: Uint8Array, mode: number): Promise<void> {
+    this.removeLeftovers(path);
     const temp = tempFor(path);
     const fd = openSync(temp, "wx", 0o600);
     try {
@@ -113,6 +119,30 @@ export class AtomicWriteBatch {
         rmSync(s.temp, { force: true });
       }
       throw e;
+    }
+  }
+
+  /**
+   * Removes temp files of `path` left by a writer that was killed between
+   * writing and renaming (a batch widens that window to the whole batch): a
+   * re-apply writes the file again, and would otherwise leave the old temp
+   * beside it. Only names this module makes for `path` are touched.
+   */
+  private removeLeftovers(path: string): void {
+    const dir = dirname(path);
+    let found = this.leftovers.get(dir);
+    if (found === undefined) {
+      try {
+        found = readdirSync(dir).filter((name) => TEMP_NAME.test(name));
+      } catch {
+        found = [];
+      }
+      this.leftovers.set(dir, found);
+    }
+    if (found.length === 0) return;
+    const prefix = `.${basename(path)}.`;
+    for (const name of found) {
+      if (name.startsWith(prefix) && /^[0-9a-z]{8,}\.tmp$/.test(name.slice(prefix.length))) rmSync(join(dir, name), { force: true });
     }
   }
 
