@@ -193,6 +193,7 @@ export function processService(pool: ProcessPool, policy: Pick<ProcessPathPolicy
     const message = (options: ProcessWaitResponse["Options"]): ProcessWaitResponse => create(ProcessWaitResponseSchema, { Options: options });
     // Written pre-encoded (grpc-adapter.ts passes bytes through): the chunks are copied once, into the message.
     const output = new OutputBatcher((err, chunks, bytes, written) => {
+      if (call.cancelled) return; // a batch gathered before the client went
       call.write(encodeOutput(err, chunks, bytes) as unknown as ProcessWaitResponse, written);
     });
     pool
