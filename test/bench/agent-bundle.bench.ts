@@ -5,7 +5,11 @@
  * vs an idle bare `node` (goal ≤ 1.15×), from the bundle and from the sources
  * through tsx — with, for what bounds it, the RSS of bare `node` serving only an
  * HTTP/2 server, and only an empty grpc-js server, on a Unix socket: the least
- * any wins-compatible gRPC server in Node holds.
+ * any wins-compatible gRPC server in Node holds; bare `node` that compiles the
+ * bundle without running it (what its source costs before any module runs);
+ * and the bundle's broker with glibc told to hand freed memory back
+ * (`MALLOC_TRIM_THRESHOLD_=0`), which shows how much is parse memory freed
+ * but kept by the allocator.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -54,10 +58,17 @@ void (async () => {
       "-e",
       `const g = require("@grpc/grpc-js"); new g.Server().bindAsync("unix:${join(work, "g.sock")}", g.ServerCredentials.createInsecure(), () => {})`,
     ]);
+    const compileOnly = await idleRss([
+      "-e",
+      `const s = require("node:fs").readFileSync(${JSON.stringify(join(work, "dist", "agent", "lib", "winfleet-agent.js"))}, "utf8"); new (require("node:vm").Script)("(function(){" + s + "\\n})"); setInterval(() => {}, 1000)`,
+    ]);
+    const trimmed = await idleRss([bin, "broker", "--config", config], { MALLOC_TRIM_THRESHOLD_: "0" });
     console.log(`${"idle RSS, broker serving".padEnd(28)} bundle ${(bundled / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(bundled / idle).toFixed(2)}x`);
     console.log(`${"idle RSS, broker serving".padEnd(28)} tsx    ${(fromSource / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(fromSource / idle).toFixed(2)}x`);
     console.log(`${"idle RSS, floor".padEnd(28)} http2  ${(http2Only / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(http2Only / idle).toFixed(2)}x  (node serving an empty HTTP/2 server)`);
     console.log(`${"idle RSS, floor".padEnd(28)} grpc   ${(grpcOnly / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(grpcOnly / idle).toFixed(2)}x  (node serving an empty grpc-js server)`);
+    console.log(`${"idle RSS, floor".padEnd(28)} parse  ${(compileOnly / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(compileOnly / idle).toFixed(2)}x  (node compiling the bundle, running none of it)`);
+    console.log(`${"idle RSS, broker serving".padEnd(28)} trim   ${(trimmed / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(trimmed / idle).toFixed(2)}x  (bundle, MALLOC_TRIM_THRESHOLD_=0)`);
     console.log("  goal: <= 1.15x bare node");
   } finally {
     rmSync(work, { recursive: true, force: true });
