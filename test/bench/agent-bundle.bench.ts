@@ -63,12 +63,15 @@ void (async () => {
       `const s = require("node:fs").readFileSync(${JSON.stringify(join(work, "dist", "agent", "lib", "winfleet-agent.js"))}, "utf8"); new (require("node:vm").Script)("(function(){" + s + "\\n})"); setInterval(() => {}, 1000)`,
     ]);
     const trimmed = await idleRss([bin, "broker", "--config", config], { MALLOC_TRIM_THRESHOLD_: "0" });
-    console.log(`${"idle RSS, broker serving".padEnd(28)} bundle ${(bundled / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(bundled / idle).toFixed(2)}x`);
-    console.log(`${"idle RSS, broker serving".padEnd(28)} tsx    ${(fromSource / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(fromSource / idle).toFixed(2)}x`);
-    console.log(`${"idle RSS, floor".padEnd(28)} http2  ${(http2Only / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(http2Only / idle).toFixed(2)}x  (node serving an empty HTTP/2 server)`);
-    console.log(`${"idle RSS, floor".padEnd(28)} grpc   ${(grpcOnly / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(grpcOnly / idle).toFixed(2)}x  (node serving an empty grpc-js server)`);
-    console.log(`${"idle RSS, floor".padEnd(28)} parse  ${(compileOnly / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(compileOnly / idle).toFixed(2)}x  (node compiling the bundle, running none of it)`);
-    console.log(`${"idle RSS, broker serving".padEnd(28)} trim   ${(trimmed / 1024).toFixed(1).padStart(6)} MB | bare node ${(idle / 1024).toFixed(1).padStart(6)} MB | ratio ${(trimmed / idle).toFixed(2)}x  (bundle, MALLOC_TRIM_THRESHOLD_=0)`);
+    const mb = (kb: number): number => kb / 1024;
+    const node = { name: "bare node", ms: mb(idle) };
+    report("idle RSS, broker serving", { name: "bundle", ms: mb(bundled) }, node, "MB");
+    report("idle RSS, broker serving", { name: "tsx   ", ms: mb(fromSource) }, node, "MB");
+    report("idle RSS, broker serving", { name: "trim  ", ms: mb(trimmed) }, node, "MB");
+    console.log("  (trim: the bundle with MALLOC_TRIM_THRESHOLD_=0)");
+    report("  floor: empty HTTP/2 server", { name: "http2 ", ms: mb(http2Only) }, node, "MB");
+    report("  floor: empty grpc-js server", { name: "grpc  ", ms: mb(grpcOnly) }, node, "MB");
+    report("  floor: bundle compiled, not run", { name: "parse ", ms: mb(compileOnly) }, node, "MB");
     console.log("  goal: <= 1.15x bare node");
   } finally {
     rmSync(work, { recursive: true, force: true });
