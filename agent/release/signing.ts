@@ -7,8 +7,8 @@
  * anything else from it: verification changes nothing.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify } from "node:crypto";
-import { existsSync } from "node:fs";
-import { readFile, readdir, writeFile } from "node:fs/promises";
+import { type Dirent, constants, existsSync } from "node:fs";
+import { type FileHandle, open, readdir, writeFile } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { z } from "zod";
 import { AgentError, AgentErrorCode } from "../common/errors";
@@ -39,22 +39,72 @@ export class BundleVerificationError extends AgentError {
   }
 }
 
-async function walk(dir: string, out: string[] = [], top = dir): Promise<string[]> {
+/** A bundle's entries: regular files, and anything else that is not a directory. */
+interface Tree {
+  readonly files: string[];
+  /** Symbolic links, pipes, sockets and devices, with what each is: never signed, always refused. */
+  readonly special: { readonly rel: string; readonly kind: string }[];
+}
+
+function specialKind(entry: Dirent): string {
+  if (entry.isSymbolicLink()) return "a symbolic link";
+  if (entry.isFIFO()) return "a named pipe";
+  if (entry.isSocket()) return "a socket";
+  return "a device";
+}
+
+// Entries are told apart by their directory entry, without following links or opening anything: a
+// named pipe planted in a bundle would otherwise hang the read that digests it.
+async function walk(dir: string, tree: Tree = { files: [], special: [] }, top = dir): Promise<Tree> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) await walk(path, out, top);
-    else out.push(relative(top, path).split(sep).join("/"));
+    const rel = relative(top, path).split(sep).join("/");
+    if (entry.isDirectory()) await walk(path, tree, top);
+    else if (entry.isFile()) tree.files.push(rel);
+    else tree.special.push({ rel, kind: specialKind(entry) });
+  }
+  return tree;
+}
+
+// Opened without following a link or waiting on a pipe, and read only if it is still a regular
+// file: an entry swapped between the walk and the read is refused, not followed.
+const READ_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
+
+async function readRegular(path: string): Promise<Buffer | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, READ_FLAGS);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ELOOP") return undefined;
+    throw e;
+  }
+  try {
+    return (await handle.stat()).isFile() ? await handle.readFile() : undefined;
+  } finally {
+    await handle.close();
+  }
+}
+
+async function digests(dir: string, files: readonly string[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const rel of files.filter((f) => f !== SIGNATURE_FILE).sort()) {
+    const bytes = await readRegular(join(dir, ...rel.split("/")));
+    if (bytes === undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} stopped being a regular file while it was read`);
+    out[rel] = createHash("sha256").update(bytes).digest("hex");
   }
   return out;
 }
 
-/** The SHA-256 of every file in `dir` but the signature file, sorted by path. */
+/**
+ * The SHA-256 of every file in `dir` but the signature file, sorted by path.
+ * Throws when `dir` holds anything but regular files and directories, which no
+ * bundle may hold (a link could point anywhere once installed).
+ */
 export async function digestTree(dir: string): Promise<Record<string, string>> {
-  const files: Record<string, string> = {};
-  for (const rel of (await walk(dir)).filter((f) => f !== SIGNATURE_FILE).sort()) {
-    files[rel] = createHash("sha256").update(await readFile(join(dir, ...rel.split("/")))).digest("hex");
-  }
-  return files;
+  const tree = await walk(dir);
+  const odd = tree.special[0];
+  if (odd !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `${dir}: ${odd.rel} is ${odd.kind}; a bundle holds only regular files and directories`);
+  return digests(dir, tree.files);
 }
 
 function keyId(publicKeyPem: string): string {
@@ -79,12 +129,14 @@ export async function signBundle(dir: string, privateKeyPem: string): Promise<{ 
  * one was changed, removed or added.
  */
 export async function verifyBundle(dir: string, publicKeyPem: string): Promise<{ files: number }> {
-  let text: string;
+  let bytes: Buffer | undefined;
   try {
-    text = await readFile(join(dir, SIGNATURE_FILE), "utf8");
+    bytes = await readRegular(join(dir, SIGNATURE_FILE));
   } catch {
     throw new BundleVerificationError("unsigned", `${dir} is unsigned (no ${SIGNATURE_FILE}), and this agent accepts only bundles signed with its pinned key`);
   }
+  if (bytes === undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${SIGNATURE_FILE} is not a regular file`);
+  const text = bytes.toString("utf8");
   let parsed: z.infer<typeof signatureSchema>;
   try {
     parsed = signatureSchema.parse(JSON.parse(text));
@@ -98,7 +150,10 @@ export async function verifyBundle(dir: string, publicKeyPem: string): Promise<{
     if (body.keyId === pinned) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${SIGNATURE_FILE} no longer matches its signature`);
     throw new BundleVerificationError("wrongly signed", `${dir} is wrongly signed: it is signed by key ${body.keyId.slice(0, 16)}…, not the pinned key ${pinned.slice(0, 16)}…`);
   }
-  const actual = await digestTree(dir);
+  const tree = await walk(dir);
+  const odd = tree.special[0];
+  if (odd !== undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${odd.rel} is ${odd.kind}, which no signed bundle holds`);
+  const actual = await digests(dir, tree.files);
   for (const [rel, digest] of Object.entries(body.files)) {
     if (actual[rel] === undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} is missing`);
     if (actual[rel] !== digest) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} differs from what was signed`);

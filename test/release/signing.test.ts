@@ -5,9 +5,9 @@
  * and nothing changed on the host.
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -92,6 +92,12 @@ describe("a node that pins the key", () => {
     ["a changed file", () => contentCopy("changed", (d) => writeFileSync(join(d, "manifest.json"), "{}\n")), /was tampered with: manifest\.json differs from what was signed/],
     ["a removed file", () => contentCopy("removed", (d) => unlinkSync(join(d, "manifest.json"))), /was tampered with: manifest\.json is missing/],
     ["an added file", () => contentCopy("added", (d) => writeFileSync(join(d, "extra.sh"), "#!/bin/sh\n")), /was tampered with: extra\.sh was added after signing/],
+    // What a digest cannot cover: a link (followed, it could read anything; once installed, point anywhere) and a
+    // named pipe (reading it to digest it would wait forever for a writer).
+    ["a link to a directory", () => contentCopy("dir-link", (d) => symlinkSync(tmpdir(), join(d, "components", "extra"))), /was tampered with: components\/extra is a symbolic link, which no signed bundle holds/],
+    ["a signed file replaced by a link", () => contentCopy("file-link", (d) => { renameSync(join(d, "manifest.json"), join(d, "..", "file-link.manifest.json")); symlinkSync(join(d, "..", "file-link.manifest.json"), join(d, "manifest.json")); }), /was tampered with: manifest\.json is a symbolic link/],
+    ["a named pipe", () => contentCopy("fifo", (d) => execFileSync("mkfifo", [join(d, "components", "pipe.ign")])), /was tampered with: components\/pipe\.ign is a named pipe/],
+    ["a named pipe for a signature", () => contentCopy("fifo-signature", (d) => { unlinkSync(join(d, SIGNATURE_FILE)); execFileSync("mkfifo", [join(d, SIGNATURE_FILE)]); }), /was tampered with: winfleet-signature\.json is not a regular file/],
     ["a bundle signed by another key", () => contentCopy("other", (d) => signBundle(d, otherKey)), /is wrongly signed: it is signed by key [0-9a-f]{16}…, not the pinned key/],
   ];
   for (const [what, make, message] of refusals) {
@@ -137,6 +143,11 @@ describe("a node that pins the key", () => {
       writeFileSync(join(d, SIGNATURE_FILE), JSON.stringify(sig));
     });
     await assert.rejects(verifyBundle(dir, readFileSync(pub, "utf8")), (e: unknown) => e instanceof BundleVerificationError && e.kind === "tampered" && /winfleet-signature\.json no longer matches its signature/.test(e.message));
+  });
+
+  it("refuses to sign a bundle holding a link", async () => {
+    const dir = await contentCopy("sign-link", (d) => symlinkSync(tmpdir(), join(d, "tmp")));
+    await assert.rejects(signBundle(dir, readFileSync(join(scratch, "fleet.key"), "utf8")), /tmp is a symbolic link; a bundle holds only regular files and directories/);
   });
 
   it("types each refusal", async () => {
