@@ -47,15 +47,26 @@ export async function activeVersion(inst: Installation): Promise<string | undefi
   }
 }
 
-/** Copies `bundle` into `releases/<version>` (staged, then renamed) unless that version is already there. */
-export async function installRelease(inst: Installation, bundle: string): Promise<string> {
+/**
+ * Copies `bundle` into `releases/<version>` (staged, then renamed) unless that
+ * version is already there. `verify` checks the staged copy before it is
+ * renamed into place: what was checked is what runs, even if the source is
+ * changed while it is copied.
+ */
+export async function installRelease(inst: Installation, bundle: string, verify?: (dir: string) => Promise<void>): Promise<string> {
   const version = await bundleVersion(bundle);
   const target = join(inst.releases, version);
   if (await stat(target).then(() => true, () => false)) return version;
   await mkdir(inst.releases, { recursive: true });
   const staging = join(inst.releases, `.${version}.staging`);
   await rm(staging, { recursive: true, force: true });
-  await cp(bundle, staging, { recursive: true, verbatimSymlinks: true });
+  try {
+    await cp(bundle, staging, { recursive: true, verbatimSymlinks: true });
+    await verify?.(staging);
+  } catch (e) {
+    await rm(staging, { recursive: true, force: true });
+    throw e;
+  }
   await rename(staging, target);
   return version;
 }

@@ -18,7 +18,7 @@ export interface UpOptions {
   /** How long the new version has to answer. @default 30000 */
   readonly timeoutMs?: number;
   readonly log: Logger;
-  /** Checks the bundle before anything is installed (its signature, when a key is pinned); throws to refuse it. */
+  /** Checks the bundle before anything is installed, and its staged copy (its signature, when a key is pinned); throws to refuse it. */
   readonly verify?: (bundle: string) => Promise<void>;
 }
 
@@ -43,9 +43,11 @@ async function answers(probe: () => Promise<string | undefined>, version: string
 export async function up(bundle: string, options: UpOptions): Promise<UpResult> {
   const { installation, manager, probe, log } = options;
   const timeoutMs = options.timeoutMs ?? 30_000;
+  // Checked where it lies, to refuse it before anything is written; and again as copied, so a
+  // bundle changed after the first check (it may sit where a pod can write) is not installed.
   await options.verify?.(bundle);
   const from = await activeVersion(installation);
-  const to = await installRelease(installation, bundle);
+  const to = await installRelease(installation, bundle, options.verify);
   if (from === to && (await probe().catch(() => undefined)) === to) {
     log.info("already running this version", { version: to });
     return { from, to, outcome: "unchanged" };

@@ -7,11 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import { generateKeyPairSync } from "node:crypto";
+import { cpSync, existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { appInfo } from "../../agent/broker/client";
 import { silentLogger } from "../../agent/common/log";
+import { signBundle, verifyBundle } from "../../agent/release/signing";
 import { installationAt } from "../../agent/upgrade/installation";
 import { pidFileManager } from "../../agent/upgrade/service-manager";
 import { WINDOWS_FAILURE_ACTIONS, renderSystemdUnit, renderWindowsServiceInstall } from "../../agent/upgrade/service-units";
@@ -63,6 +65,27 @@ describe("winfleet-agent up", () => {
   it("rolls back to the previous version when the new one does not answer", async () => {
     await assert.rejects(up(bundle(root, "3.0.0-broken", true), { ...options, timeoutMs: 3000 }), /3\.0\.0-broken did not answer.*rolled back to 2\.0\.0-test, which answers/);
     assert.equal(await options.probe(), "2.0.0-test");
+    assert.equal(readlinkSync(join(installDir, "current")), join("releases", "2.0.0-test"));
+  });
+
+  it("installs only what it verified: a bundle changed after its check is refused as copied", async () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    const dir = join(root, "bundle-6.0.0-swapped");
+    mkdirSync(join(dir, "bin"), { recursive: true });
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "winfleet", version: "6.0.0-swapped" }));
+    writeFileSync(join(dir, "bin", "winfleet-agent.js"), "// signed\n");
+    await signBundle(dir, privateKey.export({ type: "pkcs8", format: "pem" }).toString());
+    const pem = publicKey.export({ type: "spki", format: "pem" }).toString();
+    const checked: string[] = [];
+    const verify = async (d: string): Promise<void> => {
+      checked.push(d);
+      await verifyBundle(d, pem);
+      // What a writer racing the upgrade would do once the bundle has passed its check.
+      if (checked.length === 1) writeFileSync(join(dir, "bin", "winfleet-agent.js"), "// swapped\n");
+    };
+    await assert.rejects(up(dir, { ...options, verify }), /was tampered with: bin\/winfleet-agent\.js differs from what was signed/);
+    assert.equal(checked.length, 2, "the staged copy was checked too");
+    assert.ok(!existsSync(join(installDir, "releases", "6.0.0-swapped")) && !existsSync(join(installDir, "releases", ".6.0.0-swapped.staging")), "nothing left installed");
     assert.equal(readlinkSync(join(installDir, "current")), join("releases", "2.0.0-test"));
   });
 
