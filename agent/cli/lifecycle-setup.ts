@@ -93,7 +93,7 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
   const probe = process.platform === "win32" ? windowsProcessHost : linuxProcessHost;
   const publicKey = opts.publicKey !== undefined ? readKey(opts.publicKey) : config?.publicKey;
   // With a pinned key, content is verified before anything is read from it, so a refused bundle changes nothing.
-  const verifyContent = publicKey === undefined ? undefined : async (dir: string): Promise<void> => void (await verifyBundle(dir, publicKey));
+  const verifyContent = publicKey === undefined ? undefined : async (dir: string) => (await verifyBundle(dir, publicKey)).digests;
   return {
     root,
     config,

@@ -47,11 +47,26 @@ const manifestSchema = z.object({
 
 const MAX_DEPTH = 4;
 
+/** How {@link loadCatalog} reads. */
+export interface LoadOptions {
+  /** Accept components whose Ignition config only warns. */
+  readonly lenient?: boolean;
+  /**
+   * The SHA-256 of each file as its signature was checked: the content must
+   * then be a built bundle, and its manifest.json (which pins every other
+   * file's digest) must still be the one that was signed.
+   */
+  readonly signed?: Readonly<Record<string, string>>;
+}
+
 /** Reads a content directory; throws a {@link ValidationError} listing every problem. */
-export async function loadCatalog(dir: string, options: { lenient?: boolean } = {}): Promise<Catalog> {
+export async function loadCatalog(dir: string, options: LoadOptions = {}): Promise<Catalog> {
   const info = await stat(dir).catch(() => undefined);
   if (!info?.isDirectory()) throw new ValidationError(dir, [{ path: "", message: "is not a content directory (a built bundle, a content source tree or a folder of .ign files)", severity: "error" }]);
-  if (await exists(join(dir, "manifest.json"))) return loadBundle(dir, options);
+  if (options.signed !== undefined && options.signed["manifest.json"] === undefined) {
+    throw new ValidationError(dir, [{ path: "", message: "is signed but not a built content bundle (no manifest.json among its signed files): only bundles from winfleet release are applied under a pinned key", severity: "error" }]);
+  }
+  if (options.signed !== undefined || (await exists(join(dir, "manifest.json")))) return loadBundle(dir, options);
   if ((await readdir(join(dir, "components")).catch(() => [])).length > 0 && (await hasSourceComponents(join(dir, "components")))) return loadSource(dir);
   return loadLoose(dir, options);
 }
@@ -79,8 +94,13 @@ async function hasSourceComponents(componentsDir: string): Promise<boolean> {
 
 const sha256 = (data: string | Buffer): string => createHash("sha256").update(data).digest("hex");
 
-async function loadBundle(dir: string, options: { lenient?: boolean }): Promise<Catalog> {
-  const manifestText = await readFile(join(dir, "manifest.json"), "utf8");
+async function loadBundle(dir: string, options: LoadOptions): Promise<Catalog> {
+  const manifestBytes = await readFile(join(dir, "manifest.json"));
+  const signedManifest = options.signed?.["manifest.json"];
+  if (signedManifest !== undefined && sha256(manifestBytes) !== signedManifest) {
+    throw new ValidationError(join(dir, "manifest.json"), [{ path: "", message: "changed after the bundle's signature was checked: refused", severity: "error" }]);
+  }
+  const manifestText = manifestBytes.toString("utf8");
   let parsed: unknown;
   try {
     parsed = JSON.parse(manifestText);

@@ -35,8 +35,12 @@ export interface EngineDeps extends ExecutorDeps {
   readonly probe: ProcessProbe;
   /** Who takes the lock, for the message another agent sees. */
   readonly command: string;
-  /** Verifies a content bundle before it is read (signatures); throws to refuse it. */
-  readonly verifyContent?: (dir: string) => Promise<void>;
+  /**
+   * Verifies a content bundle before it is read (signatures); throws to refuse
+   * it. Returns the SHA-256 of each file as signed: the content is read against
+   * them, so a bundle changed after the check is refused, not applied.
+   */
+  readonly verifyContent?: (dir: string) => Promise<Readonly<Record<string, string>>>;
 }
 
 /** What `plan` shows. */
@@ -175,8 +179,8 @@ export async function repair(components: readonly string[], deps: EngineDeps): P
 }
 
 async function loadTarget(req: ApplyRequest, deps: Pick<EngineDeps, "verifyContent">): Promise<{ catalog: Catalog; target: Target }> {
-  await deps.verifyContent?.(req.content);
-  const catalog = await loadCatalog(req.content, { lenient: req.lenient });
+  const signed = await deps.verifyContent?.(req.content);
+  const catalog = await loadCatalog(req.content, { lenient: req.lenient, ...(signed ? { signed } : {}) });
   const template = pickTemplate(catalog, { name: req.template, version: req.templateVersion, build: windowsBuild() });
   return { catalog, target: resolveTarget(catalog, template) };
 }

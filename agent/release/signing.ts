@@ -126,9 +126,10 @@ export async function signBundle(dir: string, privateKeyPem: string): Promise<{ 
 /**
  * Verifies the bundle in `dir` against the pinned public key (PEM); throws a
  * {@link BundleVerificationError} saying how it failed, naming the file when
- * one was changed, removed or added.
+ * one was changed, removed or added. Returns the signed SHA-256 of each file,
+ * for a reader that must see the bytes that were checked.
  */
-export async function verifyBundle(dir: string, publicKeyPem: string): Promise<{ files: number }> {
+export async function verifyBundle(dir: string, publicKeyPem: string): Promise<{ files: number; digests: Readonly<Record<string, string>> }> {
   let bytes: Buffer | undefined;
   try {
     bytes = await readRegular(join(dir, SIGNATURE_FILE));
@@ -160,7 +161,7 @@ export async function verifyBundle(dir: string, publicKeyPem: string): Promise<{
   }
   const extra = Object.keys(actual).find((rel) => !(rel in body.files));
   if (extra !== undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${extra} was added after signing`);
-  return { files: Object.keys(body.files).length };
+  return { files: Object.keys(body.files).length, digests: body.files };
 }
 
 /** Writes a new ed25519 key pair: `<prefix>.key` (PKCS#8 PEM, mode 0600) and `<prefix>.pub` (SPKI PEM). */

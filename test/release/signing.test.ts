@@ -11,6 +11,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { ValidationError } from "../../agent/common/errors";
+import { loadCatalog } from "../../agent/content/catalog";
 import { BundleVerificationError, SIGNATURE_FILE, signBundle, verifyBundle } from "../../agent/release/signing";
 
 const REPO = join(__dirname, "..", "..");
@@ -148,6 +150,19 @@ describe("a node that pins the key", () => {
   it("refuses to sign a bundle holding a link", async () => {
     const dir = await contentCopy("sign-link", (d) => symlinkSync(tmpdir(), join(d, "tmp")));
     await assert.rejects(signBundle(dir, readFileSync(join(scratch, "fleet.key"), "utf8")), /tmp is a symbolic link; a bundle holds only regular files and directories/);
+  });
+
+  it("reads signed content against the digests that were checked, so a change after the check is refused", async () => {
+    const key = readFileSync(pub, "utf8");
+    const dir = await contentCopy("read-as-signed");
+    const { digests } = await verifyBundle(dir, key);
+    assert.ok((await loadCatalog(dir, { signed: digests })).components.size > 0);
+    // A writer racing the apply: a manifest that still parses, with one component dropped.
+    const manifest = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as { components: unknown[] };
+    manifest.components.pop();
+    writeFileSync(join(dir, "manifest.json"), JSON.stringify(manifest));
+    await assert.rejects(loadCatalog(dir, { signed: digests }), (e: unknown) => e instanceof ValidationError && /manifest\.json/.test(e.message) && e.issues.some((i) => /changed after the bundle's signature was checked/.test(i.message)));
+    await assert.rejects(loadCatalog(join(REPO, "content"), { signed: { "components/x.ign": "0".repeat(64) } }), (e: unknown) => e instanceof ValidationError && e.issues.some((i) => /signed but not a built content bundle/.test(i.message)));
   });
 
   it("types each refusal", async () => {
