@@ -9,7 +9,8 @@
  */
 import { resolve } from "node:path";
 import { failure } from "../agent/cli/lifecycle-setup";
-import { renderStack, writeRender } from "./render";
+import { assertReplaceable } from "../agent/common/output-dir";
+import { RENDER_SHAPE, renderStack, writeRender } from "./render";
 
 /** The parsed `winfleet render` options. */
 export interface RenderOptions {
@@ -22,6 +23,8 @@ export interface RenderOptions {
 /** Renders `opts.stack` into `opts.out`; returns the exit code, having said what happened. */
 export async function runRender(opts: RenderOptions): Promise<number> {
   try {
+    // Refused before the program runs, not after: rendering takes seconds.
+    await assertReplaceable(resolve(opts.out), RENDER_SHAPE);
     const rendered = await renderStack(opts.stack, { secrets: opts.secrets });
     await writeRender(rendered, resolve(opts.out));
     process.stdout.write(`rendered stack ${rendered.stack.stack}: ${rendered.resources.length} resources into ${rendered.files.size} files in ${opts.out}\n`);

@@ -5,11 +5,12 @@
  * byte-identical for the same input, every secret replaced by `[secret]`.
  * Nothing reaches a cloud; a bad stack config fails before anything is written.
  */
-import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { stringify as toYaml } from "yaml";
 import { canonicalJson } from "../agent/common/canonical-json";
+import { type OutputShape, replaceDirectory } from "../agent/common/output-dir";
 import { secretKeys } from "./config";
 import type * as Program from "./program";
 import type { FleetOutputs } from "./program";
@@ -206,7 +207,14 @@ async function settled(): Promise<void> {
   if (typeof settings.waitForRPCs === "function") await settings.waitForRPCs();
 }
 
-/** Writes a render to `out`, replacing it in one rename. */
+/** What a render holds at its top: its index and a folder per provider (and `bootstrap/`). */
+export const RENDER_SHAPE: OutputShape = {
+  what: "a render",
+  marker: "index.json",
+  owns: (e) => e.isDirectory() || (e.isFile() && e.name === "index.json"),
+};
+
+/** Writes a render to `out`, replacing an earlier render (never anything else: see output-dir.ts). */
 export async function writeRender(rendered: Rendered, out: string): Promise<void> {
   await mkdir(dirname(out), { recursive: true });
   const staging = await mkdtemp(join(dirname(out), `.${basename(out)}.rendering-`));
@@ -215,8 +223,7 @@ export async function writeRender(rendered: Rendered, out: string): Promise<void
       await mkdir(dirname(join(staging, rel)), { recursive: true });
       await writeFile(join(staging, rel), text);
     }
-    await rm(out, { recursive: true, force: true });
-    await rename(staging, out);
+    await replaceDirectory(staging, out, RENDER_SHAPE);
   } catch (e) {
     await rm(staging, { recursive: true, force: true });
     throw e;

@@ -30,7 +30,7 @@ export function registerContentCommands(program: Command): void {
     .command("build")
     .description("compile components to Ignition and write a bundle with a SHA-256 manifest (deterministic)")
     .option("--content <dir>", "content tree", "content")
-    .option("--out <dir>", "bundle directory (replaced atomically)", "dist/content")
+    .option("--out <dir>", "bundle directory (an earlier bundle there is replaced atomically; any other non-empty directory is refused)", "dist/content")
     .option("--embed-limit <bytes>", "embed files up to this size; ship larger ones in the bundle", (v) => Number.parseInt(v, 10), 64 * 1024)
     .action(async (opts: { content: string; out: string; embedLimit: number }) => {
       try {

@@ -33,7 +33,7 @@ export function registerReleaseCommands(program: Command): void {
   program
     .command("release")
     .description("build the agent bundle and the content bundle and sign both: what nodes that pin the public key accept")
-    .requiredOption("--out <dir>", "where the release goes (replaced as a whole)")
+    .requiredOption("--out <dir>", "where the release goes (an earlier release there is replaced; any other non-empty directory is refused)")
     .requiredOption("--key <file>", "the ed25519 private key (PEM) from winfleet keys generate")
     .option("--content <dir>", "content sources", "content")
     .action(async (opts: { out: string; key: string; content: string }) => {

@@ -17,7 +17,7 @@ export function registerRenderCommand(program: Command): void {
     .command("render")
     .description("write what a stack would deploy, one file per resource, secrets as [secret]; nothing reaches a cloud")
     .requiredOption("--stack <name>", "stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
-    .requiredOption("--out <dir>", "output directory (replaced atomically)")
+    .requiredOption("--out <dir>", "output directory (an earlier render there is replaced atomically; any other non-empty directory is refused)")
     .option("--secret <KEY=VALUE>", "a value for a secure config key (default: a placeholder); never written out", collect, [])
     .action(async (opts: { stack: string; out: string; secret: string[] }) => {
       const secrets = Object.fromEntries(opts.secret.map((kv) => [kv.slice(0, Math.max(0, kv.indexOf("="))), kv.slice(kv.indexOf("=") + 1)]));

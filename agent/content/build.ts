@@ -6,10 +6,12 @@
  * its SHA-256. Same input, byte-identical output; the output directory is
  * replaced in one rename, never left half-written.
  */
-import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { canonicalJson } from "../common/canonical-json";
 import { ValidationError } from "../common/errors";
+import { type OutputShape, assertReplaceable, replaceDirectory } from "../common/output-dir";
+import { SIGNATURE_FILE } from "../release/signing";
 import { DEFAULT_EMBED_LIMIT, sha } from "./compile";
 import { validateContent } from "./validate";
 
@@ -35,6 +37,7 @@ export async function buildContent(contentDir: string, outDir: string, embedLimi
   const errors = checked.problems.filter((p) => p.severity === "error");
   if (errors.length > 0) throw new ValidationError(`content in ${contentDir}`, checked.problems);
 
+  await assertReplaceable(outDir, CONTENT_BUNDLE_SHAPE);
   await mkdir(dirname(outDir), { recursive: true });
   const staging = await mkdtemp(join(dirname(outDir), `.${basename(outDir)}.building-`));
   try {
@@ -57,15 +60,17 @@ export async function buildContent(contentDir: string, outDir: string, embedLimi
     }
     const manifest: BundleManifest = { format: 1, templates, components, files: shipped };
     await put("manifest.json", `${canonicalJson(manifest)}\n`);
-    const old = `${staging}.old`;
-    await rename(outDir, old).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== "ENOENT") throw e;
-    });
-    await rename(staging, outDir);
-    await rm(old, { recursive: true, force: true });
+    await replaceDirectory(staging, outDir, CONTENT_BUNDLE_SHAPE);
     return manifest;
   } catch (e) {
     await rm(staging, { recursive: true, force: true });
     throw e;
   }
 }
+
+/** What a built content bundle holds at its top (a signed one also its signature file). */
+export const CONTENT_BUNDLE_SHAPE: OutputShape = {
+  what: "a content bundle",
+  marker: "manifest.json",
+  owns: (e) => (e.isFile() ? e.name === "manifest.json" || e.name === SIGNATURE_FILE : e.isDirectory() && (e.name === "templates" || e.name === "components")),
+};

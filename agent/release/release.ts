@@ -12,15 +12,23 @@
  * The whole release is staged and renamed into place, so a failure leaves
  * nothing half-written.
  */
-import { cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { archiveDirectory } from "../../components/content-archive";
 import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
 import { canonicalJson } from "../common/canonical-json";
+import { type OutputShape, assertReplaceable, replaceDirectory } from "../common/output-dir";
 import { buildContent } from "../content/build";
 import { renderSystemdUnit } from "../upgrade/service-units";
 import { buildBundles } from "./build";
-import { signBundle } from "./signing";
+import { SIGNATURE_FILE, signBundle } from "./signing";
+
+/** What a release holds at its top. */
+export const RELEASE_SHAPE: OutputShape = {
+  what: "a release",
+  marker: `agent/${SIGNATURE_FILE}`,
+  owns: (e) => (e.isDirectory() ? e.name === "agent" || e.name === "content" : e.isFile() && /^agent-.+\.tgz(\.sha256)?$/.test(e.name)),
+};
 
 /** What to release. */
 export interface ReleaseOptions {
@@ -42,6 +50,7 @@ export interface ReleaseResult {
 
 /** Builds, lays out and signs a release into `out` (replaced as a whole). */
 export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
+  await assertReplaceable(options.out, RELEASE_SHAPE);
   await mkdir(dirname(options.out), { recursive: true });
   const staging = await mkdtemp(join(dirname(options.out), `.${basename(options.out)}.release-`));
   try {
@@ -61,8 +70,7 @@ export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
     const file = `agent-${version}.tgz`;
     await writeFile(join(staging, "release", file), archived.data);
     await writeFile(join(staging, "release", `${file}.sha256`), `${archived.sha256}  ${file}\n`);
-    await rm(options.out, { recursive: true, force: true });
-    await rename(join(staging, "release"), options.out);
+    await replaceDirectory(join(staging, "release"), options.out, RELEASE_SHAPE);
     return { version, keyId: signedAgent.keyId, agentFiles: signedAgent.files, contentFiles: signedContent.files, archive: { file, sha256: archived.sha256 } };
   } finally {
     await rm(staging, { recursive: true, force: true });
