@@ -6,6 +6,7 @@
  * Bad config fails before any resource is registered, naming the key path.
  */
 import { z } from "zod";
+import { ed25519PublicKey } from "../agent/common/ed25519-key";
 import { ValidationError } from "../agent/common/errors";
 import { zodIssues } from "../agent/common/zod-issues";
 import { variableName } from "../agent/content/schema";
@@ -193,7 +194,7 @@ const fleetShape = z.strictObject({
      * their agent config: they then refuse content and agent bundles not signed
      * with it (`winfleet release`). Absent, unsigned bundles are accepted.
      */
-    publicKey: z.string().regex(/^-----BEGIN PUBLIC KEY-----\n[A-Za-z0-9+/=\n]+-----END PUBLIC KEY-----\n?$/, "a PEM public key (winfleet keys generate writes one)").optional(),
+    publicKey: ed25519PublicKey.optional(),
   }).optional(),
   pools: z.array(z.discriminatedUnion("kind", [azurePool, byoPool, localPool])).min(1),
   upgrader: upgraderSchema.optional(),

@@ -9,6 +9,7 @@ import { resolve } from "node:path";
 import { linuxProcessHost } from "../broker/process-host";
 import { windowsProcessHost } from "../broker/process-host.win32";
 import type { Command } from "commander";
+import { ed25519KeyProblem } from "../common/ed25519-key";
 import { AgentError, AgentErrorCode, ValidationError, formatIssues } from "../common/errors";
 import type { ShellKind } from "../content/schema";
 import { rootedMapper } from "../ignition";
@@ -117,13 +118,17 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
   };
 }
 
-/** The public key file a command was given, read; a clear error when it cannot be. */
+/** The public key file a command was given, read; a clear error when it cannot be, or is not an ed25519 public key. */
 export function readKey(file: string): string {
+  let pem: string;
   try {
-    return readFileSync(resolve(file), "utf8");
+    pem = readFileSync(resolve(file), "utf8");
   } catch (e) {
     throw new AgentError(AgentErrorCode.InvalidInput, `--public-key ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
   }
+  const problem = ed25519KeyProblem(pem);
+  if (problem !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `--public-key ${file} ${problem}`);
+  return pem;
 }
 
 /** The reboot executor a config asks for, or this platform's. */

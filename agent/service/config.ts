@@ -8,6 +8,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { ed25519PublicKey } from "../common/ed25519-key";
 import { ValidationError } from "../common/errors";
 import { zodIssues } from "../common/zod-issues";
 import { componentName, variableName } from "../content/schema";
@@ -69,7 +70,7 @@ export const agentConfigSchema = z.strictObject({
   /** The wins-compatible broker `serve` runs in the same process: a wins config file (relative to this file) or the config inline; absent means none. */
   broker: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
   /** ed25519 public key (PEM) that content and agent bundles must be signed with; absent means unsigned bundles are accepted. */
-  publicKey: z.string().min(1).optional(),
+  publicKey: ed25519PublicKey.optional(),
   /** How a reboot happens: `exit` records it and exits 3010 for the supervisor to restart the agent; `windows` runs shutdown.exe. @default windows on Windows, exit elsewhere */
   reboot: z.enum(["exit", "windows"]).optional(),
   /** Reporting to Kubernetes; absent means the defaults of {@link reportConfigSchema}. */

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -132,7 +133,9 @@ describe("bad stack configs, each named by its key path", () => {
     ["masquerade without an account", (f) => void (f.upgrader.masquerade = { enabled: true }), /winfleet:fleet\.upgrader\.masquerade\.as: masquerade\.as is required/],
     ["a template version the content does not have", (f) => void (f.content.templateVersion = "9.9.9"), /winfleet:fleet\.content: template win2022 9\.9\.9 is not in .*it has: .*win2022 1\.0\.0/],
     ["a required content variable left out", (f) => void delete (f.content.variables as Record<string, unknown>).CSI_PROXY_SHA256, /pools\[0\] \(win\): csi-proxy \S+ needs CSI_PROXY_SHA256.*winfleet:fleet\.content\.variables/],
-    ["a public key that is not PEM", (f) => void (f.agent.publicKey = "ssh-ed25519 AAAA"), /winfleet:fleet\.agent\.publicKey: a PEM public key/],
+    ["a public key that is not PEM", (f) => void (f.agent.publicKey = "ssh-ed25519 AAAA"), /winfleet:fleet\.agent\.publicKey: is not a PEM public key/],
+    ["an RSA public key", (f) => void (f.agent.publicKey = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ type: "spki", format: "pem" })), /winfleet:fleet\.agent\.publicKey: is an rsa key, not ed25519/],
+    ["the private key where the public one goes", (f) => void (f.agent.publicKey = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" })), /winfleet:fleet\.agent\.publicKey: is a private key: pin the public key/],
     ["a content secret left out", (f) => void (f.content.secrets = {}), /calico 3\.29\.2 needs CALICO_KUBECONFIG.*a secret/],
   ];
   for (const [what, edit, message] of cases) {

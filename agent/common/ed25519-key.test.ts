@@ -1,0 +1,49 @@
+/**
+ * A pinned key is checked where it enters: the agent config names `publicKey`,
+ * `--public-key` names the file, each saying what is wrong with it.
+ */
+import assert from "node:assert/strict";
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { readKey } from "../cli/lifecycle-setup";
+import { loadAgentConfig } from "../service/config";
+import { ed25519KeyProblem } from "./ed25519-key";
+import { ValidationError } from "./errors";
+
+const scratch = mkdtempSync(join(tmpdir(), "winfleet-key-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+const ed = generateKeyPairSync("ed25519");
+const pem = {
+  public: ed.publicKey.export({ type: "spki", format: "pem" }).toString(),
+  private: ed.privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+  rsa: generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ type: "spki", format: "pem" }).toString(),
+};
+
+describe("pinned public keys", () => {
+  it("accepts an ed25519 public key and says what is wrong with anything else", () => {
+    assert.equal(ed25519KeyProblem(pem.public), undefined);
+    assert.match(ed25519KeyProblem(pem.private) ?? "", /is a private key: pin the public key/);
+    assert.match(ed25519KeyProblem(pem.rsa) ?? "", /is an rsa key, not ed25519/);
+    assert.match(ed25519KeyProblem(pem.public.slice(0, 60)) ?? "", /is not a PEM public key/);
+  });
+
+  it("refuses a bad publicKey in the agent config, naming it", async () => {
+    const config = join(scratch, "agent.json");
+    writeFileSync(config, JSON.stringify({ content: "content", template: "sandbox", publicKey: pem.rsa }));
+    await assert.rejects(loadAgentConfig(config), (e: unknown) => e instanceof ValidationError && e.issues.some((i) => i.path === "publicKey" && /is an rsa key, not ed25519/.test(i.message)));
+    writeFileSync(config, JSON.stringify({ content: "content", template: "sandbox", publicKey: pem.public }));
+    assert.equal((await loadAgentConfig(config)).publicKey, pem.public);
+  });
+
+  it("refuses a --public-key file that holds no ed25519 public key, naming the file", () => {
+    const file = join(scratch, "fleet.key");
+    writeFileSync(file, pem.private);
+    assert.throws(() => readKey(file), new RegExp(`--public-key ${file} is a private key`));
+    writeFileSync(file, pem.public);
+    assert.equal(readKey(file), pem.public);
+  });
+});
