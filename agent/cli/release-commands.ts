@@ -10,6 +10,7 @@ import type { Command } from "commander";
 import { AgentError, AgentErrorCode } from "../common/errors";
 import type * as Release from "../release/release";
 import { generateKeys } from "../release/signing";
+import { ed25519PrivateKeyProblem } from "../common/ed25519-key";
 import { failure } from "./lifecycle-setup";
 
 /** Registers `keys` and `release`. */
@@ -41,6 +42,9 @@ export function registerReleaseCommands(program: Command): void {
         const privateKeyPem = await readFile(resolve(opts.key), "utf8").catch((e: NodeJS.ErrnoException) => {
           throw new AgentError(AgentErrorCode.InvalidInput, `--key ${opts.key}: cannot read it (${e.code ?? e.message})`);
         });
+        // Refused before the build, which takes seconds, rather than when the bundles are signed.
+        const problem = ed25519PrivateKeyProblem(privateKeyPem);
+        if (problem !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `--key ${opts.key} ${problem}`);
         // Loaded here: esbuild and the content build are only needed by this command.
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const { release } = require("../release/release") as typeof Release;

@@ -1,16 +1,17 @@
 /**
- * A pinned key is checked where it enters: the agent config names `publicKey`,
- * `--public-key` names the file, each saying what is wrong with it.
+ * Keys are checked where they enter: the agent config names `publicKey`,
+ * `--public-key` and `release --key` name the file, each saying what is wrong.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { readKey } from "../cli/lifecycle-setup";
 import { loadAgentConfig } from "../service/config";
-import { ed25519KeyProblem } from "./ed25519-key";
+import { ed25519KeyProblem, ed25519PrivateKeyProblem } from "./ed25519-key";
 import { ValidationError } from "./errors";
 
 const scratch = mkdtempSync(join(tmpdir(), "winfleet-key-"));
@@ -29,6 +30,19 @@ describe("pinned public keys", () => {
     assert.match(ed25519KeyProblem(pem.private) ?? "", /is a private key: pin the public key/);
     assert.match(ed25519KeyProblem(pem.rsa) ?? "", /is an rsa key, not ed25519/);
     assert.match(ed25519KeyProblem(pem.public.slice(0, 60)) ?? "", /is not a PEM public key/);
+  });
+
+  it("tells a signing key from anything else, and release refuses one before building", () => {
+    assert.equal(ed25519PrivateKeyProblem(pem.private), undefined);
+    assert.match(ed25519PrivateKeyProblem(pem.public) ?? "", /is a public key: releases are signed with the private key/);
+    assert.match(ed25519PrivateKeyProblem(generateKeyPairSync("rsa", { modulusLength: 1024 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString()) ?? "", /is an rsa key, not ed25519/);
+    assert.match(ed25519PrivateKeyProblem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") ?? "", /is not a PEM private key/);
+    const pub = join(scratch, "fleet.pub");
+    writeFileSync(pub, pem.public);
+    const r = spawnSync(process.execPath, [join(__dirname, "..", "..", "bin", "winfleet.js"), "release", "--key", pub, "--out", join(scratch, "release")], { encoding: "utf8", timeout: 60_000 });
+    assert.equal(r.status, 1);
+    assert.equal(r.stderr, `error: --key ${pub} is a public key: releases are signed with the private key (the .key file)\n`);
+    assert.ok(!existsSync(join(scratch, "release")));
   });
 
   it("refuses a bad publicKey in the agent config, naming it", async () => {

@@ -11,6 +11,7 @@ import { type Dirent, constants, existsSync } from "node:fs";
 import { type FileHandle, open, readdir, writeFile } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { z } from "zod";
+import { ed25519PrivateKeyProblem } from "../common/ed25519-key";
 import { AgentError, AgentErrorCode } from "../common/errors";
 import { writeFileAtomic } from "../common/atomic-file";
 import { canonicalJson } from "../common/canonical-json";
@@ -113,8 +114,9 @@ function keyId(publicKeyPem: string): string {
 
 /** Signs the bundle in `dir` with an ed25519 private key (PEM), writing its signature file. */
 export async function signBundle(dir: string, privateKeyPem: string): Promise<{ files: number; keyId: string }> {
+  const problem = ed25519PrivateKeyProblem(privateKeyPem);
+  if (problem !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `the signing key ${problem}`);
   const key = createPrivateKey(privateKeyPem);
-  if (key.asymmetricKeyType !== "ed25519") throw new AgentError(AgentErrorCode.InvalidInput, `the signing key is ${key.asymmetricKeyType ?? "not an asymmetric key"}, not ed25519`);
   const files = await digestTree(dir);
   const id = keyId(createPublicKey(key).export({ type: "spki", format: "pem" }).toString());
   const body = { format: 1 as const, files, keyId: id };
