@@ -80,7 +80,7 @@ describe("winfleet render", () => {
   it("refuses a bad stack with exit 1, the key path and what was expected on stderr, and writes nothing", () => {
     const out = join(scratch, "kept");
     mkdirSync(out);
-    writeFileSync(join(out, "earlier.txt"), "an earlier render\n");
+    writeFileSync(join(out, "index.json"), "[] an earlier render\n");
     const file = badStack((f) => {
       f.pools[0]!.count = -1;
     });
@@ -88,7 +88,8 @@ describe("winfleet render", () => {
     assert.equal(r.code, 1);
     assert.match(r.stderr, /winfleet:fleet\.pools\[0\]\.count/);
     assert.match(r.stderr, />=\s*0|at least 0|too small/i);
-    assert.deepEqual(readdirSync(out), ["earlier.txt"], "the output directory was touched");
+    assert.deepEqual(readdirSync(out), ["index.json"], "the output directory was touched");
+    assert.equal(readFileSync(join(out, "index.json"), "utf8"), "[] an earlier render\n");
     const missing = render(["--stack", badStack((f) => delete (f.content.variables as Record<string, unknown>).CALICO_WINDOWS_SHA256), "--out", join(scratch, "never")]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /calico 3\.29\.2 needs CALICO_WINDOWS_SHA256/);
