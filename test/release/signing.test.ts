@@ -5,7 +5,7 @@
  * and nothing changed on the host.
  */
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -119,6 +119,22 @@ describe("a node that pins the key", () => {
     const r = cli("winfleet-agent", ["apply", "--config", config]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /is unsigned/);
+  });
+
+  it("serve refuses tampered content from its config's pinned key, says so, and applies nothing", async () => {
+    const root = join(scratch, "host-serve");
+    const config = join(scratch, "serve.json");
+    const content = await contentCopy("serve-tampered", (d) => writeFileSync(join(d, "extra.json"), "{}\n"));
+    writeFileSync(config, JSON.stringify({ content, template: "sandbox", templateVersion: "1.0.0", root, publicKey: readFileSync(pub, "utf8"), verifyIntervalSeconds: 0 }));
+    const serve = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    serve.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    // Bounded: the refusal is logged at start-up, within seconds.
+    for (let i = 0; i < 300 && !/tampered with/.test(stderr) && serve.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
+    serve.kill();
+    await new Promise((r) => serve.once("close", r));
+    assert.match(stderr, /"msg":"cannot apply","error":"[^"]*serve-tampered was tampered with: extra\.json was added after signing"/);
+    assert.ok(!existsSync(join(root, "winfleet")) && !existsSync(join(root, ".winfleet", "journal.json")), "the host was changed");
   });
 
   it("accepts unsigned content when no key is pinned", async () => {
