@@ -36,7 +36,7 @@ describe("process naming", () => {
 describe("Windows path rules (as data)", () => {
   it("normalise drive paths and refuse what Windows would reinterpret", () => {
     assert.equal(normaliseHostPath("C:\\etc\\Kubelet.exe", "win32"), "c:/etc/Kubelet.exe");
-    for (const bad of ["C:\\etc\\x.exe:stream", "C:\\etc\\CON", "C:\\etc\\nul.txt", "C:\\etc\\x.exe.", "\\\\?\\C:\\x.exe", "etc\\x.exe", "C:\\etc\\..\\x.exe"]) {
+    for (const bad of ["C:\\etc\\x.exe:stream", "C:\\etc\\CON", "C:\\etc\\nul.txt", "C:\\etc\\COM\u00b9.log", "C:\\etc\\lpt3", "C:\\etc\\x.exe.", "\\\\?\\C:\\x.exe", "etc\\x.exe", "C:\\etc\\..\\x.exe"]) {
       assert.throws(() => normaliseHostPath(bad, "win32"), /invalid path/, bad);
     }
   });

@@ -8,7 +8,8 @@
 import { lstat } from "node:fs/promises";
 import { AgentError, AgentErrorCode } from "../common/errors";
 
-const RESERVED = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$/i;
+// The superscript digits (COM¹ and so on) as escapes: bundles are kept ASCII (see release/build.ts).
+const RESERVED = /^(con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3])(\..*)?$/i;
 
 /** Refuses with INVALID_ARGUMENT. */
 function refuse(path: string, why: string): never {

@@ -131,6 +131,21 @@ const COMMON: BuildOptions = {
   logLevel: "silent",
 };
 
+/**
+ * Throws unless `file` is pure ASCII. esbuild's `charset: "ascii"` escapes
+ * other characters in strings and names but leaves regular expression
+ * literals as written, where one slips through; a bundle is kept ASCII so it
+ * reads the same under any encoding and V8 holds it at one byte a character.
+ */
+export async function assertAscii(file: string): Promise<void> {
+  const text = (await readFile(file)).toString("latin1");
+  const at = text.search(/[\x80-\xff]/);
+  if (at < 0) return;
+  const line = text.slice(0, at).split("\n").length;
+  const context = Buffer.from(text.slice(Math.max(0, at - 40), at + 20), "latin1").toString("utf8");
+  throw new Error(`${file}:${line}: a non-ASCII character at byte ${at}, in ${JSON.stringify(context)}: write it as a \\u escape in the source (esbuild leaves regular expression literals as they are)`);
+}
+
 /** Makes each of `parts` (other than `self`) an external require of its own file, relative to `fromLib`. */
 function splitParts(repo: string, spec: BundleSpec, fromLib: string, self: string): Plugin {
   const others = spec.parts.filter((p) => p.entry !== self);
@@ -221,10 +236,12 @@ export async function buildBundles(repo: string, outDir = join(repo, "dist"), on
         // Built for where it will lie (`outDir`), written to the staging copy.
         const result = await esbuild.build({ ...libOptions(repo, spec, entry, file, outDir), outfile: join(staging, spec.name, file) });
         if (!result.metafile) throw new Error(`esbuild could not bundle ${entry}`);
+        await assertAscii(join(staging, spec.name, file));
         metas.push(result.metafile);
       }
       const binResult = await esbuild.build(binOptions(repo, spec, bin));
       if (!binResult.metafile) throw new Error(`esbuild could not bundle ${spec.bin}`);
+      await assertAscii(bin);
       metas.push(binResult.metafile);
       await chmod(bin, 0o755);
       // The version the bundle reports (agent/version.ts reads the nearest winfleet package.json).

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { builtinModules } from "node:module";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { buildBundles } from "../../agent/release/build";
+import { assertAscii, buildBundles } from "../../agent/release/build";
 
 const REPO = join(__dirname, "..", "..");
 const scratch = mkdtempSync(join(tmpdir(), "winfleet-bundle-"));
@@ -52,6 +52,16 @@ describe("the agent bundle", () => {
     const foreign = [...required].filter((m) => !builtins.has(m) && !["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader", "encoding"].some((x) => m === x || m.startsWith(`${x}/`)));
     assert.deepEqual(foreign, [], "packages the bundle would need from node_modules");
     assert.ok(existsSync(join(out, ".build", "agent.json")));
+  });
+
+  it("is pure ASCII, and a build that would not be fails naming where", async () => {
+    for (const file of [bin, join(shipped, "lib", "winfleet-agent.js"), join(out, "winfleet", "lib", "winfleet.js")]) {
+      assert.ok(!/[\x80-\xff]/.test(readFileSync(file, "latin1")), `${file} holds a non-ASCII byte`);
+    }
+    // What esbuild's charset: "ascii" lets through: a character inside a regular expression literal.
+    const slipped = join(out, "slipped.js");
+    writeFileSync(slipped, 'var ok = "plain";\nvar RESERVED = /^com[0-9\u00b9]$/;\n');
+    await assert.rejects(assertAscii(slipped), /slipped\.js:2: a non-ASCII character at byte 42, in ".*var RESERVED = \/\^com\[0-9\u00b9\]\$\/;\\n": write it as a \\u escape/);
   });
 
   it("runs the lifecycle engine end to end with no node_modules: apply with its reboot, resume, verify, uninstall", () => {
