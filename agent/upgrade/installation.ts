@@ -4,7 +4,7 @@
  * Switching versions is one atomic rename of that link, so a host is always on
  * exactly one complete version, and going back is the same operation.
  */
-import { cp, mkdir, readFile, readlink, rename, rm, stat, symlink } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, readlink, rename, rm, stat, symlink } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 
@@ -29,7 +29,7 @@ export async function bundleVersion(bundle: string): Promise<string> {
   } catch (e) {
     throw new AgentError(AgentErrorCode.InvalidInput, `${bundle} is not an agent bundle: cannot read package.json: ${errorMessage(e)}`);
   }
-  if (pkg.name !== "winfleet" || typeof pkg.version !== "string" || !/^[0-9A-Za-z.+-]+$/.test(pkg.version)) {
+  if (pkg.name !== "winfleet" || typeof pkg.version !== "string" || !/^[0-9A-Za-z][0-9A-Za-z.+-]*$/.test(pkg.version)) {
     throw new AgentError(AgentErrorCode.InvalidInput, `${bundle} is not an agent bundle: package.json must be winfleet's with a version`);
   }
   await stat(join(bundle, "bin", "winfleet-agent.js")).catch(() => {
@@ -49,26 +49,26 @@ export async function activeVersion(inst: Installation): Promise<string | undefi
 
 /**
  * Copies `bundle` into `releases/<version>` (staged, then renamed) unless that
- * version is already there. `verify` checks the staged copy before it is
- * renamed into place: what was checked is what runs, even if the source is
- * changed while it is copied.
+ * version is already there. Everything is decided on the staged copy: `verify`
+ * checks it, and the version is read from it, so what was checked is what
+ * runs, even if the source is changed while it is copied (it may lie where a
+ * pod can write), and a changed version cannot switch to another release.
  */
 export async function installRelease(inst: Installation, bundle: string, verify?: (dir: string) => Promise<void>): Promise<string> {
-  const version = await bundleVersion(bundle);
-  const target = join(inst.releases, version);
-  if (await stat(target).then(() => true, () => false)) return version;
+  await bundleVersion(bundle); // refuses what is not a bundle before anything is written
   await mkdir(inst.releases, { recursive: true });
-  const staging = join(inst.releases, `.${version}.staging`);
-  await rm(staging, { recursive: true, force: true });
+  const staging = await mkdtemp(join(inst.releases, ".staging-"));
   try {
-    await cp(bundle, staging, { recursive: true, verbatimSymlinks: true });
-    await verify?.(staging);
-  } catch (e) {
+    const copy = join(staging, "bundle");
+    await cp(bundle, copy, { recursive: true, verbatimSymlinks: true });
+    await verify?.(copy);
+    const version = await bundleVersion(copy);
+    const target = join(inst.releases, version);
+    if (!(await stat(target).then(() => true, () => false))) await rename(copy, target);
+    return version;
+  } finally {
     await rm(staging, { recursive: true, force: true });
-    throw e;
   }
-  await rename(staging, target);
-  return version;
 }
 
 /** Points `current` at `releases/<version>` atomically (a junction on Windows). */

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { appInfo } from "../../agent/broker/client";
@@ -68,24 +68,42 @@ describe("winfleet-agent up", () => {
     assert.equal(readlinkSync(join(installDir, "current")), join("releases", "2.0.0-test"));
   });
 
-  it("installs only what it verified: a bundle changed after its check is refused as copied", async () => {
-    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
-    const dir = join(root, "bundle-6.0.0-swapped");
+  // What a writer racing the upgrade would do once the bundle has passed its check: change the code,
+  // or the version, to switch the host to an older release already installed without a copy.
+  const swaps: [string, string, string, RegExp][] = [
+    ["code", "bin/winfleet-agent.js", "// swapped\n", /was tampered with: bin\/winfleet-agent\.js differs from what was signed/],
+    ["version (to an older release)", "package.json", JSON.stringify({ name: "winfleet", version: "1.0.0-test" }), /was tampered with: package\.json differs from what was signed/],
+  ];
+  for (const [what, file, swapped, message] of swaps) {
+    it(`installs only what it verified: a bundle whose ${what} changed after its check is refused as copied`, async () => {
+      const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+      const dir = join(root, `bundle-6.0.0-swapped-${file.replace(/\W/g, "")}`);
+      mkdirSync(join(dir, "bin"), { recursive: true });
+      writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "winfleet", version: "6.0.0-swapped" }));
+      writeFileSync(join(dir, "bin", "winfleet-agent.js"), "// signed\n");
+      await signBundle(dir, privateKey.export({ type: "pkcs8", format: "pem" }).toString());
+      const pem = publicKey.export({ type: "spki", format: "pem" }).toString();
+      const checked: string[] = [];
+      const verify = async (d: string): Promise<void> => {
+        checked.push(d);
+        await verifyBundle(d, pem);
+        if (checked.length === 1) writeFileSync(join(dir, ...file.split("/")), swapped);
+      };
+      await assert.rejects(up(dir, { ...options, verify }), message);
+      assert.equal(checked.length, 2, "the staged copy was checked too");
+      assert.deepEqual(readdirSync(join(installDir, "releases")).filter((e) => e.startsWith(".") || e.startsWith("6.")), [], "nothing left installed");
+      assert.equal(readlinkSync(join(installDir, "current")), join("releases", "2.0.0-test"));
+    });
+  }
+
+  it("refuses a version that is a path", async () => {
+    const dir = join(root, "bundle-dots");
     mkdirSync(join(dir, "bin"), { recursive: true });
-    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "winfleet", version: "6.0.0-swapped" }));
-    writeFileSync(join(dir, "bin", "winfleet-agent.js"), "// signed\n");
-    await signBundle(dir, privateKey.export({ type: "pkcs8", format: "pem" }).toString());
-    const pem = publicKey.export({ type: "spki", format: "pem" }).toString();
-    const checked: string[] = [];
-    const verify = async (d: string): Promise<void> => {
-      checked.push(d);
-      await verifyBundle(d, pem);
-      // What a writer racing the upgrade would do once the bundle has passed its check.
-      if (checked.length === 1) writeFileSync(join(dir, "bin", "winfleet-agent.js"), "// swapped\n");
-    };
-    await assert.rejects(up(dir, { ...options, verify }), /was tampered with: bin\/winfleet-agent\.js differs from what was signed/);
-    assert.equal(checked.length, 2, "the staged copy was checked too");
-    assert.ok(!existsSync(join(installDir, "releases", "6.0.0-swapped")) && !existsSync(join(installDir, "releases", ".6.0.0-swapped.staging")), "nothing left installed");
+    writeFileSync(join(dir, "bin", "winfleet-agent.js"), "");
+    for (const version of ["..", ".", ".hidden"]) {
+      writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "winfleet", version }));
+      await assert.rejects(up(dir, options), /is not an agent bundle: package\.json must be winfleet's with a version/, version);
+    }
     assert.equal(readlinkSync(join(installDir, "current")), join("releases", "2.0.0-test"));
   });
 
