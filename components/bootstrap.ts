@@ -50,6 +50,53 @@ export const DEFAULT_INSTALL_DIR = "C:\\ProgramData\\winfleet";
 
 const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
+/**
+ * PowerShell that registers the agent's scheduled task (at boot, as SYSTEM,
+ * restarted when it fails) and starts it, restarting it when `$changed`. It
+ * expects `$node`, `$current` (the `current` junction) and `$configPath` set.
+ * One text for the bootstrap and for a release's
+ * `service/register-winfleet-agent.ps1`, so both register the same task.
+ */
+export function agentTaskRegistration(): string {
+  return `# The agent runs at boot as SYSTEM and is restarted when it fails.
+$action = New-ScheduledTaskAction -Execute $node -Argument ('"' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"')
+$trigger = New-ScheduledTaskTrigger -AtStartup
+$settings = New-ScheduledTaskSettingsSet -RestartCount 999 -RestartInterval (New-TimeSpan -Minutes 1) -ExecutionTimeLimit ([TimeSpan]::Zero) -StartWhenAvailable
+$principal = New-ScheduledTaskPrincipal -UserId 'SYSTEM' -LogonType ServiceAccount -RunLevel Highest
+Register-ScheduledTask -TaskName ${q(AGENT_TASK)} -Action $action -Trigger $trigger -Settings $settings -Principal $principal -Force | Out-Null
+$task = Get-ScheduledTask -TaskName ${q(AGENT_TASK)}
+if ($changed -and $task.State -eq 'Running') { Stop-ScheduledTask -TaskName ${q(AGENT_TASK)} }
+if ((Get-ScheduledTask -TaskName ${q(AGENT_TASK)}).State -ne 'Running') { Start-ScheduledTask -TaskName ${q(AGENT_TASK)} }
+`;
+}
+
+/**
+ * A release's Windows service file: registers the agent unpacked under
+ * `<InstallDir>\\releases\\<version>` (with `current` pointing at it, as the
+ * bootstrap lays it out) with the task the bootstrap registers.
+ */
+export function renderTaskRegistrationScript(nodeExe: string): string {
+  return `# Registers the winfleet agent as the scheduled task the node bootstrap registers (at boot, as
+# SYSTEM, restarted when it fails) and starts it. Expects the layout the bootstrap makes: the
+# agent bundle unpacked under <InstallDir>\\releases\\<version>, <InstallDir>\\current pointing at it,
+# the Node runtime of node-runtime.json under <InstallDir>\\node, and the agent config.
+param(
+    [string]$InstallDir = ${q(DEFAULT_INSTALL_DIR)},
+    [string]$NodePath = '',
+    [string]$Config = ''
+)
+$ErrorActionPreference = 'Stop'
+$node = if ($NodePath) { $NodePath } else { Join-Path "$InstallDir\\node" ${q(nodeExe)} }
+$current = "$InstallDir\\current"
+$configPath = if ($Config) { $Config } else { "$InstallDir\\agent.json" }
+$changed = $true
+foreach ($path in @($node, "$current\\bin\\winfleet-agent.js", $configPath)) {
+    if (-not (Test-Path -LiteralPath $path)) { throw "$path does not exist: see the comment at the top of this script" }
+}
+${agentTaskRegistration()}Write-Output "winfleet agent registered as the scheduled task ${AGENT_TASK}"
+`;
+}
+
 function contentStep(c: ContentSource): string {
   const file = `"$root\\downloads\\content-${c.sha256.slice(0, 12)}.tgz"`;
   if (c.kind === "file") {
@@ -153,16 +200,7 @@ if (-not (Test-Path -LiteralPath $configPath) -or ((Get-Content -Raw -LiteralPat
     $changed = $true
 }
 
-# The agent runs at boot as SYSTEM and is restarted when it fails.
-$action = New-ScheduledTaskAction -Execute $node -Argument ('"' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"')
-$trigger = New-ScheduledTaskTrigger -AtStartup
-$settings = New-ScheduledTaskSettingsSet -RestartCount 999 -RestartInterval (New-TimeSpan -Minutes 1) -ExecutionTimeLimit ([TimeSpan]::Zero) -StartWhenAvailable
-$principal = New-ScheduledTaskPrincipal -UserId 'SYSTEM' -LogonType ServiceAccount -RunLevel Highest
-Register-ScheduledTask -TaskName ${q(AGENT_TASK)} -Action $action -Trigger $trigger -Settings $settings -Principal $principal -Force | Out-Null
-$task = Get-ScheduledTask -TaskName ${q(AGENT_TASK)}
-if ($changed -and $task.State -eq 'Running') { Stop-ScheduledTask -TaskName ${q(AGENT_TASK)} }
-if ((Get-ScheduledTask -TaskName ${q(AGENT_TASK)}).State -ne 'Running') { Start-ScheduledTask -TaskName ${q(AGENT_TASK)} }
-Write-Output "winfleet agent ${args.agent.version} bootstrapped"
+${agentTaskRegistration()}Write-Output "winfleet agent ${args.agent.version} bootstrapped"
 `;
 }
 

