@@ -8,8 +8,8 @@
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify } from "node:crypto";
 import { type Dirent, constants, existsSync } from "node:fs";
-import { type FileHandle, open, readdir, writeFile } from "node:fs/promises";
-import { join, relative, sep } from "node:path";
+import { type FileHandle, mkdir, open, readdir, writeFile } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
 import { z } from "zod";
 import { ed25519PrivateKeyProblem } from "../common/ed25519-key";
 import { AgentError, AgentErrorCode } from "../common/errors";
@@ -173,6 +173,8 @@ export async function generateKeys(prefix: string): Promise<{ privateKey: string
   const files = { privateKey: `${prefix}.key`, publicKey: `${prefix}.pub` };
   // Both or neither: a half-written pair would be refused on the next try anyway, but confusingly.
   for (const f of Object.values(files)) if (existsSync(f)) throw Object.assign(new Error(`${f} exists`), { code: "EEXIST" });
+  // A new folder for keys is private to its owner, like the key itself.
+  await mkdir(dirname(files.privateKey), { recursive: true, mode: 0o700 });
   await writeFile(files.privateKey, privateKey.export({ type: "pkcs8", format: "pem" }).toString(), { mode: 0o600, flag: "wx" });
   await writeFile(files.publicKey, pub, { flag: "wx" });
   return { ...files, keyId: keyId(pub) };

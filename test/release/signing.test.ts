@@ -60,6 +60,10 @@ describe("keys and releases", () => {
     const again = cli("winfleet", ["keys", "generate", "--out", join(scratch, "fleet")]);
     assert.equal(again.code, 1);
     assert.match(again.stderr, /exists already; keys are never overwritten/);
+    const nested = join(scratch, "keys", "prod", "fleet");
+    assert.equal(cli("winfleet", ["keys", "generate", "--out", nested]).code, 0, "a missing folder is made");
+    assert.equal(statSync(join(scratch, "keys", "prod")).mode & 0o777, 0o700);
+    assert.equal(statSync(`${nested}.key`).mode & 0o777, 0o600);
   });
 
   it("archives the signed agent bundle as the bootstrap installs it, with the digest a stack pins", async () => {
