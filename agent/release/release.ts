@@ -50,7 +50,7 @@ export interface ReleaseResult {
   readonly archive: { readonly file: string; readonly sha256: string };
 }
 
-/** Builds, lays out and signs a release into `out` (replaced as a whole). */
+/** Builds, lays out and signs a release into `out` (an earlier release there is replaced; anything else is refused). */
 export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
   await assertReplaceable(options.out, RELEASE_SHAPE);
   await mkdir(dirname(options.out), { recursive: true });
