@@ -40,9 +40,11 @@ export class BundleVerificationError extends AgentError {
   }
 }
 
-/** A bundle's entries: regular files, and anything else that is not a directory. */
+/** A bundle's entries: regular files, directories, and anything else. */
 interface Tree {
   readonly files: string[];
+  /** Every directory below the top, so one that holds no file (which no digest covers) is seen. */
+  readonly dirs: string[];
   /** Symbolic links, pipes, sockets and devices, with what each is: never signed, always refused. */
   readonly special: { readonly rel: string; readonly kind: string }[];
 }
@@ -56,15 +58,27 @@ function specialKind(entry: Dirent): string {
 
 // Entries are told apart by their directory entry, without following links or opening anything: a
 // named pipe planted in a bundle would otherwise hang the read that digests it.
-async function walk(dir: string, tree: Tree = { files: [], special: [] }, top = dir): Promise<Tree> {
+async function walk(dir: string, tree: Tree = { files: [], dirs: [], special: [] }, top = dir): Promise<Tree> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     const rel = relative(top, path).split(sep).join("/");
-    if (entry.isDirectory()) await walk(path, tree, top);
+    if (entry.isDirectory()) {
+      tree.dirs.push(rel);
+      await walk(path, tree, top);
+    }
     else if (entry.isFile()) tree.files.push(rel);
     else tree.special.push({ rel, kind: specialKind(entry) });
   }
   return tree;
+}
+
+/** The first directory of `dirs` that holds none of `files` at any depth, if any. */
+function emptyDirectory(dirs: readonly string[], files: Iterable<string>): string | undefined {
+  const holding = new Set<string>();
+  for (const f of files) {
+    for (let at = f.indexOf("/"); at !== -1; at = f.indexOf("/", at + 1)) holding.add(f.slice(0, at));
+  }
+  return dirs.find((d) => !holding.has(d));
 }
 
 // Opened without following a link or waiting on a pipe, and read only if it is still a regular
@@ -99,12 +113,15 @@ async function digests(dir: string, files: readonly string[]): Promise<Record<st
 /**
  * The SHA-256 of every file in `dir` but the signature file, sorted by path.
  * Throws when `dir` holds anything but regular files and directories, which no
- * bundle may hold (a link could point anywhere once installed).
+ * bundle may hold (a link could point anywhere once installed), or a directory
+ * with no file in it, which no digest would cover.
  */
 export async function digestTree(dir: string): Promise<Record<string, string>> {
   const tree = await walk(dir);
   const odd = tree.special[0];
   if (odd !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `${dir}: ${odd.rel} is ${odd.kind}; a bundle holds only regular files and directories`);
+  const empty = emptyDirectory(tree.dirs, tree.files);
+  if (empty !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `${dir}: ${empty}/ holds no file, and a signature covers only files; remove it or put its file in`);
   return digests(dir, tree.files);
 }
 
@@ -163,6 +180,9 @@ export async function verifyBundle(dir: string, publicKeyPem: string): Promise<{
   }
   const extra = Object.keys(actual).find((rel) => !(rel in body.files));
   if (extra !== undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${extra} was added after signing`);
+  // A signed bundle's directories are exactly those its files are in.
+  const addedDir = emptyDirectory(tree.dirs, Object.keys(body.files));
+  if (addedDir !== undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${addedDir}/ was added after signing`);
   return { files: Object.keys(body.files).length, digests: body.files };
 }
 

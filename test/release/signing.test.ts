@@ -106,6 +106,8 @@ describe("a node that pins the key", () => {
     ["a changed file", () => contentCopy("changed", (d) => writeFileSync(join(d, "manifest.json"), "{}\n")), /was tampered with: manifest\.json differs from what was signed/],
     ["a removed file", () => contentCopy("removed", (d) => unlinkSync(join(d, "manifest.json"))), /was tampered with: manifest\.json is missing/],
     ["an added file", () => contentCopy("added", (d) => writeFileSync(join(d, "extra.sh"), "#!/bin/sh\n")), /was tampered with: extra\.sh was added after signing/],
+    // No digest covers a directory with nothing in it; that no signed file lives there is what gives it away.
+    ["an added empty directory", () => contentCopy("added-dir", (d) => mkdirSync(join(d, "components", "extra", "deeper"), { recursive: true })), /was tampered with: components\/extra\/ was added after signing/],
     // What a digest cannot cover: a link (followed, it could read anything; once installed, point anywhere) and a
     // named pipe (reading it to digest it would wait forever for a writer).
     ["a link to a directory", () => contentCopy("dir-link", (d) => symlinkSync(tmpdir(), join(d, "components", "extra"))), /was tampered with: components\/extra is a symbolic link, which no signed bundle holds/],
@@ -178,6 +180,11 @@ describe("a node that pins the key", () => {
   it("refuses to sign a bundle holding a link", async () => {
     const dir = await contentCopy("sign-link", (d) => symlinkSync(tmpdir(), join(d, "tmp")));
     await assert.rejects(signBundle(dir, readFileSync(join(scratch, "fleet.key"), "utf8")), /tmp is a symbolic link; a bundle holds only regular files and directories/);
+  });
+
+  it("refuses to sign a bundle holding an empty directory, which its signature could not cover", async () => {
+    const dir = await contentCopy("sign-empty-dir", (d) => mkdirSync(join(d, "components", "empty")));
+    await assert.rejects(signBundle(dir, readFileSync(join(scratch, "fleet.key"), "utf8")), /components\/empty\/ holds no file, and a signature covers only files/);
   });
 
   it("reads signed content against the digests that were checked, so a change after the check is refused", async () => {
