@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
 import { fromBinary } from "@bufbuild/protobuf";
 import { ProcessWaitResponseSchema } from "./generated/wins/process_pb";
-import { OutputBatcher, encodeOutput } from "./services";
+import { OutputBatcher, encodeOutput } from "./output-batcher";
 
 describe("process output", () => {
   it("encodes as the generated codec decodes, across varint lengths and chunkings", () => {

@@ -1,0 +1,71 @@
+/**
+ * A host process's output arrives byte for byte however the client reads it:
+ * 27 MB of random bytes, switching between stdout and stderr, through batches
+ * the broker encodes itself (agent/broker/output-batcher.ts), to a client that
+ * keeps up and to one that keeps stopping, so that messages queue in the
+ * server stream and the process is paused and resumed. The client is built
+ * from the .proto files by proto-loader, not by the broker's own adapter.
+ */
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import type * as grpc from "@grpc/grpc-js";
+import { call, script, startBroker, tempDir, winsClient } from "./harness";
+
+type WaitMessage = { StdOut?: Buffer; StdErr?: Buffer; ExitCode?: number; Options?: string };
+
+const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
+
+describe("process output under backpressure", () => {
+  const dir = tempDir("output-");
+  const data = randomBytes(24 * 1024 * 1024);
+  writeFileSync(join(dir, "random.bin"), data);
+  // Output on both streams, switching mid-flood, so batches of both kinds share the buffers.
+  const tool = script(join(dir, "flood.sh"), `cat ${join(dir, "random.bin")}; printf between >&2; head -c 3000000 ${join(dir, "random.bin")}; printf end >&2`);
+  const sha1 = createHash("sha1").update(readFileSync(tool)).digest("hex");
+
+  for (const reader of ["keeps up", "stops every 2 MiB for 20 ms"] as const) {
+    it(`delivers every byte to a client that ${reader}`, async () => {
+      const env = await startBroker({ processPaths: [tool] });
+      const client = winsClient("ProcessService", env.socket);
+      try {
+        const started = await call<{ Data: { Value: string } }>(client, "Start", { Path: tool, Checksum: sha1 });
+        const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
+        ka.write({ Data: started.Data });
+        const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<WaitMessage>).call(client, { Data: started.Data });
+        const out: Buffer[] = [];
+        let err = "";
+        let code = -1;
+        let sinceStop = 0;
+        wait.on("data", (m: WaitMessage) => {
+          if (m.Options === "StdOut" && m.StdOut) {
+            out.push(m.StdOut);
+            sinceStop += m.StdOut.length;
+          }
+          if (m.Options === "StdErr" && m.StdErr) err += m.StdErr.toString();
+          if (m.Options === "ExitCode") code = m.ExitCode ?? -1;
+          if (reader !== "keeps up" && sinceStop >= 2 * 1024 * 1024) {
+            sinceStop = 0;
+            wait.pause();
+            setTimeout(() => wait.resume(), 20);
+          }
+        });
+        await new Promise<void>((resolve, reject) => {
+          wait.on("end", resolve);
+          wait.on("error", reject);
+        });
+        ka.end();
+        const got = Buffer.concat(out);
+        assert.equal(got.length, data.length + 3_000_000);
+        assert.equal(sha256(got), sha256(Buffer.concat([data, data.subarray(0, 3_000_000)])), "stdout arrived changed");
+        assert.equal(err, "betweenend");
+        assert.equal(code, 0);
+      } finally {
+        client.close();
+        await env.broker.stop();
+      }
+    });
+  }
+});
