@@ -10,6 +10,12 @@
  * and the bundle's broker with glibc told to hand freed memory back
  * (`MALLOC_TRIM_THRESHOLD_=0`), which shows how much is parse memory freed
  * but kept by the allocator.
+ *
+ * Each process is sampled twice: 4 s after it starts, and settled, 15 s after
+ * it starts. V8 shrinks the heap it grew while starting (new space, freed
+ * pages) only once its memory reducer runs, 8 s after the last full GC; a
+ * service is idle for hours, so the settled figure is the one the goal is
+ * read against, and the 4 s one shows what start-up leaves behind until then.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -25,12 +31,21 @@ function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
 }
 
-async function idleRss(args: readonly string[], env: Record<string, string> = {}): Promise<number> {
+/** When a process's RSS is sampled, in ms after it starts. */
+const EARLY_MS = 4000;
+const SETTLED_MS = 15_000;
+
+/** RSS in MB of an idle process 4 s after it starts and settled (see the file comment). */
+async function idleRss(args: readonly string[], env: Record<string, string> = {}): Promise<{ early: number; settled: number }> {
   const child = spawn(process.execPath, args, { cwd: REPO, stdio: "ignore", env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "cache"), ...env } });
-  await new Promise((r) => setTimeout(r, 4000));
-  const kb = rssKb(child.pid ?? 0);
-  child.kill();
-  return kb;
+  try {
+    await new Promise((r) => setTimeout(r, EARLY_MS));
+    const early = rssKb(child.pid ?? 0) / 1024;
+    await new Promise((r) => setTimeout(r, SETTLED_MS - EARLY_MS));
+    return { early, settled: rssKb(child.pid ?? 0) / 1024 };
+  } finally {
+    child.kill();
+  }
 }
 
 void (async () => {
@@ -63,16 +78,20 @@ void (async () => {
       `const s = require("node:fs").readFileSync(${JSON.stringify(join(work, "dist", "agent", "lib", "winfleet-agent.js"))}, "utf8"); new (require("node:vm").Script)("(function(){" + s + "\\n})"); setInterval(() => {}, 1000)`,
     ]);
     const trimmed = await idleRss([bin, "broker", "--config", config], { MALLOC_TRIM_THRESHOLD_: "0" });
-    const mb = (kb: number): number => kb / 1024;
-    const node = { name: "bare node", ms: mb(idle) };
-    report("idle RSS, broker serving", { name: "bundle", ms: mb(bundled) }, node, "MB");
-    report("idle RSS, broker serving", { name: "tsx   ", ms: mb(fromSource) }, node, "MB");
-    report("idle RSS, broker serving", { name: "trim  ", ms: mb(trimmed) }, node, "MB");
-    console.log("  (trim: the bundle with MALLOC_TRIM_THRESHOLD_=0)");
-    report("  floor: empty HTTP/2 server", { name: "http2 ", ms: mb(http2Only) }, node, "MB");
-    report("  floor: empty grpc-js server", { name: "grpc  ", ms: mb(grpcOnly) }, node, "MB");
-    report("  floor: bundle compiled, not run", { name: "parse ", ms: mb(compileOnly) }, node, "MB");
-    console.log("  goal: <= 1.15x bare node");
+    const sampled = { settled: `settled, ${SETTLED_MS / 1000} s after start (after V8's memory reducer)`, early: `early, ${EARLY_MS / 1000} s after start` };
+    for (const when of ["settled", "early"] as const) {
+      console.log(`idle RSS, broker serving: ${sampled[when]}`);
+      const node = { name: "bare node", ms: idle[when] };
+      const line = (label: string, name: string, rss: { early: number; settled: number }): void => report(label, { name, ms: rss[when] }, node, "MB");
+      line("  broker, bundle", "bundle", bundled);
+      line("  broker, sources", "tsx   ", fromSource);
+      line("  broker, bundle, trimmed", "trim  ", trimmed);
+      line("  floor: empty HTTP/2 server", "http2 ", http2Only);
+      line("  floor: empty grpc-js server", "grpc  ", grpcOnly);
+      line("  floor: bundle compiled", "parse ", compileOnly);
+    }
+    console.log("  (trimmed: MALLOC_TRIM_THRESHOLD_=0; compiled: bare node that compiles the bundle, running none of it)");
+    console.log("  goal: <= 1.15x bare node, settled");
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
