@@ -13,6 +13,7 @@ import { installationAt } from "../upgrade/installation";
 import { pidFileManager, systemdManager } from "../upgrade/service-manager";
 import { windowsTaskManager } from "../upgrade/service-manager.win32";
 import { renderSystemdUnit, renderWindowsServiceInstall } from "../upgrade/service-units";
+import { openBundle } from "../upgrade/bundle-source";
 import { up } from "../upgrade/up";
 import { defaultRunDir } from "./broker-commands";
 import { reportFailure } from "./report";
@@ -24,7 +25,7 @@ export function registerUpgradeCommands(program: Command): void {
   program
     .command("up")
     .description("self-upgrade: install an agent bundle, restart the service, verify it answers, roll back if not")
-    .requiredOption("--bundle <dir>", "the new agent bundle (a directory with package.json and bin/)")
+    .requiredOption("--bundle <path>", "the new agent bundle: a directory (package.json and bin/), or the agent-<version>.tgz winfleet release writes")
     .requiredOption("--install-dir <dir>", "the installation (releases/ and the current link)")
     .requiredOption("--config <file>", "the broker config, whose socket the new version must answer on")
     .option("--manager <kind>", "how to restart the agent: systemd, windows (the scheduled task the bootstrap registers) or pidfile", process.platform === "win32" ? "windows" : "systemd")
@@ -56,15 +57,20 @@ export function registerUpgradeCommands(program: Command): void {
           return;
         }
         const key = opts.publicKey !== undefined ? readKey(opts.publicKey) : opts.agentConfig !== undefined ? (await loadAgentConfig(opts.agentConfig)).publicKey : undefined;
-        const result = await up(resolve(opts.bundle), {
-          ...(key !== undefined ? { verify: async (dir: string) => void (await verifyBundle(dir, key)) } : {}),
-          installation: installationAt(installDir),
-          manager,
-          probe: async () => (await appInfo(socket)).Info?.Version,
-          timeoutMs: opts.timeout * 1000,
-          log: createLogger("up"),
-        });
-        process.stdout.write(`${result.outcome}: ${result.from ?? "(none)"} -> ${result.to}\n`);
+        const bundle = await openBundle(resolve(opts.bundle));
+        try {
+          const result = await up(bundle.dir, {
+            ...(key !== undefined ? { verify: async (dir: string) => void (await verifyBundle(dir, key)) } : {}),
+            installation: installationAt(installDir),
+            manager,
+            probe: async () => (await appInfo(socket)).Info?.Version,
+            timeoutMs: opts.timeout * 1000,
+            log: createLogger("up"),
+          });
+          process.stdout.write(`${result.outcome}: ${result.from ?? "(none)"} -> ${result.to}\n`);
+        } finally {
+          await bundle.done();
+        }
       } catch (e) {
         reportFailure(e);
       }

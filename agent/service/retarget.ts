@@ -7,7 +7,6 @@
  * `templateVersion` in one atomic replace, keeping everything else (secrets
  * included). The running `serve` notices the changed config and applies it.
  */
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
@@ -15,6 +14,7 @@ import { dirname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { writeFileAtomic } from "../common/atomic-file";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+import { untar } from "../common/untar";
 import { loadAgentConfig } from "./config";
 
 /** Where the new content comes from. */
@@ -53,16 +53,6 @@ async function storageHeaders(download: NonNullable<RetargetRequest["download"]>
   const token = JSON.parse((await download(IMDS_STORAGE, { Metadata: "true" })).toString("utf8")) as { access_token?: string };
   if (!token.access_token) throw new AgentError(AgentErrorCode.FetchFailed, "the managed identity endpoint gave no access token");
   return { Authorization: `Bearer ${token.access_token}`, "x-ms-version": "2021-08-06" };
-}
-
-function untar(archive: string, into: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const tar = spawn(process.platform === "win32" ? "tar.exe" : "tar", ["-xzf", archive, "-C", into], { stdio: ["ignore", "ignore", "pipe"], windowsHide: true });
-    let err = "";
-    tar.stderr.on("data", (c: Buffer) => (err += c.toString()));
-    tar.on("error", (e) => reject(new AgentError(AgentErrorCode.ApplyFailed, `cannot run tar: ${e.message}`)));
-    tar.on("close", (code) => (code === 0 ? resolve() : reject(new AgentError(AgentErrorCode.ApplyFailed, `tar could not unpack ${archive} (exit ${String(code)}): ${err.trim()}`))));
-  });
 }
 
 /** Moves the agent config to a new content archive and template. */

@@ -168,6 +168,45 @@ describe("a node that pins the key", () => {
     assert.ok(!existsSync(join(install, "releases")), "nothing installed");
   });
 
+  it("up installs the release's archive itself: unpacked, verified, started and answering", () => {
+    const pkg = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string };
+    const install = join(scratch, "install-tgz");
+    const broker = join(scratch, "broker-tgz.yaml");
+    writeFileSync(broker, `listen: ${scratch}/tgz-w.sock\nproxy: ${scratch}/tgz-p.sock\nstateDir: ${scratch}/tgz-state\nallowAll: true\n`);
+    const args = ["--install-dir", install, "--config", broker, "--manager", "pidfile", "--public-key", pub, "--timeout", "60"];
+    try {
+      const r = cli("winfleet-agent", ["up", "--bundle", join(release, `agent-${pkg.version}.tgz`), ...args]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, `upgraded: (none) -> ${pkg.version}\n`);
+      assert.ok(existsSync(join(install, "releases", pkg.version, "lib", "winfleet-agent.js")));
+      // An archive whose bundle was changed after signing is refused like a changed directory.
+      const unpacked = join(scratch, "tgz-tampered");
+      mkdirSync(unpacked);
+      execFileSync("tar", ["-xzf", join(release, `agent-${pkg.version}.tgz`), "-C", unpacked]);
+      writeFileSync(join(unpacked, "package.json"), JSON.stringify({ name: "winfleet", version: "9.9.9" }));
+      execFileSync("tar", ["-czf", join(scratch, "agent-9.9.9.tgz"), "-C", unpacked, "."]);
+      const tampered = cli("winfleet-agent", ["up", "--bundle", join(scratch, "agent-9.9.9.tgz"), ...args]);
+      assert.equal(tampered.code, 1);
+      assert.match(tampered.stderr, /was tampered with: package\.json differs from what was signed/);
+      assert.ok(!existsSync(join(install, "releases", "9.9.9")));
+    } finally {
+      const pid = Number(readFileSync(join(install, "agent.pid"), "utf8"));
+      if (pid > 0) process.kill(-pid, "SIGTERM");
+    }
+  });
+
+  it("up says what --bundle should be when it names neither a bundle nor its archive", () => {
+    writeFileSync(join(scratch, "notes.txt"), "not a bundle\n");
+    const args = ["--install-dir", join(scratch, "install-none"), "--config", join(scratch, "broker.yaml"), "--manager", "pidfile"];
+    const missing = cli("winfleet-agent", ["up", "--bundle", join(scratch, "absent.tgz"), ...args]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /--bundle \S+absent\.tgz: cannot read it \(ENOENT\)/);
+    const text = cli("winfleet-agent", ["up", "--bundle", join(scratch, "notes.txt"), ...args]);
+    assert.equal(text.code, 1);
+    assert.match(text.stderr, /expected an agent bundle directory or the agent-<version>\.tgz winfleet release writes/);
+    assert.ok(!existsSync(join(scratch, "install-none", "releases")));
+  });
+
   it("refuses a signature file edited after signing", async () => {
     const dir = await contentCopy("edited-signature", (d) => {
       const sig = JSON.parse(readFileSync(join(d, SIGNATURE_FILE), "utf8")) as { files: Record<string, string> };

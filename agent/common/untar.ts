@@ -1,0 +1,18 @@
+/**
+ * Unpacking a `.tgz` with the system's tar (GNU tar on Linux, bsdtar as
+ * `tar.exe` on Windows 10 1803 and later): both refuse members with `..` or an
+ * absolute path, and set links up so that no member is written through one.
+ */
+import { spawn } from "node:child_process";
+import { AgentError, AgentErrorCode } from "./errors";
+
+/** Unpacks the gzipped tar `archive` into the existing directory `into`. */
+export function untar(archive: string, into: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const tar = spawn(process.platform === "win32" ? "tar.exe" : "tar", ["-xzf", archive, "-C", into], { stdio: ["ignore", "ignore", "pipe"], windowsHide: true });
+    let err = "";
+    tar.stderr.on("data", (c: Buffer) => (err += c.toString()));
+    tar.on("error", (e) => reject(new AgentError(AgentErrorCode.ApplyFailed, `cannot run tar: ${e.message}`)));
+    tar.on("close", (code) => (code === 0 ? resolve() : reject(new AgentError(AgentErrorCode.ApplyFailed, `tar could not unpack ${archive} (exit ${String(code)}): ${err.trim()}`))));
+  });
+}
