@@ -30,6 +30,7 @@ export function encodeOutput(err: boolean, chunks: readonly Buffer[], bytes: num
 const OUTPUT_BATCH_BYTES = 1024 * 1024;
 /** How much output may be written and not yet taken by the stream before the process is paused. */
 const OUTPUT_IN_FLIGHT_BYTES = 8 * 1024 * 1024;
+
 /**
  * A process's output as few messages as keep it timely: what the pipes deliver
  * in one turn of the event loop (64 KiB a read) goes out as one message, up to

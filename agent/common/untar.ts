@@ -1,7 +1,10 @@
 /**
  * Unpacking a `.tgz` with the system's tar (GNU tar on Linux, bsdtar as
- * `tar.exe` on Windows 10 1803 and later): both refuse members with `..` or an
- * absolute path, and set links up so that no member is written through one.
+ * `tar.exe` on Windows Server 2019 and later). Both keep members inside the
+ * target by default: a leading `/` is dropped and a member naming `..` is
+ * refused. What is unpacked is then checked by its reader (a content archive
+ * against its SHA-256, an agent bundle against its signature, which refuses
+ * links), not trusted for having come out of tar.
  */
 import { spawn } from "node:child_process";
 import { AgentError, AgentErrorCode } from "./errors";
