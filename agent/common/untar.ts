@@ -2,9 +2,9 @@
  * Unpacking a `.tgz` with the system's tar (GNU tar on Linux, bsdtar as
  * `tar.exe` on Windows Server 2019 and later). Both keep members inside the
  * target by default: a leading `/` is dropped and a member naming `..` is
- * refused. What is unpacked is then checked by its reader (a content archive
- * against its SHA-256, an agent bundle against its signature, which refuses
- * links), not trusted for having come out of tar.
+ * refused. What tar is given is checked by its caller (a content archive
+ * against its SHA-256 before unpacking; an agent bundle, under a pinned key,
+ * against its signature after, which refuses links).
  */
 import { spawn } from "node:child_process";
 import { AgentError, AgentErrorCode } from "./errors";
