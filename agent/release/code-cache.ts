@@ -16,6 +16,7 @@
  * flags differ, and the entry is then rewritten. Nothing here can make a run
  * fail: any problem with the cache means an ordinary compile.
  */
+import { isAscii } from "node:buffer";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -55,6 +56,17 @@ export function cacheEntry(dir: string, lib: string, command: string): string {
   return join(dir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.bin`);
 }
 
+/**
+ * A bundle's text. The build keeps bundles pure ASCII (build.ts `assertAscii`), and an ASCII
+ * file read as Latin-1 is the same string, made by a plain copy: less than half the time of
+ * Node's UTF-8 decoding of the 2.5 MB agent bundle (4.5 ms against 10.9 ms here), on every
+ * start. A file that is not ASCII after all is decoded as UTF-8, as Node would.
+ */
+function readSource(lib: string): string {
+  const bytes = readFileSync(lib);
+  return isAscii(bytes) ? bytes.toString("latin1") : bytes.toString("utf8");
+}
+
 // The module wrapper on a line of its own, so line numbers inside stay those of the file.
 const WRAP_HEAD = "(function (exports, require, module, __filename, __dirname) {\n";
 const WRAP_TAIL = "\n})";
@@ -77,7 +89,7 @@ export function runBundle(lib: string, command: string, env: NodeJS.ProcessEnv =
   } catch {
     cached = undefined;
   }
-  const source = readFileSync(lib, "utf8");
+  const source = readSource(lib);
   const script = new Script(WRAP_HEAD + source + WRAP_TAIL, {
     filename: lib,
     lineOffset: -1,
