@@ -1,8 +1,8 @@
 /**
- * Running a bundle through V8's code cache. Compiling the agent's 1 MB of
- * JavaScript is most of what a bare start costs beyond Node itself (about
- * 20 ms of a 70 ms `--version`); with the bytecode of an earlier start the
- * compile all but disappears. A bundle's `bin/` entry calls {@link runBundle}
+ * Running a bundle through V8's code cache. Compiling the agent's 2.5 MB of
+ * JavaScript is most of what a bare start costs beyond Node itself; with the
+ * bytecode of an earlier start the compile all but disappears (on one slow
+ * run here, 60–80 ms of compiling became 10 ms of reading the cache). A bundle's `bin/` entry calls {@link runBundle}
  * on its `lib/` file.
  *
  * The cache is per user, never inside the (signed) bundle: `$XDG_CACHE_HOME/
