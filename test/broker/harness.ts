@@ -3,6 +3,7 @@
  * the .proto files by @grpc/proto-loader — a different code path from the
  * server's generated codecs, as an old wins client would be.
  */
+import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,6 +45,51 @@ export function call<T>(client: grpc.Client & Record<string, (...a: unknown[]) =
   return new Promise((resolve, reject) => {
     (client[method] as (r: unknown, cb: (e: grpc.ServiceError | null, r: T) => void) => void).call(client, req, (e, r) => (e ? reject(e) : resolve(r)));
   });
+}
+
+/** A Wait message as proto-loader decodes it (oneofs named in `Options`). */
+export interface WaitMessage {
+  StdOut?: Buffer;
+  StdErr?: Buffer;
+  ExitCode?: number;
+  Options?: string;
+}
+
+/**
+ * `prc run` as a wins client does it: Start `tool` (with its SHA1), hold a
+ * KeepAlive, Wait, and gather the output; `onStdout` may pause the stream to
+ * read slowly. Resolves once the stream ends.
+ */
+export async function runThroughWins(
+  client: grpc.Client & Record<string, (...a: unknown[]) => unknown>,
+  tool: string,
+  onStdout?: (chunk: Buffer, wait: grpc.ClientReadableStream<WaitMessage>) => void,
+): Promise<{ out: Buffer; err: string; code: number }> {
+  const checksum = createHash("sha1").update(readFileSync(tool)).digest("hex");
+  const started = await call<{ Data: { Value: string } }>(client, "Start", { Path: tool, Checksum: checksum });
+  const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
+  ka.write({ Data: started.Data });
+  const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<WaitMessage>).call(client, { Data: started.Data });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  let code = -1;
+  wait.on("data", (m: WaitMessage) => {
+    if (m.Options === "StdOut" && m.StdOut) {
+      out.push(m.StdOut);
+      onStdout?.(m.StdOut, wait);
+    }
+    if (m.Options === "StdErr" && m.StdErr) err.push(m.StdErr);
+    if (m.Options === "ExitCode") code = m.ExitCode ?? -1;
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      wait.on("end", resolve);
+      wait.on("error", reject);
+    });
+  } finally {
+    ka.end();
+  }
+  return { out: Buffer.concat(out), err: Buffer.concat(err).toString(), code };
 }
 
 /** A temporary directory, real-path resolved (no symlinks along it). */

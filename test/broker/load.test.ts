@@ -5,17 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { type AddressInfo, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import { publish } from "../../agent/broker/proxy-client";
-import { AGENT, call, script, startBroker, tempDir, tunnelRawClient, winsClient } from "./harness";
-
-const sha1 = (f: string): string => createHash("sha1").update(readFileSync(f)).digest("hex");
+import { AGENT, runThroughWins, script, startBroker, tempDir, tunnelRawClient, winsClient } from "./harness";
 
 describe("the broker under load", () => {
   it("200 concurrent prc run streams lose no byte", async () => {
@@ -27,26 +24,7 @@ describe("the broker under load", () => {
     const env = await startBroker({ processPaths: tools });
     const client = winsClient("ProcessService", env.socket);
     try {
-      const results = await Promise.all(tools.map(async (tool, i) => {
-        const started = await call<{ Data: { Value: string } }>(client, "Start", { Path: tool, Checksum: sha1(tool) });
-        const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
-        ka.write({ Data: started.Data });
-        const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<{ StdOut?: Buffer; StdErr?: Buffer; ExitCode?: number; Options?: string }>).call(client, { Data: started.Data });
-        const out: Buffer[] = [];
-        const err: Buffer[] = [];
-        let code = -1;
-        wait.on("data", (m: { StdOut?: Buffer; StdErr?: Buffer; ExitCode?: number; Options?: string }) => {
-          if (m.Options === "StdOut" && m.StdOut) out.push(m.StdOut);
-          if (m.Options === "StdErr" && m.StdErr) err.push(m.StdErr);
-          if (m.Options === "ExitCode") code = m.ExitCode ?? -1;
-        });
-        await new Promise<void>((resolve, reject) => {
-          wait.on("end", resolve);
-          wait.on("error", reject);
-        });
-        ka.end();
-        return { i, out: Buffer.concat(out), err: Buffer.concat(err).toString(), code };
-      }));
+      const results = await Promise.all(tools.map(async (tool, i) => ({ i, ...(await runThroughWins(client, tool)) })));
       for (const r of results) {
         const expected = spawnSync("sh", ["-c", `yes "stream-${r.i}-the-quick-brown-fox" | head -c ${size}`]).stdout;
         assert.equal(r.out.length, size, `stream ${r.i} length`);

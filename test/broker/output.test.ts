@@ -8,13 +8,10 @@
  */
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import type * as grpc from "@grpc/grpc-js";
-import { call, script, startBroker, tempDir, winsClient } from "./harness";
-
-type WaitMessage = { StdOut?: Buffer; StdErr?: Buffer; ExitCode?: number; Options?: string };
+import { runThroughWins, script, startBroker, tempDir, winsClient } from "./harness";
 
 const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
 
@@ -22,42 +19,23 @@ describe("process output under backpressure", () => {
   const dir = tempDir("output-");
   const data = randomBytes(24 * 1024 * 1024);
   writeFileSync(join(dir, "random.bin"), data);
-  // Output on both streams, switching mid-flood, so batches of both kinds share the buffers.
+  // Output on both streams, switching mid-flood, so the batches switch kinds mid-stream.
   const tool = script(join(dir, "flood.sh"), `cat ${join(dir, "random.bin")}; printf between >&2; head -c 3000000 ${join(dir, "random.bin")}; printf end >&2`);
-  const sha1 = createHash("sha1").update(readFileSync(tool)).digest("hex");
 
   for (const reader of ["keeps up", "stops every 2 MiB for 20 ms"] as const) {
     it(`delivers every byte to a client that ${reader}`, async () => {
       const env = await startBroker({ processPaths: [tool] });
       const client = winsClient("ProcessService", env.socket);
       try {
-        const started = await call<{ Data: { Value: string } }>(client, "Start", { Path: tool, Checksum: sha1 });
-        const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
-        ka.write({ Data: started.Data });
-        const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<WaitMessage>).call(client, { Data: started.Data });
-        const out: Buffer[] = [];
-        let err = "";
-        let code = -1;
         let sinceStop = 0;
-        wait.on("data", (m: WaitMessage) => {
-          if (m.Options === "StdOut" && m.StdOut) {
-            out.push(m.StdOut);
-            sinceStop += m.StdOut.length;
-          }
-          if (m.Options === "StdErr" && m.StdErr) err += m.StdErr.toString();
-          if (m.Options === "ExitCode") code = m.ExitCode ?? -1;
+        const { out: got, err, code } = await runThroughWins(client, tool, (chunk, wait) => {
+          sinceStop += chunk.length;
           if (reader !== "keeps up" && sinceStop >= 2 * 1024 * 1024) {
             sinceStop = 0;
             wait.pause();
             setTimeout(() => wait.resume(), 20);
           }
         });
-        await new Promise<void>((resolve, reject) => {
-          wait.on("end", resolve);
-          wait.on("error", reject);
-        });
-        ka.end();
-        const got = Buffer.concat(out);
         assert.equal(got.length, data.length + 3_000_000);
         assert.equal(sha256(got), sha256(Buffer.concat([data, data.subarray(0, 3_000_000)])), "stdout arrived changed");
         assert.equal(err, "betweenend");
