@@ -2,8 +2,8 @@
  * Running a bundle through V8's code cache. Compiling the agent's 2.5 MB of
  * JavaScript is most of what a bare start costs beyond Node itself; with the
  * bytecode of an earlier start the compile all but disappears (on one slow
- * run here, 60–80 ms of compiling became 10 ms of reading the cache). A bundle's `bin/` entry calls {@link runBundle}
- * on its `lib/` file.
+ * run here, 60–80 ms of compiling became 10 ms of reading the cache). A
+ * bundle's `bin/` entry calls {@link runBundle} on its `lib/` file.
  *
  * The cache is per user, never inside the (signed) bundle: `$XDG_CACHE_HOME/
  * winfleet/code-cache` (default `~/.cache/...`) on Linux, `%LOCALAPPDATA%\

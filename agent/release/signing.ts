@@ -65,8 +65,7 @@ async function walk(dir: string, tree: Tree = { files: [], dirs: [], special: []
     if (entry.isDirectory()) {
       tree.dirs.push(rel);
       await walk(path, tree, top);
-    }
-    else if (entry.isFile()) tree.files.push(rel);
+    } else if (entry.isFile()) tree.files.push(rel);
     else tree.special.push({ rel, kind: specialKind(entry) });
   }
   return tree;
