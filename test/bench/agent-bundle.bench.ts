@@ -4,13 +4,14 @@
  * ≤ 1.5×), cold (no code cache) and warm; and idle RSS with the broker serving
  * vs an idle bare `node` (goal ≤ 1.15×), from the bundle (its code cache warm,
  * as on every start of a node's service but the first, and on that first
- * start) and from the sources through tsx — with, for what bounds it, the RSS of bare `node` serving only an
- * HTTP/2 server, and only an empty grpc-js server, on a Unix socket: the least
- * any wins-compatible gRPC server in Node holds; bare `node` that compiles the
- * bundle without running it (what its source costs before any module runs);
+ * start) and from the sources through tsx — with, for what bounds it, the RSS
+ * of bare `node` serving only an HTTP/2 server, and only an empty grpc-js
+ * server, on a Unix socket: the least any wins-compatible gRPC server in Node
+ * holds; bare `node` that compiles the bundle without running it (what its
+ * source costs before any module runs, read as the bundle's entry reads it);
  * and the bundle's broker with glibc told to hand freed memory back
- * (`MALLOC_TRIM_THRESHOLD_=0`), which shows how much is parse memory freed
- * but kept by the allocator.
+ * (`MALLOC_TRIM_THRESHOLD_=0`), which shows how much is memory freed but kept
+ * by the allocator.
  *
  * Each process is sampled twice: 4 s after it starts, and settled, 15 s after
  * it starts. V8 shrinks the heap it grew while starting (new space, freed
@@ -82,7 +83,7 @@ void (async () => {
     ]);
     const compileOnly = await idleRss([
       "-e",
-      `const s = require("node:fs").readFileSync(${JSON.stringify(join(work, "dist", "agent", "lib", "winfleet-agent.js"))}, "utf8"); new (require("node:vm").Script)("(function(){" + s + "\\n})"); setInterval(() => {}, 1000)`,
+      `const s = require("node:fs").readFileSync(${JSON.stringify(join(work, "dist", "agent", "lib", "winfleet-agent.js"))}, "latin1"); new (require("node:vm").Script)("(function(){" + s + "\\n})"); setInterval(() => {}, 1000)`,
     ]);
     const trimmed = await idleRss([bin, "broker", "--config", config], { MALLOC_TRIM_THRESHOLD_: "0" });
     const sampled = { settled: `settled, ${SETTLED_MS / 1000} s after start (after V8's memory reducer)`, early: `early, ${EARLY_MS / 1000} s after start` };
