@@ -1,18 +1,37 @@
 /**
  * A bundle's text reaches V8 as written: read as Latin-1 when it is ASCII (the
  * fast path), as UTF-8 otherwise, through the code-cache path of runBundle.
+ * The cache directory stays bounded: entries are marked as they are used, and
+ * pruned to the most recently used.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { runBundle } from "./code-cache";
+import { MAX_ENTRIES, MAX_IDLE_DAYS, cacheEntry, pruneCodeCache, runBundle } from "./code-cache";
 
 const scratch = mkdtempSync(join(tmpdir(), "winfleet-code-cache-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 const seen = globalThis as { winfleetCodeCacheTest?: string };
+
+/** Runs `lib` through the code-cache path (the test runner's loader turns source maps on, which sends runBundle to Node's own loader). */
+function runCached(lib: string, command: string, cache: string): ReturnType<typeof runBundle> {
+  const maps = process.sourceMapsEnabled;
+  process.setSourceMapsEnabled(false);
+  try {
+    return runBundle(lib, command, { WINFLEET_CODE_CACHE: cache });
+  } finally {
+    process.setSourceMapsEnabled(maps);
+  }
+}
+
+const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
+/** Sets a file's modification time to `ago` ms before now. */
+const age = (path: string, ago: number): void => utimesSync(path, new Date(Date.now() - ago), new Date(Date.now() - ago));
+const entryName = (i: number): string => `${i.toString(16).padStart(32, "0")}.bin`;
 
 describe("runBundle", () => {
   // Written as the file's own text: an escape in an ASCII file, the characters themselves in a UTF-8 one.
@@ -24,15 +43,50 @@ describe("runBundle", () => {
     it(`runs a bundle written in ${what} with its strings intact`, () => {
       const lib = join(scratch, `${what}.js`);
       writeFileSync(lib, source, "utf8");
-      // The test runner's loader turns source maps on, which sends runBundle to Node's own loader.
-      const maps = process.sourceMapsEnabled;
-      process.setSourceMapsEnabled(false);
-      try {
-        assert.equal(runBundle(lib, `test-${what}`, { WINFLEET_CODE_CACHE: join(scratch, "cache") }), "missing", "through the code-cache path");
-      } finally {
-        process.setSourceMapsEnabled(maps);
-      }
+      assert.equal(runCached(lib, `test-${what}`, join(scratch, "cache")), "missing", "through the code-cache path");
       assert.equal(seen.winfleetCodeCacheTest, expected);
     });
   }
+});
+
+describe("the code cache's size", () => {
+  it("marks an entry used as it is read, at most once a day, so a start writes nothing it need not", () => {
+    const cache = join(scratch, "marks");
+    const lib = join(scratch, "marked.js");
+    writeFileSync(lib, "globalThis.winfleetCodeCacheTest = 'marked';\n");
+    mkdirSync(cache, { recursive: true });
+    const entry = cacheEntry(cache, lib, "mark");
+    writeFileSync(entry, "not bytecode: read, then rejected by V8");
+    age(entry, 3 * DAY);
+    assert.equal(runCached(lib, "mark", cache), "rejected");
+    assert.ok(Date.now() - statSync(entry).mtimeMs < 10 * MINUTE, "an entry last marked 3 days ago is marked now");
+    age(entry, 2 * 60 * MINUTE);
+    const before = statSync(entry).mtimeMs;
+    runCached(lib, "mark", cache); // V8's in-memory cache now holds this source: the entry is read, not consulted
+    assert.equal(seen.winfleetCodeCacheTest, "marked");
+    assert.equal(statSync(entry).mtimeMs, before, "one marked 2 hours ago is left as it is");
+  });
+
+  it("keeps the most recently used entries, drops idle ones and a killed writer's temp files, and nothing else", () => {
+    const cache = join(scratch, "prune");
+    mkdirSync(cache, { recursive: true });
+    const write = (name: string, ago: number): string => {
+      const path = join(cache, name);
+      writeFileSync(path, "x");
+      age(path, ago);
+      return path;
+    };
+    // Entries used 1..MAX_ENTRIES+6 minutes ago, one idle too long, and the one just written (marked long ago).
+    const recent = Array.from({ length: MAX_ENTRIES + 6 }, (_, i) => write(entryName(i + 1), (i + 1) * MINUTE));
+    const idle = write(entryName(999), (MAX_IDLE_DAYS + 1) * DAY);
+    const keep = write(entryName(1000), (MAX_IDLE_DAYS + 10) * DAY);
+    const killedWriter = write(`${entryName(1001)}.0a1b2c3d.tmp`, 2 * 60 * MINUTE);
+    const writing = write(`${entryName(1002)}.0a1b2c3d.tmp`, MINUTE);
+    const foreign = ["notes.txt", "x.bin", `${entryName(1003)}.old`].map((name) => write(name, 400 * DAY));
+    pruneCodeCache(cache, keep);
+    const left = new Set(readdirSync(cache).map((name) => join(cache, name)));
+    const expected = [...recent.slice(0, MAX_ENTRIES - 1), keep, writing, ...foreign];
+    assert.deepEqual([...left].sort(), expected.sort());
+    assert.ok(!left.has(idle) && !left.has(killedWriter));
+  });
 });

@@ -15,10 +15,18 @@
  * compiled); V8 itself rejects an entry whose source length, V8 version or
  * flags differ, and the entry is then rewritten. Nothing here can make a run
  * fail: any problem with the cache means an ordinary compile.
+ *
+ * Every build of a bundle, in every place it is installed, gets entries of its
+ * own (1–2 MB each, one per command run), so a node that upgrades its agent
+ * weekly would otherwise gather them for good. Each write therefore prunes
+ * the directory to the entries used in the last {@link MAX_IDLE_DAYS} days, at
+ * most {@link MAX_ENTRIES} of them, the most recently used kept: an entry's
+ * modification time is its last use, refreshed at most once a day as it is
+ * read, so a start writes nothing to the disk it did not have to.
  */
 import { isAscii } from "node:buffer";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, fstatSync, futimesSync, mkdirSync, openSync, readSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
@@ -49,11 +57,95 @@ function usableDir(dir: string): boolean {
   }
 }
 
+/** How many entries a cache directory keeps (the most recently used). */
+export const MAX_ENTRIES = 24;
+/** An entry unused for longer than this is removed at the next write. */
+export const MAX_IDLE_DAYS = 30;
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** A temp file this old is a killed writer's, not one being written. */
+const STALE_TEMP_MS = 60 * 60 * 1000;
+/** The names this module writes: entries, and their temp files while being written. */
+const ENTRY_NAME = /^[0-9a-f]{32}\.bin$/;
+const TEMP_NAME = /^[0-9a-f]{32}\.bin\.[0-9a-f]{8}\.tmp$/;
+
 /** The cache entry for `lib` run as `command`. */
 export function cacheEntry(dir: string, lib: string, command: string): string {
   const s = statSync(lib);
   const key = [realpathSync(lib), s.size, s.mtimeMs, process.version, process.arch, command].join("\0");
   return join(dir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.bin`);
+}
+
+function markUsed(fd: number, entry: string, seconds: number): void {
+  try {
+    futimesSync(fd, seconds, seconds);
+  } catch {
+    // Windows sets times only through a handle opened to write attributes, which utimes opens.
+    try {
+      utimesSync(entry, seconds, seconds);
+    } catch {
+      // an entry this user cannot mark is still read; it is only pruned sooner
+    }
+  }
+}
+
+/**
+ * An entry's bytes, or undefined when there is none; marks it used (its
+ * modification time) when that mark is over a day old. Read through a
+ * descriptor so the mark costs no extra call on the usual start.
+ */
+function readEntry(entry: string, now: number): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(entry, "r");
+  } catch {
+    return undefined;
+  }
+  try {
+    const { size, mtimeMs } = fstatSync(fd);
+    const bytes = Buffer.allocUnsafe(size);
+    for (let at = 0; at < size; ) {
+      const n = readSync(fd, bytes, at, size - at, at);
+      if (n === 0) return undefined; // shorter than it was a moment ago: being replaced
+      at += n;
+    }
+    if (now - mtimeMs > DAY_MS) markUsed(fd, entry, now / 1000);
+    return bytes;
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Removes from the cache directory `dir` the entries unused for
+ * {@link MAX_IDLE_DAYS} days, then all but the {@link MAX_ENTRIES} most
+ * recently used, never `keep` (the entry just written); and temp files a
+ * killed writer left. Only names this module writes are touched, so a
+ * `WINFLEET_CODE_CACHE` pointed at a shared directory loses nothing else.
+ */
+export function pruneCodeCache(dir: string, keep: string, now = Date.now()): void {
+  const entries: { path: string; used: number }[] = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    const isEntry = ENTRY_NAME.test(name);
+    if ((!isEntry && !TEMP_NAME.test(name)) || path === keep) continue;
+    let used: number;
+    try {
+      used = statSync(path).mtimeMs;
+    } catch {
+      continue; // removed by another process meanwhile
+    }
+    if (!isEntry) {
+      if (now - used > STALE_TEMP_MS) rmSync(path, { force: true });
+    } else if (now - used > MAX_IDLE_DAYS * DAY_MS) {
+      rmSync(path, { force: true });
+    } else {
+      entries.push({ path, used });
+    }
+  }
+  entries.sort((a, b) => b.used - a.used);
+  for (const { path } of entries.slice(MAX_ENTRIES - 1)) rmSync(path, { force: true });
 }
 
 /**
@@ -83,12 +175,7 @@ export function runBundle(lib: string, command: string, env: NodeJS.ProcessEnv =
     return "off";
   }
   const entry = cacheEntry(dir, lib, command);
-  let cached: Buffer | undefined;
-  try {
-    cached = readFileSync(entry);
-  } catch {
-    cached = undefined;
-  }
+  const cached = readEntry(entry, Date.now());
   const source = readSource(lib);
   const script = new Script(WRAP_HEAD + source + WRAP_TAIL, {
     filename: lib,
@@ -105,6 +192,12 @@ export function runBundle(lib: string, command: string, env: NodeJS.ProcessEnv =
         renameSync(temp, entry);
       } catch {
         rmSync(temp, { force: true });
+        return;
+      }
+      try {
+        pruneCodeCache(dir, entry);
+      } catch {
+        // an unreadable directory is pruned by a later write, or not at all
       }
     });
   }

@@ -86,7 +86,7 @@ describe("the agent bundle", () => {
     assert.ok(!existsSync(join(root, "winfleet", "sandbox", "etc", "node.env")));
   });
 
-  it("keeps compiled code in a private per-user cache, and runs whatever the cache holds", () => {
+  it("keeps compiled code in a private per-user cache, bounded, and runs whatever the cache holds", () => {
     const cache = join(scratch, "cache");
     assert.equal(node([bin, "--version"], { WINFLEET_CODE_CACHE: cache }).code, 0);
     const entries = readdirSync(cache).filter((f) => f.endsWith(".bin"));
@@ -98,6 +98,16 @@ describe("the agent bundle", () => {
     const again = node([bin, "--version"], { WINFLEET_CODE_CACHE: cache });
     assert.equal(again.code, 0, "a corrupt cache entry is only a slower start");
     assert.notEqual(readFileSync(entry, "utf8"), "not bytecode", "and it is rewritten");
+    // A write prunes: an entry of a build not run for 40 days goes, a file the cache did not write stays.
+    const idle = join(cache, `${"0".repeat(31)}1.bin`);
+    const foreign = join(cache, "README");
+    for (const f of [idle, foreign]) {
+      writeFileSync(f, "x");
+      utimesSync(f, new Date(Date.now() - 40 * 86_400_000), new Date(Date.now() - 40 * 86_400_000));
+    }
+    assert.equal(node([bin, "status", "--help"], { WINFLEET_CODE_CACHE: cache }).code, 0);
+    assert.deepEqual(readdirSync(cache).filter((f) => f.endsWith(".bin")).length, 2, "--version's entry and status's");
+    assert.ok(!existsSync(idle) && existsSync(foreign));
     const shared = join(scratch, "shared-cache");
     mkdirSync(shared);
     chmodSync(shared, 0o777);
