@@ -75,6 +75,7 @@ export function cacheEntry(dir: string, lib: string, command: string): string {
   return join(dir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.bin`);
 }
 
+/** Sets an entry's modification time, which pruning reads as its last use. */
 function markUsed(fd: number, entry: string, seconds: number): void {
   try {
     futimesSync(fd, seconds, seconds);
