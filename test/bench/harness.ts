@@ -13,7 +13,7 @@ import { performance } from "node:perf_hooks";
 const STARTUP_ENV = ["NODE_EXTRA_CA_CERTS", "NODE_OPTIONS"] as const;
 const removed = STARTUP_ENV.filter((name) => process.env[name] !== undefined);
 for (const name of removed) delete process.env[name];
-if (removed.length > 0) console.log(`(processes started without ${removed.join(" and ")}, set here: they add to every Node start)`);
+if (removed.length > 0) console.log(`(every process starts without ${removed.join(" and ")}, which this environment sets and which adds to every Node start)`);
 
 /** Median wall time in ms of `runs` runs of `work`; `prepare` runs untimed before each. */
 export async function medianMs(runs: number, work: () => unknown, prepare?: () => void): Promise<number> {
