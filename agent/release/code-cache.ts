@@ -26,7 +26,7 @@
  */
 import { isAscii } from "node:buffer";
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, fstatSync, futimesSync, mkdirSync, openSync, readSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { closeSync, fstatSync, futimesSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
@@ -64,9 +64,10 @@ export const MAX_IDLE_DAYS = 30;
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** A temp file this old is a killed writer's, not one being written. */
 const STALE_TEMP_MS = 60 * 60 * 1000;
-/** The names this module writes: entries, and their temp files while being written. */
+/** The names this module writes: entries, and their temp files while being written ({@link tempFor}). */
 const ENTRY_NAME = /^[0-9a-f]{32}\.bin$/;
 const TEMP_NAME = /^[0-9a-f]{32}\.bin\.[0-9a-f]{8}\.tmp$/;
+const tempFor = (entry: string): string => `${entry}.${randomBytes(4).toString("hex")}.tmp`;
 
 /** The cache entry for `lib` run as `command`. */
 export function cacheEntry(dir: string, lib: string, command: string): string {
@@ -91,8 +92,8 @@ function markUsed(fd: number, entry: string, seconds: number): void {
 
 /**
  * An entry's bytes, or undefined when there is none; marks it used (its
- * modification time) when that mark is over a day old. Read through a
- * descriptor so the mark costs no extra call on the usual start.
+ * modification time) when that mark is over a day old, through the
+ * descriptor the read opened, so the usual start opens nothing more.
  */
 function readEntry(entry: string, now: number): Buffer | undefined {
   let fd: number;
@@ -102,14 +103,8 @@ function readEntry(entry: string, now: number): Buffer | undefined {
     return undefined;
   }
   try {
-    const { size, mtimeMs } = fstatSync(fd);
-    const bytes = Buffer.allocUnsafe(size);
-    for (let at = 0; at < size; ) {
-      const n = readSync(fd, bytes, at, size - at, at);
-      if (n === 0) return undefined; // shorter than it was a moment ago: being replaced
-      at += n;
-    }
-    if (now - mtimeMs > DAY_MS) markUsed(fd, entry, now / 1000);
+    const bytes = readFileSync(fd);
+    if (now - fstatSync(fd).mtimeMs > DAY_MS) markUsed(fd, entry, now / 1000);
     return bytes;
   } catch {
     return undefined;
@@ -187,7 +182,7 @@ export function runBundle(lib: string, command: string, env: NodeJS.ProcessEnv =
   if (use !== "consumed") {
     // At exit the cache holds every function this run compiled, not just the top level.
     process.once("exit", () => {
-      const temp = `${entry}.${randomBytes(4).toString("hex")}.tmp`;
+      const temp = tempFor(entry);
       try {
         writeFileSync(temp, script.createCachedData(), { mode: 0o600 });
         renameSync(temp, entry);
