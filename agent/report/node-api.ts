@@ -1,14 +1,17 @@
 /**
  * The three requests the reporter makes, with the node's own credentials (its
- * kubeconfig, read by @kubernetes/client-node, which also applies the TLS and
- * auth settings to each request): create an Event about the Node, merge-patch
+ * kubeconfig, read by kubeconfig.ts, which gives each request its TLS and
+ * auth settings): create an Event about the Node, merge-patch
  * the Node's annotations, strategic-merge-patch its `WinfleetReady`
  * condition through `nodes/status`. The Node authorizer and NodeRestriction let
  * a node do exactly these to its own Node object: `create` on `events`,
  * `patch` on `nodes` and `nodes/status` for its own name.
  */
+import { readFile } from "node:fs/promises";
 import * as http from "node:http";
 import * as https from "node:https";
+import { ExecCredentials, type ExecRunner } from "./exec-credential";
+import { credentialsFor, execClusterInfo, loadKubeconfig } from "./kubeconfig";
 
 /** A failed request: `status` is the HTTP status, undefined when the API server could not be reached. */
 export class NodeApiError extends Error {
@@ -33,20 +36,26 @@ export interface NodeApi {
   patchNodeStatus(name: string, patch: Record<string, unknown>): Promise<void>;
 }
 
-/** The API through the kubeconfig at `file`. */
-export async function nodeApiFromKubeconfig(file: string, timeoutMs: number): Promise<NodeApi> {
-  // config.js alone: KubeConfig without the generated API clients (5 MB of the bundle otherwise).
-  const { KubeConfig } = await import("@kubernetes/client-node/dist/config.js");
-  const kc = new KubeConfig();
-  kc.loadFromFile(file);
-  const server = kc.getCurrentCluster()?.server;
-  if (!server) throw new NodeApiError(`${file} names no current cluster`, 400);
+/** The API through the kubeconfig at `file` (kubeconfig.ts says what of it is supported). */
+export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run?: ExecRunner): Promise<NodeApi> {
+  const kc = loadKubeconfig(file, await readFile(file, "utf8"));
+  const exec = kc.exec && new ExecCredentials(kc.exec, { cluster: execClusterInfo(kc), timeoutMs, ...(run ? { run } : {}) });
+  // The server may carry a path (a proxy in front of the API server, as Rancher's); requests go under it.
+  const base = kc.server.pathname.replace(/\/+$/, "");
 
-  const request = async (method: string, path: string, contentType: string, body: unknown): Promise<{ status: number; text: string }> => {
-    const url = new URL(path, server);
-    const options: https.RequestOptions = { method, headers: { "content-type": contentType, accept: "application/json" }, timeout: timeoutMs };
-    await kc.applyToHTTPSOptions(options);
-    const data = JSON.stringify(body);
+  const once = async (method: string, path: string, contentType: string, data: string): Promise<{ status: number; text: string }> => {
+    const url = new URL(kc.server);
+    url.pathname = `${base}${path}`;
+    const c = credentialsFor(kc, exec && (await exec.get()));
+    const options: https.RequestOptions = {
+      method,
+      headers: { ...c.headers, "content-type": contentType, accept: "application/json" },
+      timeout: timeoutMs,
+      ...(c.ca ? { ca: c.ca } : {}),
+      ...(c.cert ? { cert: c.cert, key: c.key } : {}),
+      ...(c.servername ? { servername: c.servername } : {}),
+      rejectUnauthorized: c.rejectUnauthorized,
+    };
     return new Promise((resolve, reject) => {
       const req = (url.protocol === "https:" ? https : http).request(url, options, (res) => {
         const chunks: Buffer[] = [];
@@ -58,6 +67,14 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number): Pr
       req.on("error", (e) => reject(new NodeApiError(`${method} ${url.pathname}: ${e.message}`, undefined)));
       req.end(data);
     });
+  };
+  const request = async (method: string, path: string, contentType: string, body: unknown): Promise<{ status: number; text: string }> => {
+    const data = JSON.stringify(body);
+    const r = await once(method, path, contentType, data);
+    if (r.status !== 401 || !exec) return r;
+    // client-go runs the plugin again when its credential is refused: it may have been revoked or rotated early.
+    exec.invalidate();
+    return once(method, path, contentType, data);
   };
   const expect = async (method: string, path: string, contentType: string, body: unknown, ok: (status: number) => boolean): Promise<number> => {
     const r = await request(method, path, contentType, body);
