@@ -31,6 +31,7 @@ import type { BuildOptions, Metafile, Plugin } from "esbuild";
 import { canonicalJson } from "../common/canonical-json";
 import { importExternal } from "../common/import-external";
 import { projectRoot } from "../common/project-root";
+import { lazyBuiltins } from "./lazy-builtins";
 
 /** One bundle the build makes. */
 export interface BundleSpec {
@@ -176,7 +177,7 @@ function libOptions(repo: string, spec: BundleSpec, entry: string, lib: string, 
     external: [...spec.external],
     metafile: true,
     ...(spec.inCheckout ? { define: { WINFLEET_PROJECT_ROOT: JSON.stringify(root) } } : {}),
-    plugins: [zodEnglishOnly, splitParts(repo, spec, lib, entry)],
+    plugins: [zodEnglishOnly, lazyBuiltins(), splitParts(repo, spec, lib, entry)],
   };
 }
 
@@ -189,6 +190,7 @@ function binOptions(repo: string, spec: BundleSpec, outFile: string): BuildOptio
     banner: { js: "#!/usr/bin/env node" },
     define: { WINFLEET_BUNDLE_LIB: JSON.stringify(relative(dirname(spec.bin), spec.lib).split(sep).join("/")) },
     metafile: true,
+    plugins: [lazyBuiltins()],
   };
 }
 

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writ
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { MAX_ENTRIES, MAX_IDLE_DAYS, cacheEntry, pruneCodeCache, runBundle } from "./code-cache";
+import { MAX_ENTRIES, MAX_IDLE_DAYS, cacheEntry, cacheKeyDigest, pruneCodeCache, runBundle } from "./code-cache";
 
 const scratch = mkdtempSync(join(tmpdir(), "winfleet-code-cache-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -88,5 +88,20 @@ describe("the code cache's size", () => {
     const expected = [...recent.slice(0, MAX_ENTRIES - 1), keep, writing, ...foreign];
     assert.deepEqual([...left].sort(), expected.sort());
     assert.ok(!left.has(idle) && !left.has(killedWriter));
+  });
+});
+
+describe("cache entry names", () => {
+  it("are 32 hex digits, the same for the same key, and differ for keys a byte, a field or an mtime apart", () => {
+    const base = ["/opt/winfleet/current/lib/winfleet-agent.js", 1356800, 1764040000123.456, "v20.20.2", "x64", "serve"].join("\0");
+    assert.match(cacheKeyDigest(base), /^[0-9a-f]{32}$/);
+    assert.equal(cacheKeyDigest(base), cacheKeyDigest(`${base}`));
+    const keys = new Set<string>();
+    for (let i = 0; i < 20_000; i++) keys.add(base.replace("1764040000123.456", String(1764040000123.456 + i)));
+    for (const command of ["", "apply", "broker", "--version", "ignition"]) keys.add(base.replace("serve", command));
+    for (let i = 0; i < base.length; i++) keys.add(base.slice(0, i) + String.fromCharCode(base.charCodeAt(i) ^ 1) + base.slice(i + 1));
+    const names = new Set([...keys].map(cacheKeyDigest));
+    assert.ok(keys.size > 20_000);
+    assert.equal(names.size, keys.size, "every key its own name");
   });
 });

@@ -25,7 +25,6 @@
  * read, so a start writes nothing to the disk it did not have to.
  */
 import { isAscii } from "node:buffer";
-import { createHash, randomBytes } from "node:crypto";
 import { closeSync, fstatSync, futimesSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
@@ -67,13 +66,37 @@ const STALE_TEMP_MS = 60 * 60 * 1000;
 /** The names this module writes: entries, and their temp files while being written ({@link tempFor}). */
 const ENTRY_NAME = /^[0-9a-f]{32}\.bin$/;
 const TEMP_NAME = /^[0-9a-f]{32}\.bin\.[0-9a-f]{8}\.tmp$/;
-const tempFor = (entry: string): string => `${entry}.${randomBytes(4).toString("hex")}.tmp`;
+// Unique among concurrent writers is enough (the rename is atomic), so no crypto: a start does not load it.
+const tempFor = (entry: string): string => `${entry}.${hex32(Math.floor(Math.random() * 2 ** 32))}.tmp`;
+const hex32 = (n: number): string => (n >>> 0).toString(16).padStart(8, "0");
+
+/**
+ * A 128-bit digest of `text`: four FNV-1a lanes, each with its own seed and
+ * prime, finished with murmur3's mix. It names cache entries, whose contents
+ * V8 checks again, in a directory only this user writes; node:crypto's
+ * SHA-256 would cost every start 4 ms of loading crypto and the streams.
+ */
+export function cacheKeyDigest(text: string): string {
+  const seeds = [0x811c9dc5, 0x9e3779b9, 0x85ebca6b, 0xc2b2ae35];
+  const primes = [0x01000193, 0x0100019d, 0x010001a9, 0x010001c1];
+  const out: string[] = [];
+  for (let lane = 0; lane < 4; lane++) {
+    let h = seeds[lane]!;
+    const p = primes[lane]!;
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), p);
+    h ^= text.length;
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+    out.push(hex32(h ^ (h >>> 16)));
+  }
+  return out.join("");
+}
 
 /** The cache entry for `lib` run as `command`. */
 export function cacheEntry(dir: string, lib: string, command: string): string {
   const s = statSync(lib);
   const key = [realpathSync(lib), s.size, s.mtimeMs, process.version, process.arch, command].join("\0");
-  return join(dir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.bin`);
+  return join(dir, `${cacheKeyDigest(key)}.bin`);
 }
 
 /** Sets an entry's modification time, which pruning reads as its last use. */

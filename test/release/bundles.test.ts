@@ -7,12 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { builtinModules } from "node:module";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { assertAscii, buildBundles } from "../../agent/release/build";
+import { LAZY_BUILTINS } from "../../agent/release/lazy-builtins";
 
 const REPO = join(__dirname, "..", "..");
 const scratch = mkdtempSync(join(tmpdir(), "winfleet-bundle-"));
@@ -44,14 +45,26 @@ describe("the agent bundle", () => {
     const v = node([bin, "--version"]);
     assert.equal(v.code, 0, v.stderr);
     assert.equal(v.stdout.trim(), pkg.version);
-    // Only Node's own modules, and the optional externals, are required at run time ("encoding" is
-    // node-fetch's optional converter, required inside a try, reached through the Kubernetes client).
+    // Only Node's own modules, and the optional externals, are required at run time.
     const lib = readFileSync(join(shipped, "lib", "winfleet-agent.js"), "utf8");
     const required = new Set([...lib.matchAll(/require\("([^"./][^"]*)"\)/g)].map((m) => m[1] as string).filter((m) => !m.startsWith("node:")));
     const builtins = new Set<string>(builtinModules);
-    const foreign = [...required].filter((m) => !builtins.has(m) && !["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader", "encoding"].some((x) => m === x || m.startsWith(`${x}/`)));
+    const foreign = [...required].filter((m) => !builtins.has(m) && !["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader"].some((x) => m === x || m.startsWith(`${x}/`)));
     assert.deepEqual(foreign, [], "packages the bundle would need from node_modules");
     assert.ok(existsSync(join(out, ".build", "agent.json")));
+  });
+
+  it("starts --version without loading the built-ins only commands use (lazy-builtins.ts)", () => {
+    const preload = join(scratch, "loaded.js");
+    writeFileSync(preload, 'process.on("exit", () => require("fs").writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.join("\\n")));\n');
+    const loadedOut = join(scratch, "loaded.txt");
+    // stdout to a file: a piped stdout is a net.Socket, which would load net itself.
+    const stdout = openSync(join(scratch, "version.txt"), "w");
+    const r = spawnSync(process.execPath, ["-r", preload, bin, "--version"], { stdio: ["ignore", stdout, "pipe"], env: { PATH: process.env.PATH ?? "", HOME: scratch, LOADED_OUT: loadedOut } });
+    closeSync(stdout);
+    assert.equal(r.status, 0, String(r.stderr));
+    const loaded = readFileSync(loadedOut, "utf8").split("\n");
+    assert.deepEqual(LAZY_BUILTINS.filter((m) => loaded.includes(`NativeModule ${m}`)), []);
   });
 
   it("is pure ASCII, and a build that would not be fails naming where", async () => {
