@@ -32,6 +32,7 @@ import { canonicalJson } from "../common/canonical-json";
 import { importExternal } from "../common/import-external";
 import { projectRoot } from "../common/project-root";
 import { lazyBuiltins } from "./lazy-builtins";
+import { wrappedPackages } from "./wrapped-packages";
 
 /** One bundle the build makes. */
 export interface BundleSpec {
@@ -177,7 +178,7 @@ function libOptions(repo: string, spec: BundleSpec, entry: string, lib: string, 
     external: [...spec.external],
     metafile: true,
     ...(spec.inCheckout ? { define: { WINFLEET_PROJECT_ROOT: JSON.stringify(root) } } : {}),
-    plugins: [zodEnglishOnly, lazyBuiltins(), splitParts(repo, spec, lib, entry)],
+    plugins: [lazyBuiltins(), wrappedPackages(["zod"], [zodEnglishOnly]), splitParts(repo, spec, lib, entry)],
   };
 }
 
