@@ -31,6 +31,7 @@ import type { BuildOptions, Metafile, Plugin } from "esbuild";
 import { canonicalJson } from "../common/canonical-json";
 import { importExternal } from "../common/import-external";
 import { projectRoot } from "../common/project-root";
+import { BUNDLE_HEAD, BUNDLE_TAIL } from "./code-cache";
 import { lazyBuiltins } from "./lazy-builtins";
 import { wrappedPackages } from "./wrapped-packages";
 
@@ -174,6 +175,9 @@ function libOptions(repo: string, spec: BundleSpec, entry: string, lib: string, 
     entryPoints: [join(repo, entry)],
     outfile: join(outDir, spec.name, lib),
     sourcemap: "linked",
+    // Run as one function of CommonJS's parameters, whether required or compiled by the bundle's entry (code-cache.ts).
+    banner: { js: BUNDLE_HEAD },
+    footer: { js: BUNDLE_TAIL },
     legalComments: "eof",
     external: [...spec.external],
     metafile: true,

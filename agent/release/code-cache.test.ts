@@ -7,9 +7,11 @@
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { MAX_ENTRIES, MAX_IDLE_DAYS, cacheEntry, cacheKeyDigest, pruneCodeCache, runBundle } from "./code-cache";
+import { BUNDLE_HEAD, BUNDLE_TAIL, MAX_ENTRIES, MAX_IDLE_DAYS, cacheEntry, cacheKeyDigest, pruneCodeCache, runBundle } from "./code-cache";
 
 const scratch = mkdtempSync(join(tmpdir(), "winfleet-code-cache-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -47,6 +49,33 @@ describe("runBundle", () => {
       assert.equal(seen.winfleetCodeCacheTest, expected);
     });
   }
+});
+
+describe("a bundle the build made (BUNDLE_HEAD ... BUNDLE_TAIL)", () => {
+  // What the module sees of itself: its this, its module, its require and where it is.
+  const body = "globalThis.winfleetCodeCacheTest = JSON.stringify({ self: this === module.exports, filename: __filename, dirname: __dirname, require: typeof require('node:path').join, line: new Error().stack.split('\\n')[1].replace(/.*:(\\d+):\\d+\\)?$/, '$1') });\nmodule.exports.ran = true;";
+  it("runs the same compiled by the entry (no cache, then cached) as required by Node, on its own lines", () => {
+    const lib = join(scratch, "built", "lib.js");
+    mkdirSync(join(scratch, "built"), { recursive: true });
+    writeFileSync(lib, `${BUNDLE_HEAD}\n${body}\n${BUNDLE_TAIL}\n`);
+    const expected = JSON.stringify({ self: true, filename: lib, dirname: join(scratch, "built"), require: "function", line: "2" });
+    const cache = join(scratch, "built-cache");
+    // Each run in a process of its own: the entry is written as the process exits. (tsx turns source
+    // maps on, which sends runBundle to Node's own loader.)
+    const runner = `process.setSourceMapsEnabled(false); const use = require(${JSON.stringify(join(__dirname, "code-cache"))}).runBundle(${JSON.stringify(lib)}, "built", { WINFLEET_CODE_CACHE: ${JSON.stringify(cache)} }); console.log(JSON.stringify([use, globalThis.winfleetCodeCacheTest]));`;
+    const uses: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const r = spawnSync(process.execPath, ["--import", "tsx", "-e", runner], { encoding: "utf8" });
+      assert.equal(r.status, 0, r.stderr);
+      const [use, got] = JSON.parse(r.stdout) as [string, string];
+      uses.push(use);
+      assert.equal(got, expected, `through the code cache (${use})`);
+    }
+    assert.deepEqual(uses, ["missing", "consumed"]);
+    seen.winfleetCodeCacheTest = undefined;
+    assert.deepEqual(createRequire(lib)(lib), { ran: true });
+    assert.equal(seen.winfleetCodeCacheTest, expected, "required by Node");
+  });
 });
 
 describe("the code cache's size", () => {
