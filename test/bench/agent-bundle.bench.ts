@@ -24,7 +24,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildBundles } from "../../agent/release/build";
-import { medianMs, report } from "./harness";
+import { interleavedMedianMs, medianMs, report } from "./harness";
 
 const REPO = join(__dirname, "..", "..");
 const work = mkdtempSync(join(tmpdir(), "bench-bundle-"));
@@ -58,10 +58,9 @@ void (async () => {
     await buildBundles(REPO, join(work, "dist"));
     const bin = join(work, "dist", "agent", "bin", "winfleet-agent.js");
     const run = (args: readonly string[], env: Record<string, string> = {}) => () => spawnSync(process.execPath, args, { env: { ...process.env, ...env } });
-    const bare = await medianMs(15, run(["-e", "0"]));
-    const cold = await medianMs(15, run([bin, "--version"], { WINFLEET_CODE_CACHE: "off" }));
     run([bin, "--version"], { WINFLEET_CODE_CACHE: join(work, "cache") })();
-    const warm = await medianMs(15, run([bin, "--version"], { WINFLEET_CODE_CACHE: join(work, "cache") }));
+    // Taking turns run by run: a machine that slows down mid-benchmark weighs on all three alike.
+    const [bare = NaN, warm = NaN, cold = NaN] = await interleavedMedianMs(21, [run(["-e", "0"]), run([bin, "--version"], { WINFLEET_CODE_CACHE: join(work, "cache") }), run([bin, "--version"], { WINFLEET_CODE_CACHE: "off" })]);
     const source = await medianMs(5, run([join(REPO, "bin", "winfleet-agent.js"), "--version"], { WINFLEET_LAUNCH: "source" }));
     report("--version, code cache warm", { name: "bundle", ms: warm }, { name: "node -e 0", ms: bare });
     report("--version, no code cache", { name: "bundle", ms: cold }, { name: "node -e 0", ms: bare });
