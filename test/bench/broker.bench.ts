@@ -3,11 +3,16 @@
  * - prc run output throughput vs the same process with its output piped to
  *   /dev/null (`tool | cat > /dev/null`, goal: at least half its throughput) and
  *   vs its output redirected to /dev/null; and, for what bounds it, a bare Node
- *   process doing nothing but reading the same pipe;
+ *   process doing nothing but reading the same pipe, and two bare Node
+ *   processes in series (one reads the pipe into a Unix socket, the other
+ *   writes what it receives to its stdout): prc run's shape, broker and client,
+ *   with nothing of winfleet's in it;
  * - port-proxy throughput and latency vs a direct loopback connection and vs
  *   socat relaying the same traffic (goal: 70% of socat's throughput, a round
  *   trip no slower), and, for what bounds it, a bare Node relay (one process
- *   piping one socket into another);
+ *   piping one socket into another) and two bare Node relays in series over a
+ *   Unix socket: the proxy's shape, the pod's `cli proxy` and the broker, with
+ *   nothing of winfleet's in it;
  * Everything of winfleet's runs as it ships: the agent bundle, built into a
  * scratch directory, serves the broker in a process of its own, `prc run` is
  * the bundle's `cli prc run` writing to a pipe, and the pod side of the proxy is
@@ -50,10 +55,17 @@ async function prcThroughput(): Promise<void> {
     const r = spawnSync("sh", ["-c", command], { encoding: "utf8" });
     if (r.status !== 0) throw new Error(`${command}: ${r.stderr}`);
   };
-  const [piped = NaN, direct = NaN, nodeReads = NaN, viaBroker = NaN] = await interleavedMedianMs(3, [
+  // Two bare Node processes in series: the reader is started by the writer once it listens.
+  const hop = join(work, "hop.sock");
+  const reader = `const c = require("net").connect(process.argv[1]); require("child_process").spawn(process.argv[2]).stdout.pipe(c);`;
+  const writer = `const srv = require("net").createServer((c) => { c.pipe(process.stdout); c.on("end", () => srv.close()); });
+srv.listen(process.argv[2], () => require("child_process").spawn(process.execPath, ["-e", process.argv[4], process.argv[2], process.argv[3]], { stdio: "inherit" }));`;
+  writeFileSync(join(work, "writer.js"), writer);
+  const [piped = NaN, direct = NaN, nodeReads = NaN, twoNodes = NaN, viaBroker = NaN] = await interleavedMedianMs(3, [
     shell(`${tool} | cat > /dev/null`),
     shell(`${tool} > /dev/null`),
     shell(`${process.execPath} -e 'require("child_process").spawn(process.argv[1]).stdout.on("data", () => {})' ${tool}`),
+    shell(`rm -f ${hop}; ${process.execPath} ${join(work, "writer.js")} ${hop} ${tool} '${reader}' | cat > /dev/null`),
     shell(`${process.execPath} ${agent} cli prc run --server ${broker.socket} --path ${tool} | cat > /dev/null`),
   ]);
   broker.stop();
@@ -62,7 +74,10 @@ async function prcThroughput(): Promise<void> {
   report(`prc run 512 MB stdout (${mbps(viaBroker)} vs ${mbps(piped)})`, { name: "broker", ms: viaBroker }, { name: "| cat >/dev/null", ms: piped });
   report(`prc run 512 MB stdout (${mbps(viaBroker)} vs ${mbps(direct)})`, { name: "broker", ms: viaBroker }, { name: "> /dev/null", ms: direct });
   report(`  floor: node reads the pipe (${mbps(nodeReads)})`, { name: "node  ", ms: nodeReads }, { name: "| cat >/dev/null", ms: piped });
-  console.log(`  broker throughput: ${share(viaBroker, piped)} of piped to /dev/null (goal >= 50%); a bare Node reader: ${share(nodeReads, piped)}`);
+  report(`  floor: two node processes (${mbps(twoNodes)})`, { name: "node*2", ms: twoNodes }, { name: "| cat >/dev/null", ms: piped });
+  console.log(
+    `  broker throughput: ${share(viaBroker, piped)} of piped to /dev/null (goal >= 50%); a bare Node reader: ${share(nodeReads, piped)}; two bare Node processes in series: ${share(twoNodes, piped)}`,
+  );
 }
 
 /** A server that counts what it receives and answers the count when the client finishes; or echoes one byte at a time for latency. */
@@ -145,7 +160,21 @@ net.createServer({ allowHalfOpen: true }, (inbound) => {
   inbound.pipe(outbound).pipe(inbound);
 }).listen(${relayPort}, "127.0.0.4");`;
   const relay = spawn(process.execPath, ["-e", relaySource], { stdio: "ignore" });
-  for (const [host, port] of [["127.0.0.2", sink.port], ["127.0.0.3", socatPort], ["127.0.0.4", relayPort]] as const) {
+  // The proxy's shape in bare Node: a TCP relay into a Unix socket, and a relay from it to the port.
+  const hop = join(work, "relay.sock");
+  const pair = [
+    `net.createServer({ allowHalfOpen: true }, (inbound) => {
+  const outbound = net.connect({ path: ${JSON.stringify(hop)}, allowHalfOpen: true });
+  inbound.setNoDelay(true);
+  inbound.pipe(outbound).pipe(inbound);
+}).listen(${relayPort}, "127.0.0.5");`,
+    `net.createServer({ allowHalfOpen: true }, (inbound) => {
+  const outbound = net.connect({ host: "127.0.0.1", port: ${sink.port}, allowHalfOpen: true });
+  outbound.setNoDelay(true);
+  inbound.pipe(outbound).pipe(inbound);
+}).listen(${JSON.stringify(hop)});`,
+  ].map((source) => spawn(process.execPath, ["-e", `const net = require("net");\n${source}`], { stdio: "ignore" }));
+  for (const [host, port] of [["127.0.0.2", sink.port], ["127.0.0.3", socatPort], ["127.0.0.4", relayPort], ["127.0.0.5", relayPort]] as const) {
     for (let i = 0; i < 100 && !(await reachable(host, port)); i++) await new Promise((r) => setTimeout(r, 100));
   }
   const bytes = 256 * MB;
@@ -153,21 +182,28 @@ net.createServer({ allowHalfOpen: true }, (inbound) => {
   const viaSocat = await medianMs(3, () => throughput("127.0.0.3", socatPort, bytes));
   const viaProxy = await medianMs(3, () => throughput("127.0.0.2", sink.port, bytes));
   const viaRelay = await medianMs(3, () => throughput("127.0.0.4", relayPort, bytes));
+  const viaPair = await medianMs(3, () => throughput("127.0.0.5", relayPort, bytes));
   const mbps = (ms: number): string => `${((bytes / MB) / (ms / 1000)).toFixed(0)} MB/s`;
   report(`proxy 256 MB (${mbps(viaProxy)} vs ${mbps(direct)})`, { name: "proxy", ms: viaProxy }, { name: "direct", ms: direct });
   report(`proxy 256 MB (${mbps(viaProxy)} vs ${mbps(viaSocat)})`, { name: "proxy", ms: viaProxy }, { name: "socat", ms: viaSocat });
   report(`  floor: node relay (${mbps(viaRelay)})`, { name: "relay", ms: viaRelay }, { name: "socat", ms: viaSocat });
-  console.log(`  proxy throughput: ${((100 * viaSocat) / viaProxy).toFixed(0)}% of socat's (goal >= 70%); a bare Node relay: ${((100 * viaSocat) / viaRelay).toFixed(0)}%`);
+  report(`  floor: two node relays (${mbps(viaPair)})`, { name: "relay2", ms: viaPair }, { name: "socat", ms: viaSocat });
+  const share = (ms: number): string => `${((100 * viaSocat) / ms).toFixed(0)}%`;
+  console.log(`  proxy throughput: ${share(viaProxy)} of socat's (goal >= 70%); a bare Node relay: ${share(viaRelay)}; two in series: ${share(viaPair)}`);
   const rounds = 2000;
   const lDirect = await latency("127.0.0.1", sink.port, rounds);
   const lSocat = await latency("127.0.0.3", socatPort, rounds);
   const lProxy = await latency("127.0.0.2", sink.port, rounds);
   const lRelay = await latency("127.0.0.4", relayPort, rounds);
+  const lPair = await latency("127.0.0.5", relayPort, rounds);
   // In microseconds: a loopback round trip is a few dozen.
   const us = (ms: number): number => ms * 1000;
   report("proxy round trip", { name: "proxy", ms: us(lProxy) }, { name: "direct", ms: us(lDirect) }, "us");
   report("proxy round trip", { name: "proxy", ms: us(lProxy) }, { name: "socat", ms: us(lSocat) }, "us");
   report("  floor: node relay", { name: "relay", ms: us(lRelay) }, { name: "socat", ms: us(lSocat) }, "us");
+  report("  floor: two node relays", { name: "relay2", ms: us(lPair) }, { name: "socat", ms: us(lSocat) }, "us");
+  console.log("  goal: a round trip no slower than socat's");
+  for (const p of pair) p.kill();
   relay.kill();
   socat.kill();
   pod.kill();
