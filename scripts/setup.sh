@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One command that installs everything winfleet's tests need on a fresh Debian
 # machine of this kind: npm dependencies, CoreOS Ignition (Debian `ignition`),
-# socat, shellcheck and Chromium. It says what it could not install and why, and
+# socat, shellcheck, Chromium, and the proxies the reporter's proxy-url tests go
+# through (tinyproxy, microsocks). It says what it could not install and why, and
 # exits non-zero when the npm install fails or, in CI, when anything is missing.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 note() { printf '\n==> %s\n' "$*"; }
 missing=()
@@ -46,8 +47,9 @@ for pair in socat:socat systemd-analyze:systemd; do
   else missing+=("$cmd: 'apt-get install $pkg' failed"); fi
 done
 
-note "shellcheck (sh content) and Chromium (status page tests)"
-for pair in shellcheck:shellcheck chromium:chromium; do
+note "shellcheck (sh content), Chromium (status page tests), tinyproxy and microsocks (proxy-url tests)"
+# The tests start their own proxies on free loopback ports, whatever daemon a package may start.
+for pair in shellcheck:shellcheck chromium:chromium tinyproxy:tinyproxy microsocks:microsocks; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   if command -v "$cmd" >/dev/null; then echo "present: $cmd"
   elif apt_install "$pkg"; then echo "installed: $cmd"

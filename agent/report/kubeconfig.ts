@@ -4,15 +4,16 @@
  * supported, and the rest is refused by name rather than ignored, since an
  * ignored setting is a silently different identity or trust:
  * - the cluster: `server`, `certificate-authority` or `-data`,
- *   `insecure-skip-tls-verify` (never together with a CA, as kubectl), and
- *   `tls-server-name`;
+ *   `insecure-skip-tls-verify` (never together with a CA, as kubectl),
+ *   `tls-server-name`, and `proxy-url` (http, https or socks5, as client-go;
+ *   proxy-tunnel.ts);
  * - the user: `client-certificate`/`client-key` (files or `-data`), `token`,
  *   `tokenFile` (`token` wins when both are set, as in client-go),
  *   `username`/`password`, an `exec` credential plugin
  *   (exec-credential.ts), and impersonation (`as`, `as-uid`, `as-groups`,
  *   `as-user-extra`);
- * - refused: `proxy-url` and `auth-provider` (removed from kubectl for
- *   Azure and GCP; OIDC needs a refresh flow a service cannot finish).
+ * - refused: `auth-provider` (removed from kubectl for Azure and GCP; OIDC
+ *   needs a refresh flow a service cannot finish).
  *
  * Paths are relative to the kubeconfig's folder, as in client-go. Files are
  * read again for each request, so a kubelet's rotated client certificate
@@ -29,6 +30,7 @@ import { z } from "zod";
 import { ValidationError, formatPath } from "../common/errors";
 import { zodIssues } from "../common/zod-issues";
 import { type ExecClusterInfo, type ExecConfig, execConfigSchema } from "./exec-credential";
+import { PROXY_SCHEMES } from "./proxy-tunnel";
 
 const clusterSchema = z.looseObject({
   server: z.string().min(1),
@@ -36,7 +38,7 @@ const clusterSchema = z.looseObject({
   "certificate-authority-data": z.string().min(1).optional(),
   "insecure-skip-tls-verify": z.boolean().optional(),
   "tls-server-name": z.string().min(1).optional(),
-  "proxy-url": z.never({ error: "proxy-url is not supported: the agent connects to the API server directly" }).optional(),
+  "proxy-url": z.string().min(1).optional(),
 });
 
 const userSchema = z.looseObject({
@@ -87,6 +89,8 @@ export interface Kubeconfig {
   readonly user: User;
   /** The current user's exec plugin, with its command resolved as client-go does. */
   readonly exec?: ExecConfig;
+  /** The cluster's `proxy-url`: every request goes through it. */
+  readonly proxy?: URL;
 }
 
 /**
@@ -131,6 +135,7 @@ export function loadKubeconfig(file: string, text: string = readFileSync(file, "
     return fail(cp("server"), `${JSON.stringify(cluster.server)} is not a URL`);
   }
   if (server.protocol !== "https:" && server.protocol !== "http:") fail(cp("server"), `${server.protocol} is not http: or https:`);
+  const proxy = cluster["proxy-url"] === undefined ? undefined : proxyUrl(cluster["proxy-url"], (message) => fail(cp("proxy-url"), message));
   if (cluster["insecure-skip-tls-verify"] && (cluster["certificate-authority"] || cluster["certificate-authority-data"]))
     fail(cp("insecure-skip-tls-verify"), "set together with a certificate authority: trust one or skip verification, not both (as kubectl)");
   const both = (a: keyof User, b: keyof User, where: (...p: string[]) => string): void => {
@@ -153,7 +158,23 @@ export function loadKubeconfig(file: string, text: string = readFileSync(file, "
   user.tokenFile = abs(user.tokenFile);
   // client-go: a command with a separator is relative to the kubeconfig; a bare name is looked up on PATH.
   const exec = user.exec && { ...user.exec, command: /[\\/]/.test(user.exec.command) ? (abs(user.exec.command) as string) : user.exec.command };
-  return { file, server, cluster, user, ...(exec ? { exec } : {}) };
+  return { file, server, cluster, user, ...(exec ? { exec } : {}), ...(proxy ? { proxy } : {}) };
+}
+
+/** A `proxy-url` as client-go takes one: a URL with an http, https or socks5 scheme and a host; no path. */
+function proxyUrl(text: string, fail: (message: string) => never): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    // The value may carry credentials: the message does not repeat it.
+    return fail("is not a URL");
+  }
+  const scheme = url.protocol as (typeof PROXY_SCHEMES)[number];
+  if (!PROXY_SCHEMES.includes(scheme)) return fail(`${url.protocol} is not one of ${PROXY_SCHEMES.join(", ")} (what client-go accepts)`);
+  if (url.hostname === "") return fail("names no host");
+  if ((url.pathname !== "" && url.pathname !== "/") || url.search !== "" || url.hash !== "") return fail("has a path, query or fragment: a proxy is a scheme, a host and a port");
+  return url;
 }
 
 /** Reads a file a kubeconfig names, or decodes its `-data` twin; the message names which. */

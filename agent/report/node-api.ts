@@ -1,7 +1,7 @@
 /**
  * The three requests the reporter makes, with the node's own credentials (its
  * kubeconfig, read by kubeconfig.ts, which gives each request its TLS and
- * auth settings): create an Event about the Node, merge-patch
+ * auth settings, and its proxy, if any: proxy-tunnel.ts): create an Event about the Node, merge-patch
  * the Node's annotations, strategic-merge-patch its `WinfleetReady`
  * condition through `nodes/status`. The Node authorizer and NodeRestriction let
  * a node do exactly these to its own Node object: `create` on `events`,
@@ -10,8 +10,11 @@
 import { readFile } from "node:fs/promises";
 import * as http from "node:http";
 import * as https from "node:https";
+import { type Socket, isIP } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { ExecCredentials, type ExecRunner } from "./exec-credential";
-import { credentialsFor, execClusterInfo, loadKubeconfig } from "./kubeconfig";
+import { type ApiCredentials, credentialsFor, execClusterInfo, loadKubeconfig } from "./kubeconfig";
+import { type ProxyTarget, bareHost, dialProxy, portOf, proxyAuthorization, tunnelTo } from "./proxy-tunnel";
 
 /** A failed request: `status` is the HTTP status, undefined when the API server could not be reached. */
 export class NodeApiError extends Error {
@@ -47,15 +50,11 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
     const url = new URL(kc.server);
     url.pathname = `${base}${path}`;
     const c = credentialsFor(kc, exec && (await exec.get()));
-    const options: https.RequestOptions = {
-      method,
-      headers: { ...c.headers, "content-type": contentType, accept: "application/json" },
-      timeout: timeoutMs,
-      ...(c.ca ? { ca: c.ca } : {}),
-      ...(c.cert ? { cert: c.cert, key: c.key } : {}),
-      ...(c.servername ? { servername: c.servername } : {}),
-      rejectUnauthorized: c.rejectUnauthorized,
-    };
+    const headers = { ...c.headers, "content-type": contentType, accept: "application/json" };
+    const tls = { ...(c.ca ? { ca: c.ca } : {}), ...(c.cert ? { cert: c.cert, key: c.key } : {}), ...(c.servername ? { servername: c.servername } : {}), rejectUnauthorized: c.rejectUnauthorized };
+    const options: https.RequestOptions = kc.proxy
+      ? proxied(url, kc.proxy, c, { method, headers, timeout: timeoutMs }, timeoutMs)
+      : { method, headers, timeout: timeoutMs, ...tls };
     return new Promise((resolve, reject) => {
       const req = (url.protocol === "https:" ? https : http).request(url, options, (res) => {
         const chunks: Buffer[] = [];
@@ -86,5 +85,53 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
     createEvent: async (namespace, event) => ((await expect("POST", `/api/v1/namespaces/${enc(namespace)}/events`, "application/json", event, (s) => (s >= 200 && s < 300) || s === 409)) === 409 ? "exists" : "created"),
     patchNode: async (name, patch) => void (await expect("PATCH", `/api/v1/nodes/${enc(name)}`, "application/merge-patch+json", patch, (s) => s >= 200 && s < 300)),
     patchNodeStatus: async (name, patch) => void (await expect("PATCH", `/api/v1/nodes/${enc(name)}/status`, "application/strategic-merge-patch+json", patch, (s) => s >= 200 && s < 300)),
+  };
+}
+
+/**
+ * Request options that send a request for `url` through `proxy`: an http
+ * server behind an HTTP proxy is asked for in absolute form on a connection to
+ * the proxy; anything else goes through a tunnel, with TLS to an https server
+ * run inside it and verified as without a proxy.
+ */
+function proxied(url: URL, proxy: URL, c: ApiCredentials, base: https.RequestOptions, timeoutMs: number): https.RequestOptions {
+  // The proxy's own TLS (https proxies) trusts what the cluster trusts, as client-go's transport does.
+  const target: ProxyTarget = { proxy, tls: { ...(c.ca ? { ca: c.ca } : {}), rejectUnauthorized: c.rejectUnauthorized }, timeoutMs };
+  // A connection handed to the callback once it is open, as http.Agent#createConnection may;
+  // @types/node declares only the form that returns a socket at once.
+  const connectVia = (open: () => Promise<Socket>): NonNullable<https.RequestOptions["createConnection"]> =>
+    ((_: unknown, done: (e: Error | null, socket?: Socket) => void) => {
+      open().then(
+        (s) => done(null, s),
+        (e: Error) => done(e),
+      );
+      return undefined;
+    }) as unknown as NonNullable<https.RequestOptions["createConnection"]>;
+  if (url.protocol === "http:" && proxy.protocol !== "socks5:") {
+    const auth = proxyAuthorization(proxy);
+    return {
+      ...base,
+      host: bareHost(proxy),
+      port: portOf(proxy),
+      path: url.href,
+      headers: { ...base.headers, host: url.host, ...(auth ? { "proxy-authorization": auth } : {}) },
+      createConnection: connectVia(() => dialProxy(target)),
+    };
+  }
+  if (url.protocol === "http:") return { ...base, createConnection: connectVia(() => tunnelTo(url, target)) };
+  const host = bareHost(url);
+  return {
+    ...base,
+    createConnection: connectVia(async () =>
+      tlsConnect({
+        socket: await tunnelTo(url, target),
+        // The name checked against the server's certificate: tls-server-name, else the server's host. SNI is never an address.
+        host,
+        ...(c.servername ? { servername: c.servername } : isIP(host) !== 0 ? {} : { servername: host }),
+        ...(c.ca ? { ca: c.ca } : {}),
+        ...(c.cert ? { cert: c.cert, key: c.key } : {}),
+        rejectUnauthorized: c.rejectUnauthorized,
+      }),
+    ),
   };
 }

@@ -8,46 +8,18 @@
  */
 import assert from "node:assert/strict";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import type { IncomingMessage } from "node:http";
-import { createServer } from "node:https";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { TLSSocket } from "node:tls";
 import { after, before, describe, it } from "node:test";
 import { stringify } from "yaml";
 import { ValidationError } from "../../agent/common/errors";
 import { credentialsFor, loadKubeconfig } from "../../agent/report/kubeconfig";
 import { type NodeApi, NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
-import { type Pki, makePki } from "./tls-fixtures";
+import { type Pki, makePki, apiServer as server } from "./tls-fixtures";
 
 const dir = mkdtempSync(join(tmpdir(), "winfleet-kubeconfig-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let pki: Pki;
-
-/** What the server saw of one request. */
-interface Seen {
-  readonly url: string;
-  readonly client: string | undefined;
-  readonly headers: IncomingMessage["headers"];
-}
-
-/** An API server presenting `cert` that records each request and answers 401 to the bearer tokens in `refuse`. */
-async function server(cert = "server", refuse: string[] = []): Promise<{ url: string; seen: Seen[]; close: () => Promise<void> }> {
-  const seen: Seen[] = [];
-  const s = createServer({ key: pki.read(`${cert}.key`), cert: pki.read(`${cert}.crt`), ca: pki.read("ca.crt"), requestCert: true, rejectUnauthorized: false }, (req, res) => {
-    req.resume();
-    req.on("end", () => {
-      const socket = req.socket as TLSSocket;
-      seen.push({ url: req.url ?? "", client: socket.authorized ? (socket.getPeerCertificate().subject?.CN as string | undefined) : undefined, headers: req.headers });
-      const denied = refuse.some((t) => req.headers.authorization === `Bearer ${t}`);
-      res.writeHead(denied ? 401 : 200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as AddressInfo).port;
-  return { url: `https://127.0.0.1:${port}`, seen, close: () => new Promise((r) => s.close(() => r())) };
-}
 
 let n = 0;
 /** Writes a kubeconfig with one cluster, one user and a current context; returns its path. */
@@ -77,7 +49,7 @@ before(() => {
 
 describe("the node's kubeconfig over TLS", () => {
   it("verifies the server against the CA file and presents the node's client certificate (paths relative to the kubeconfig)", async () => {
-    const api = await server();
+    const api = await server(pki);
     const file = kubeconfig({ server: api.url, "certificate-authority": "ca.crt" }, { "client-certificate": "node.crt", "client-key": "node.key" });
     await patch(await nodeApiFromKubeconfig(file, 2000));
     await api.close();
@@ -86,7 +58,7 @@ describe("the node's kubeconfig over TLS", () => {
   });
 
   it("takes the same material inline as -data, and a server with a path prefix keeps it", async () => {
-    const api = await server();
+    const api = await server(pki);
     const file = kubeconfig({ server: `${api.url}/k8s/clusters/c-1/`, "certificate-authority-data": b64("ca.crt") }, { "client-certificate-data": b64("node.crt"), "client-key-data": b64("node.key") });
     await patch(await nodeApiFromKubeconfig(file, 2000));
     await api.close();
@@ -95,7 +67,7 @@ describe("the node's kubeconfig over TLS", () => {
   });
 
   it("reads a rotated client certificate at the next request, without a new API object", async () => {
-    const api = await server();
+    const api = await server(pki);
     writeFileSync(join(dir, "current.pem"), Buffer.concat([pki.read("node.crt"), pki.read("node.key")]));
     const file = kubeconfig({ server: api.url, "certificate-authority": join(dir, "ca.crt") }, { "client-certificate": "current.pem", "client-key": "current.pem" });
     const node = await nodeApiFromKubeconfig(file, 2000);
@@ -107,7 +79,7 @@ describe("the node's kubeconfig over TLS", () => {
   });
 
   it("refuses a server the CA did not sign, and the system's CAs do not vouch for it either; nothing reaches it", async () => {
-    const api = await server();
+    const api = await server(pki);
     for (const cluster of [{ server: api.url, "certificate-authority": "other-ca.crt" }, { server: api.url }]) {
       const node = await nodeApiFromKubeconfig(kubeconfig(cluster, { token: "t" }), 2000);
       await assert.rejects(patch(node), (e: NodeApiError) => e instanceof NodeApiError && e.status === undefined && /certificate/i.test(e.message));
@@ -117,7 +89,7 @@ describe("the node's kubeconfig over TLS", () => {
   });
 
   it("checks the name tls-server-name gives, not the address, and skips verification only when told", async () => {
-    const api = await server("named-server");
+    const api = await server(pki, { cert: "named-server" });
     const wrongName = await nodeApiFromKubeconfig(kubeconfig({ server: api.url, "certificate-authority": "ca.crt" }, { token: "t" }), 2000);
     await assert.rejects(patch(wrongName), /IP: 127\.0\.0\.1 is not in the cert's list|altnames/);
     await patch(await nodeApiFromKubeconfig(kubeconfig({ server: api.url, "certificate-authority": "ca.crt", "tls-server-name": "kube.test" }, { token: "t" }), 2000));
@@ -129,7 +101,7 @@ describe("the node's kubeconfig over TLS", () => {
 
 describe("the node's kubeconfig credentials", () => {
   it("reads a tokenFile at each request; a token beside it wins, as in client-go", async () => {
-    const api = await server();
+    const api = await server(pki);
     writeFileSync(join(dir, "token"), "first\n");
     const node = await nodeApiFromKubeconfig(kubeconfig({ server: api.url, "certificate-authority": "ca.crt" }, { tokenFile: "token" }), 2000);
     await patch(node);
@@ -141,7 +113,7 @@ describe("the node's kubeconfig credentials", () => {
   });
 
   it("sends basic auth and impersonation headers", async () => {
-    const api = await server();
+    const api = await server(pki);
     const user = { username: "admin", password: "pw", as: "system:node:win-node-1", "as-groups": ["system:nodes", "extra"], "as-uid": "42", "as-user-extra": { "scopes.example": ["a", "b"] } };
     await patch(await nodeApiFromKubeconfig(kubeconfig({ server: api.url, "certificate-authority": "ca.crt" }, user), 2000));
     await api.close();
@@ -154,7 +126,7 @@ describe("the node's kubeconfig credentials", () => {
   });
 
   it("runs an exec plugin once for a token it keeps, with the cluster and env it asks for, non-interactive", async () => {
-    const api = await server();
+    const api = await server(pki);
     const cmd = plugin("token-plugin", credential({ token: "exec-token-$n" }).replace("'EOF'", "EOF"));
     const exec = { apiVersion: "client.authentication.k8s.io/v1", command: "./token-plugin", args: ["get-token"], env: [{ name: "PLUGIN_MODE", value: "node" }], interactiveMode: "Never", provideClusterInfo: true };
     const node = await nodeApiFromKubeconfig(kubeconfig({ server: api.url, "certificate-authority": "ca.crt", extensions: [{ name: "client.authentication.k8s.io/exec", extension: { audience: "aks" } }] }, { exec }), 2000);
@@ -169,7 +141,7 @@ describe("the node's kubeconfig credentials", () => {
   });
 
   it("runs the plugin again once its credential expires, and when the server answers 401", async () => {
-    const api = await server("server", ["exec-token-1"]);
+    const api = await server(pki, { refuse: ["exec-token-1"] });
     const past = new Date(Date.now() - 60_000).toISOString();
     const expiring = plugin("expiring-plugin", credential({ token: "t-$n", expirationTimestamp: past }, BETA).replace("'EOF'", "EOF"));
     const beta = { apiVersion: BETA, command: expiring };
@@ -186,7 +158,7 @@ describe("the node's kubeconfig credentials", () => {
   });
 
   it("presents the client certificate an exec plugin returns", async () => {
-    const api = await server();
+    const api = await server(pki);
     const cmd = plugin("cert-plugin", credential({ clientCertificateData: pki.read("node.crt").toString("utf8"), clientKeyData: pki.read("node.key").toString("utf8") }));
     await patch(await nodeApiFromKubeconfig(kubeconfig({ server: api.url, "certificate-authority": "ca.crt" }, { exec: { apiVersion: "client.authentication.k8s.io/v1", command: cmd, interactiveMode: "IfAvailable" } }), 2000));
     await api.close();
@@ -218,7 +190,7 @@ describe("what the agent will not read from a kubeconfig", () => {
   const ok = { server: "https://127.0.0.1:6443", "certificate-authority": "ca.crt" };
 
   it("refuses settings it would otherwise ignore, by their path", () => {
-    refused(kubeconfig({ ...ok, "proxy-url": "http://proxy:3128" }, { token: "t" }), "clusters[0].cluster.proxy-url", /not supported/);
+    refused(kubeconfig({ ...ok, "proxy-url": "socks4://proxy:1080" }, { token: "t" }), "clusters[0].cluster.proxy-url", /not one of/);
     refused(kubeconfig(ok, { "auth-provider": { name: "azure" } }), "users[0].user.auth-provider", /not supported/);
     refused(kubeconfig({ ...ok, "insecure-skip-tls-verify": true }, { token: "t" }), "clusters[0].cluster.insecure-skip-tls-verify", /together with a certificate authority/);
     refused(kubeconfig(ok, { "client-certificate": "node.crt" }), "users[0].user.client-key", /come together/);
