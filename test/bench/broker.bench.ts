@@ -20,7 +20,7 @@
  * (The agent's idle memory is measured against its bundle in agent-bundle.bench.ts.)
  */
 import { spawn, spawnSync } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { type AddressInfo, type Socket, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -38,7 +38,8 @@ let agent = "";
 
 /** Starts `winfleet-agent broker` from the bundle on fresh sockets; resolves once it answers. */
 async function startAgentBroker(whiteList: string): Promise<{ socket: string; proxy: string; stop(): void }> {
-  const dir = tempDir("bench-broker-run-");
+  // Inside work, which is removed at the end, as each broker's sockets and state are.
+  const dir = realpathSync(mkdtempSync(join(work, "run-")));
   const config = join(dir, "broker.yaml");
   writeFileSync(config, `listen: ${dir}/w.sock\nproxy: ${dir}/p.sock\nstateDir: ${dir}/state\nwhiteList:\n${whiteList}`);
   const child = spawn(process.execPath, [agent, "broker", "--config", config], { stdio: "ignore" });
