@@ -11,7 +11,8 @@
  * source costs before any module runs, read as the bundle's entry reads it);
  * and the bundle's broker with glibc told to hand freed memory back
  * (`MALLOC_TRIM_THRESHOLD_=0`), which shows how much is memory freed but kept
- * by the allocator.
+ * by the allocator; and with V8's optimizing compiler off (`--no-opt`).
+ * Settled RSS is also printed split into private and file-backed pages.
  *
  * Each process is sampled twice: 4 s after it starts, and settled, 15 s after
  * it starts. V8 shrinks the heap it grew while starting (new space, freed
@@ -29,8 +30,19 @@ import { interleavedMedianMs, medianMs, report } from "./harness";
 const REPO = join(__dirname, "..", "..");
 const work = mkdtempSync(join(tmpdir(), "bench-bundle-"));
 
-function rssKb(pid: number): number {
-  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
+/** A process's resident memory in MB: all of it, and split into private (anonymous) and file-backed pages. */
+interface Resident {
+  readonly rss: number;
+  /** RssAnon: the process's own memory (heaps, JIT code, buffers). */
+  readonly anon: number;
+  /** RssFile: pages of the node binary and its libraries, shared with every other process mapping them. */
+  readonly file: number;
+}
+
+function resident(pid: number): Resident {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const mb = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024;
+  return { rss: mb("VmRSS"), anon: mb("RssAnon"), file: mb("RssFile") };
 }
 
 /** When a process's RSS is sampled, in ms after it starts. */
@@ -38,14 +50,15 @@ const EARLY_MS = 4000;
 const SETTLED_MS = 15_000;
 
 /** RSS in MB of an idle process 4 s after it starts and settled (see the file comment); returns once it has exited. */
-async function idleRss(args: readonly string[], env: Record<string, string> = {}): Promise<{ early: number; settled: number }> {
+async function idleRss(args: readonly string[], env: Record<string, string> = {}): Promise<{ early: number; settled: number; split: Resident }> {
   const child = spawn(process.execPath, args, { cwd: REPO, stdio: "ignore", env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "cache"), ...env } });
   const exited = new Promise((r) => child.once("exit", r));
   try {
     await new Promise((r) => setTimeout(r, EARLY_MS));
-    const early = rssKb(child.pid ?? 0) / 1024;
+    const early = resident(child.pid ?? 0).rss;
     await new Promise((r) => setTimeout(r, SETTLED_MS - EARLY_MS));
-    return { early, settled: rssKb(child.pid ?? 0) / 1024 };
+    const split = resident(child.pid ?? 0);
+    return { early, settled: split.rss, split };
   } finally {
     // A broker writes its code cache as it stops, and frees its sockets for the next one.
     child.kill();
@@ -85,6 +98,10 @@ void (async () => {
       `const s = require("node:fs").readFileSync(${JSON.stringify(join(work, "dist", "agent", "lib", "winfleet-agent.js"))}, "latin1"); new (require("node:vm").Script)("(function(){" + s + "\\n})"); setInterval(() => {}, 1000)`,
     ]);
     const trimmed = await idleRss([bin, "broker", "--config", config], { MALLOC_TRIM_THRESHOLD_: "0" });
+    // V8 refuses a code cache made under other flags: the first run writes one of its own, the second reads it.
+    const noOptRun = () => idleRss(["--no-opt", bin, "broker", "--config", config], { WINFLEET_CODE_CACHE: join(work, "cache-no-opt") });
+    await noOptRun();
+    const noOpt = await noOptRun();
     const sampled = { settled: `settled, ${SETTLED_MS / 1000} s after start (after V8's memory reducer)`, early: `early, ${EARLY_MS / 1000} s after start` };
     for (const when of ["settled", "early"] as const) {
       console.log(`idle RSS, broker serving: ${sampled[when]}`);
@@ -94,12 +111,25 @@ void (async () => {
       line("  broker, first start", "cold  ", firstStart);
       line("  broker, sources", "tsx   ", fromSource);
       line("  broker, bundle, trimmed", "trim  ", trimmed);
+      line("  broker, bundle, --no-opt", "no-opt", noOpt);
       line("  floor: empty HTTP/2 server", "http2 ", http2Only);
       line("  floor: empty grpc-js server", "grpc  ", grpcOnly);
       line("  floor: bundle compiled", "parse ", compileOnly);
     }
+    console.log("idle RSS, settled, by kind: private (RssAnon) | the node binary's and libraries' pages (RssFile)");
+    for (const [label, name, rss] of [
+      ["  broker", "bundle", bundled],
+      ["  broker --no-opt", "no-opt", noOpt],
+      ["  HTTP/2 floor", "http2 ", http2Only],
+      ["  grpc-js floor", "grpc  ", grpcOnly],
+    ] as const) {
+      report(`${label}, private`, { name, ms: rss.split.anon }, { name: "bare node", ms: idle.split.anon }, "MB");
+      report(`${label}, file-backed`, { name, ms: rss.split.file }, { name: "bare node", ms: idle.split.file }, "MB");
+    }
     console.log("  (bundle: code cache warm, as every start but a node's first; first start: no code cache yet;");
-    console.log("   trimmed: the bundle, warm, with MALLOC_TRIM_THRESHOLD_=0; compiled: bare node that compiles the bundle, running none of it)");
+    console.log("   trimmed: the bundle, warm, with MALLOC_TRIM_THRESHOLD_=0; compiled: bare node that compiles the bundle, running none of it;");
+    console.log("   --no-opt: the bundle, warm, with V8's optimizing compiler off: what its first optimization costs, code paged in");
+    console.log("   from the node binary and the compiler's memory, which a broker pays once any function of it runs hot)");
     console.log("  goal: <= 1.15x bare node, settled");
   } finally {
     rmSync(work, { recursive: true, force: true });
