@@ -48,6 +48,7 @@ export interface ExecClusterInfo {
   readonly "tls-server-name"?: string;
   readonly "insecure-skip-tls-verify"?: boolean;
   readonly "certificate-authority-data"?: string;
+  readonly "proxy-url"?: string;
   readonly config?: unknown;
 }
 

@@ -230,6 +230,7 @@ export function execClusterInfo(k: Kubeconfig): ExecClusterInfo {
     ...(c["tls-server-name"] ? { "tls-server-name": c["tls-server-name"] } : {}),
     ...(c["insecure-skip-tls-verify"] ? { "insecure-skip-tls-verify": true } : {}),
     ...(ca ? { "certificate-authority-data": ca.toString("base64") } : {}),
+    ...(c["proxy-url"] ? { "proxy-url": c["proxy-url"] } : {}),
     ...(config !== undefined ? { config } : {}),
   };
 }

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { stringify } from "yaml";
 import { ValidationError } from "../../agent/common/errors";
-import { loadKubeconfig } from "../../agent/report/kubeconfig";
+import { execClusterInfo, loadKubeconfig } from "../../agent/report/kubeconfig";
 import { type NodeApi, NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
 import { MICROSOCKS, SOCAT, TINYPROXY, locate, skipUnlessInstalled } from "../support/tools";
 import { type Pki, apiServer, makePki } from "./tls-fixtures";
@@ -215,6 +215,13 @@ describe("a kubeconfig's proxy-url, through real proxies", { skip }, () => {
       await assert.rejects(failed, unreachable(new RegExp(`proxy 127\\.0\\.0\\.1:${closed}: connect ECONNREFUSED`)));
       await failed.catch((e: Error) => assert.doesNotMatch(e.message, /secret/));
     }
+  });
+});
+
+describe("a proxy-url in what an exec plugin is told", () => {
+  it("is part of the cluster a plugin asks for (provideClusterInfo), as client-go gives it", () => {
+    const info = execClusterInfo(loadKubeconfig(kubeconfig({ server: "https://127.0.0.1:6443", "proxy-url": "socks5://127.0.0.1:1080" })));
+    assert.deepEqual(info, { server: "https://127.0.0.1:6443", "proxy-url": "socks5://127.0.0.1:1080" });
   });
 });
 
