@@ -17,7 +17,7 @@ import { stringify } from "yaml";
 import { ValidationError } from "../../agent/common/errors";
 import { execClusterInfo, loadKubeconfig } from "../../agent/report/kubeconfig";
 import { type NodeApi, NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
-import { MICROSOCKS, SOCAT, TINYPROXY, locate, skipUnlessInstalled } from "../support/tools";
+import { MICROSOCKS, SOCAT, TINYPROXY, type Tool, locate, skipUnlessInstalled } from "../support/tools";
 import { type Pki, apiServer, makePki } from "./tls-fixtures";
 
 const skip = skipUnlessInstalled(TINYPROXY, MICROSOCKS, SOCAT);
@@ -45,7 +45,7 @@ async function freePort(): Promise<number> {
 /** Resolves once `port` accepts a connection; gives up after 5 s. */
 async function listening(port: number, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 100; i++) {
-    if (child.exitCode !== null) throw new Error(`${String(child.spawnfile)} exited with ${child.exitCode}`);
+    if (child.exitCode !== null) throw new Error(`${child.spawnfile} exited with ${child.exitCode}`);
     const up = await new Promise<boolean>((r) => {
       const c = connect(port, "127.0.0.1", () => r(true)).on("error", () => r(false));
       c.on("connect", () => c.destroy());
@@ -56,9 +56,9 @@ async function listening(port: number, child: ChildProcess): Promise<void> {
   throw new Error(`nothing listens on ${port} after 5 s`);
 }
 
-/** Starts `command`, kept until the tests end; resolves once it listens on `port`. */
-async function run(command: string, args: string[], port: number): Promise<ChildProcess> {
-  const child = spawn(locate({ name: command, command, install: "" }) ?? command, args, { stdio: ["ignore", "ignore", "pipe"] });
+/** Starts `tool`, kept until the tests end; resolves once it listens on `port`. */
+async function run(tool: Tool, args: string[], port: number): Promise<ChildProcess> {
+  const child = spawn(locate(tool) ?? tool.command, args, { stdio: "ignore" });
   children.push(child);
   await listening(port, child);
   return child;
@@ -72,7 +72,7 @@ async function tinyproxy(credentials?: { user: string; password: string }): Prom
   const conf = join(dir, `tinyproxy-${proxies}.conf`);
   // No ConnectPort line: CONNECT to any port (the API server's is random here).
   writeFileSync(conf, [`Port ${port}`, "Listen 127.0.0.1", "Timeout 10", `LogFile "${log}"`, "LogLevel Connect", "Allow 127.0.0.1", "DisableViaHeader Yes", ...(credentials ? [`BasicAuth ${credentials.user} ${credentials.password}`] : [])].join("\n"));
-  await run("tinyproxy", ["-d", "-c", conf], port);
+  await run(TINYPROXY, ["-d", "-c", conf], port);
   return { port, log: () => (existsSync(log) ? readFileSync(log, "utf8") : "") };
 }
 
@@ -84,14 +84,14 @@ async function tinyproxy(credentials?: { user: string; password: string }): Prom
 async function tlsFront(port: number, cert: string, demandClientCert = false): Promise<number> {
   const front = await freePort();
   const verify = demandClientCert ? `verify=1,cafile=${join(pki.dir, "ca.crt")}` : "verify=0";
-  await run("socat", [`OPENSSL-LISTEN:${front},bind=127.0.0.1,reuseaddr,fork,cert=${join(pki.dir, `${cert}.crt`)},key=${join(pki.dir, `${cert}.key`)},${verify}`, `TCP:127.0.0.1:${port}`], front);
+  await run(SOCAT, [`OPENSSL-LISTEN:${front},bind=127.0.0.1,reuseaddr,fork,cert=${join(pki.dir, `${cert}.crt`)},key=${join(pki.dir, `${cert}.key`)},${verify}`, `TCP:127.0.0.1:${port}`], front);
   return front;
 }
 
 /** microsocks on a fresh port, requiring the credentials when given. */
 async function microsocks(credentials?: { user: string; password: string }): Promise<number> {
   const port = await freePort();
-  await run("microsocks", ["-i", "127.0.0.1", "-p", String(port), ...(credentials ? ["-u", credentials.user, "-P", credentials.password] : [])], port);
+  await run(MICROSOCKS, ["-i", "127.0.0.1", "-p", String(port), ...(credentials ? ["-u", credentials.user, "-P", credentials.password] : [])], port);
   return port;
 }
 
