@@ -13,7 +13,7 @@ import * as https from "node:https";
 import { type Socket, isIP } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { ExecCredentials, type ExecRunner } from "./exec-credential";
-import { type ApiCredentials, credentialsFor, execClusterInfo, loadKubeconfig } from "./kubeconfig";
+import { credentialsFor, execClusterInfo, loadKubeconfig } from "./kubeconfig";
 import { type ProxyTarget, bareHost, dialProxy, portOf, proxyAuthorization, tunnelTo } from "./proxy-tunnel";
 
 /** A failed request: `status` is the HTTP status, undefined when the API server could not be reached. */
@@ -51,10 +51,8 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
     url.pathname = `${base}${path}`;
     const c = credentialsFor(kc, exec && (await exec.get()));
     const headers = { ...c.headers, "content-type": contentType, accept: "application/json" };
-    const tls = { ...(c.ca ? { ca: c.ca } : {}), ...(c.cert ? { cert: c.cert, key: c.key } : {}), ...(c.servername ? { servername: c.servername } : {}), rejectUnauthorized: c.rejectUnauthorized };
-    const options: https.RequestOptions = kc.proxy
-      ? proxied(url, kc.proxy, c, { method, headers, timeout: timeoutMs }, timeoutMs)
-      : { method, headers, timeout: timeoutMs, ...tls };
+    const tls: ServerTls = { ...(c.ca ? { ca: c.ca } : {}), ...(c.cert ? { cert: c.cert, key: c.key } : {}), ...(c.servername ? { servername: c.servername } : {}), rejectUnauthorized: c.rejectUnauthorized };
+    const options: https.RequestOptions = kc.proxy ? proxied(url, kc.proxy, tls, { method, headers, timeout: timeoutMs }, timeoutMs) : { method, headers, timeout: timeoutMs, ...tls };
     return new Promise((resolve, reject) => {
       const req = (url.protocol === "https:" ? https : http).request(url, options, (res) => {
         const chunks: Buffer[] = [];
@@ -88,15 +86,18 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
   };
 }
 
+/** How the API server's TLS is checked and what the node shows it, from the kubeconfig. */
+type ServerTls = Pick<https.RequestOptions, "ca" | "cert" | "key" | "servername"> & { readonly rejectUnauthorized: boolean };
+
 /**
  * Request options that send a request for `url` through `proxy`: an http
  * server behind an HTTP proxy is asked for in absolute form on a connection to
  * the proxy; anything else goes through a tunnel, with TLS to an https server
  * run inside it and verified as without a proxy.
  */
-function proxied(url: URL, proxy: URL, c: ApiCredentials, base: https.RequestOptions, timeoutMs: number): https.RequestOptions {
+function proxied(url: URL, proxy: URL, tls: ServerTls, base: https.RequestOptions, timeoutMs: number): https.RequestOptions {
   // The proxy's own TLS (https proxies) trusts what the cluster trusts, as client-go's transport does.
-  const target: ProxyTarget = { proxy, tls: { ...(c.ca ? { ca: c.ca } : {}), rejectUnauthorized: c.rejectUnauthorized }, timeoutMs };
+  const target: ProxyTarget = { proxy, tls: { ...(tls.ca ? { ca: tls.ca } : {}), rejectUnauthorized: tls.rejectUnauthorized }, timeoutMs };
   // A connection handed to the callback once it is open, as http.Agent#createConnection may;
   // @types/node declares only the form that returns a socket at once.
   const connectVia = (open: () => Promise<Socket>): NonNullable<https.RequestOptions["createConnection"]> =>
@@ -125,12 +126,11 @@ function proxied(url: URL, proxy: URL, c: ApiCredentials, base: https.RequestOpt
     createConnection: connectVia(async () =>
       tlsConnect({
         socket: await tunnelTo(url, target),
-        // The name checked against the server's certificate: tls-server-name, else the server's host. SNI is never an address.
+        // The name checked against the server's certificate: tls-server-name, else the server's host,
+        // which https.Agent would also send as SNI; SNI is never an address.
         host,
-        ...(c.servername ? { servername: c.servername } : isIP(host) !== 0 ? {} : { servername: host }),
-        ...(c.ca ? { ca: c.ca } : {}),
-        ...(c.cert ? { cert: c.cert, key: c.key } : {}),
-        rejectUnauthorized: c.rejectUnauthorized,
+        ...tls,
+        ...(tls.servername !== undefined || isIP(host) !== 0 ? {} : { servername: host }),
       }),
     ),
   };
