@@ -11,6 +11,7 @@
 import { spawn } from "node:child_process";
 import { z } from "zod";
 import { errorMessage } from "../common/errors";
+import { zodIssues } from "../common/zod-issues";
 
 const API_VERSIONS = ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"] as const;
 
@@ -152,7 +153,7 @@ export class ExecCredentials {
     let parsed: z.infer<typeof credentialSchema>;
     try {
       const result = credentialSchema.safeParse(JSON.parse(r.stdout));
-      if (!result.success) throw new Error(result.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; "));
+      if (!result.success) throw new Error(zodIssues(result.error).map((i) => `${i.path || "(root)"}: ${i.message}`).join("; "));
       parsed = result.data;
     } catch (e) {
       throw new Error(`${what} printed no valid ExecCredential: ${errorMessage(e)}`);
