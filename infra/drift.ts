@@ -18,8 +18,10 @@ export interface StackOps {
   refreshPreview(): Promise<Changes>;
   /** `pulumi preview`: what `up` would change. */
   preview(): Promise<Changes>;
-  /** `pulumi up`. */
+  /** `pulumi up` with a refresh first, so that what changed behind Pulumi's back is corrected too. */
   up(): Promise<Changes>;
+  /** What differs, a line per resource (`update  urn…  [spec, metadata]`), gathered by the operations run so far. */
+  differences?(): readonly string[];
 }
 
 /** Exit codes of `npm run drift`. */
@@ -51,7 +53,12 @@ export async function checkDrift(stack: string, ops: StackOps, options: { remedi
   log(`preview of ${stack}…`);
   const preview = await ops.preview();
   const drifted = changed(refresh).length > 0 || changed(preview).length > 0;
-  const lines = [`stack ${stack}:`, `  cloud vs state (refresh): ${describe(refresh)}`, `  Git vs state (preview):   ${describe(preview)}`];
+  const lines = [
+    `stack ${stack}:`,
+    `  cloud vs state (refresh): ${describe(refresh)}`,
+    `  Git vs state (preview):   ${describe(preview)}`,
+    ...(ops.differences?.() ?? []).map((d) => `    ${d}`),
+  ];
   if (!drifted) return { refresh, preview, drifted, exitCode: DRIFT_EXIT.clean, summary: [...lines, "no drift"].join("\n") };
   if (!options.remediate) return { refresh, preview, drifted, exitCode: DRIFT_EXIT.drift, summary: [...lines, "DRIFT: run with --remediate (pulumi up) to correct it"].join("\n") };
   log(`up of ${stack}…`);
@@ -69,12 +76,26 @@ export function pulumiCliAvailable(env: NodeJS.ProcessEnv = process.env): boolea
 export async function automationOps(stackName: string, workDir: string): Promise<StackOps> {
   // Loaded here: the Automation API is only needed when a real check runs.
   const { LocalWorkspace } = (await import("@pulumi/pulumi")).automation;
+  type EngineEvent = import("@pulumi/pulumi").automation.EngineEvent;
   const stack = await LocalWorkspace.selectStack({ stackName, workDir });
+  const differences: string[] = [];
+  // Each resource a preview would touch, named by its type and name rather than its whole URN.
+  const onEvent = (kind: string) => (event: EngineEvent) => {
+    const m = event.resourcePreEvent?.metadata;
+    if (!m || m.op === "same" || m.op === "read") return;
+    // urn:pulumi:<stack>::<project>::<parent types $-joined>$<type>::<name>
+    const [, , types = "", name = ""] = m.urn.split("::");
+    const type = types.split("$").pop() ?? types;
+    const keys = m.diffs?.length ? `  [${m.diffs.join(", ")}]` : "";
+    differences.push(`${kind}: ${m.op} ${type} ${name}${keys}`);
+  };
   // Counts rather than --expect-no-changes: the CLI would fail the same way on drift and on any
-  // other error, and the counts are what the summary reports.
+  // other error, and the counts are what the summary reports. A refresh preview's counts come
+  // from its own event log; the stack's history holds only real updates.
   return {
-    refreshPreview: async () => ({ ...((await stack.refresh({ previewOnly: true })).summary.resourceChanges ?? {}) }),
-    preview: async () => ({ ...(await stack.preview()).changeSummary }),
-    up: async () => ({ ...((await stack.up()).summary.resourceChanges ?? {}) }),
+    refreshPreview: async () => ({ ...(await stack.previewRefresh({ onEvent: onEvent("refresh") })).changeSummary }),
+    preview: async () => ({ ...(await stack.preview({ onEvent: onEvent("preview") })).changeSummary }),
+    up: async () => ({ ...((await stack.up({ refresh: true })).summary.resourceChanges ?? {}) }),
+    differences: () => differences,
   };
 }
