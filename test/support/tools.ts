@@ -2,7 +2,7 @@
  * Real external tools the tests drive (CoreOS Ignition, shellcheck, Chromium,
  * socat, the HTTP proxy tinyproxy, the SOCKS5 proxy microsocks, pwsh). Outside CI a missing tool skips the tests that need it, saying what was
  * skipped and how to install it; in CI (CI=true) a missing tool fails the run —
- * except pwsh, which no registry these machines reach carries: its tests run
+ * except pwsh, which `npm run setup` does not install: its tests run
  * wherever it is on PATH and are skipped, with a line saying so, everywhere else.
  */
 import { accessSync, constants } from "node:fs";
