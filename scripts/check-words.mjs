@@ -9,10 +9,13 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { relative, resolve } from "node:path";
 
-/** Files that are not ours to word: the lock file is npm's, LICENSE is the Apache text verbatim. */
-const SKIPPED = new Set(["package-lock.json", "LICENSE"]);
+/**
+ * Files that are not ours to word: the lock file is npm's, LICENSE is the Apache
+ * text verbatim, and this script has to spell out what it looks for.
+ */
+const SKIPPED = new Set(["package-lock.json", "LICENSE", "scripts/check-words.mjs"]);
 
-/** A colour value before `#123`: `color: #123`, `background: 1px solid #8884`. */
+/** The property a colour value belongs to, as in `color: ...` or `border: 1px solid ...`. */
 const CSS_VALUE = /(?:colou?r|background|border[\w-]*|fill|stroke|outline|shadow)\s*:[^;{}]*$/i;
 
 /**
@@ -20,15 +23,16 @@ const CSS_VALUE = /(?:colou?r|background|border[\w-]*|fill|stroke|outline|shadow
  * case-insensitive and matched line by line.
  */
 const RULES = [
-  { why: "a numbered work step", re: /\bstops? #?\d+\b/gi },
-  { why: "a work session", re: /\b(?:work |working |coding )?sessions? #?\d+\b/gi },
+  { why: "a numbered step of the work", re: /\bstops? #?\d+\b/gi },
+  { why: "a sitting of the work", re: /\b(?:work |working |coding )?sessions? #?\d+\b/gi },
   {
-    why: "a work session",
+    why: "a sitting of the work",
     re: /\b(?:this|an? earlier|earlier|previous|prior|last|a later|later|next) (?:work |working |coding )?session\b(?!'s| process| group| state)/gi,
   },
-  { why: "a work session", re: /\b(?:work|working|coding) sessions?\b/gi },
+  { why: "a sitting of the work", re: /\b(?:work|working|coding) sessions?\b/gi },
   { why: "an issue number", re: /\b(?:issues?|pr|pull request|tickets?|bugs?)\s*#\d+\b/gi },
   { why: "an issue number", re: /(?<![\w$&#/])#\d+\b(?![\w-])/g, keep: (line, at) => !CSS_VALUE.test(line.slice(0, at)) },
+  { why: "a work item", re: /\b(?:built|added|done|made|fixed) (?:by|in|for|during) (?:the |this |an? )?(?:issue|session|stop|brief)\b/gi },
   { why: "the machines it was built on", re: /\bthese\s+machines\b/gi },
   { why: "a file outside the repository", re: /\.\.\/shared\//g },
   { why: "a file outside the repository", re: /\bshared\/(?:seeds|reference)\b/gi },

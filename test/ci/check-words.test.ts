@@ -19,10 +19,12 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 
 const check = (...files: string[]) => spawnSync(process.execPath, [SCRIPT, ...files], { encoding: "utf8", cwd: ROOT });
 
+const unbar = (s: string): string => s.replaceAll("|", "");
+
 /** Writes `lines` (with every `|` removed) to a file and returns its path. */
 function fileOf(name: string, lines: readonly string[]): string {
   const path = join(scratch, name);
-  writeFileSync(path, lines.map((l) => l.replaceAll("|", "")).join("\n") + "\n");
+  writeFileSync(path, lines.map(unbar).join("\n") + "\n");
   return path;
 }
 
@@ -34,22 +36,24 @@ describe("check-words", () => {
       "as we did in this ses|sion",
       "added in ses|sion 4",
       "an earlier ses|sion tried it",
-      "blocked, see iss|ue #14",
+      "blocked, see iss|ue #|14",
       "fixed (#|12) by the reporter",
       "no registry the|se machines reach carries it",
-      "contract in ../sha|red/DESIGN.md",
+      "contract in ../sha|red/DES|IGN.md",
       "see sha|red/reference/wins.md",
       "from sha|red/seeds/004.txt",
       "read /wo|rk/shared/notes",
       "as DES|IGN.md says",
+      "Built by the iss|ue \"Pulumi program\".",
     ];
     const path = fileOf("refused.md", refused);
     const r = check(path);
     assert.equal(r.status, 1, r.stdout + r.stderr);
     const flagged = new Set(r.stdout.trim().split("\n").map((l) => Number(/:(\d+): /.exec(l)?.[1])));
     assert.deepEqual([...flagged].sort((a, b) => a - b), refused.map((_, i) => i + 1));
-    assert.match(r.stdout, new RegExp(`^${path.replaceAll(/[.*+?^${}()|[\]\\]/g, "\\$&")}:1: "stop 12" \\(a numbered work step\\)$`, "m"));
-    assert.match(r.stdout, /:6: "issue #14" \(an issue number\)$/m);
+    const lines = r.stdout.trim().split("\n");
+    assert.equal(lines[0], `${path}:1: "${unbar("st|op 12")}" (a numbered step of the work)`);
+    assert.ok(lines.includes(`${path}:6: "${unbar("iss|ue #|14")}" (an issue number)`), r.stdout);
     assert.match(r.stderr, /check-words: \d+ place\(s\)/);
   });
 
