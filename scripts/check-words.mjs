@@ -33,7 +33,7 @@ const RULES = [
   { why: "an issue number", re: /\b(?:issues?|pr|pull request|tickets?|bugs?)\s*#\d+\b/gi },
   { why: "an issue number", re: /(?<![\w$&#/])#\d+\b(?![\w-])/g, keep: (line, at) => !CSS_VALUE.test(line.slice(0, at)) },
   { why: "a work item", re: /\b(?:built|added|done|made|fixed) (?:by|in|for|during) (?:the |this |an? )?(?:issue|session|stop|brief)\b/gi },
-  { why: "the machines it was built on", re: /\bthese\s+machines\b/gi },
+  { why: "the machines it was built on", re: /\bthese\s+(?:\w+\s+)?machines\b/gi },
   { why: "a file outside the repository", re: /\.\.\/shared\//g },
   { why: "a file outside the repository", re: /\bshared\/(?:seeds|reference)\b/gi },
   { why: "a file outside the repository", re: /(?<![\w.~-])\/work\//g },

@@ -39,6 +39,7 @@ describe("check-words", () => {
       "blocked, see iss|ue #|14",
       "fixed (#|12) by the reporter",
       "no registry the|se machines reach carries it",
+      "none is reachable from the|se build machines",
       "contract in ../sha|red/DES|IGN.md",
       "see sha|red/reference/wins.md",
       "from sha|red/seeds/004.txt",

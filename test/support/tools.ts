@@ -27,7 +27,7 @@ export const CHROMIUM: Tool = { name: "Chromium", command: "/usr/bin/chromium", 
 export const SOCAT: Tool = { name: "socat", command: "socat", install: "npm run setup (installs the Debian package `socat`)" };
 export const TINYPROXY: Tool = { name: "tinyproxy", command: "tinyproxy", install: "npm run setup (installs the Debian package `tinyproxy`)" };
 export const MICROSOCKS: Tool = { name: "microsocks", command: "microsocks", install: "npm run setup (installs the Debian package `microsocks`)" };
-export const PWSH: Tool = { name: "PowerShell 7", command: "pwsh", install: "a PowerShell 7 package for your OS (none is reachable from these build machines)" };
+export const PWSH: Tool = { name: "PowerShell 7", command: "pwsh", install: "a PowerShell 7 package for your OS (npm run setup does not install one)" };
 
 /** The resolved path of a tool, or undefined when it is not installed. */
 export function locate(tool: Tool): string | undefined {
