@@ -6,7 +6,7 @@
 // SSH session, "a new session", a CSS colour value, PKCS#8.
 // Usage: node scripts/check-words.mjs [FILE...]   (no FILE: every tracked file)
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { lstatSync, readFileSync } from "node:fs";
 import { relative, resolve } from "node:path";
 
 /**
@@ -80,6 +80,7 @@ function main() {
   for (const file of files) {
     let buf;
     try {
+      if (args.length === 0 && !lstatSync(file).isFile()) continue; // a tracked link or submodule: its target is checked where it lives
       buf = readFileSync(file);
     } catch (e) {
       if (args.length === 0 && e?.code === "ENOENT") continue; // tracked but deleted in the work tree
