@@ -121,7 +121,7 @@ function componentSection(c: AnalyzedComponent): string[] {
 /**
  * Renders the content reference for an analysed content tree: the Windows
  * (PowerShell) templates and components; templates made only of `sh`
- * components (the local fleet's sandbox) are left to the README.
+ * components (the local fleet's sandbox) are left to docs/local-fleet.md.
  */
 export function renderContentReference(content: AnalyzedContent): string {
   const keys = new Set(content.components.map((c) => c.key));
@@ -134,7 +134,7 @@ export function renderContentReference(content: AnalyzedContent): string {
     "`artifacts.json`, and what the scripts' PowerShell parse trees show each section runs and changes.",
     "Do not edit by hand; `npm test` fails while this file differs from what the command generates.",
     "Paths are shown for a content root of `C:\\`. It covers the Windows (PowerShell) content; the local fleet's",
-    "`sh` sandbox is described in the README.",
+    "`sh` sandbox is described in [local-fleet.md](local-fleet.md).",
     "",
     "## Templates",
     "",

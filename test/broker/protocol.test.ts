@@ -13,7 +13,7 @@ import { status as grpcStatus } from "@grpc/grpc-js";
 import { type Broker } from "../../agent/broker/server";
 import { call, packageDefinition, script, startBroker, tempDir, winsClient } from "./harness";
 
-/** wins's message fields as its protos define them (shared/reference/wins.md §1b): name → number. */
+/** wins's message fields as its protos define them (rancher/wins `pkg/types/*.proto`, proto package `wins`): name → number. */
 const WINS_FIELDS: Record<string, Record<string, number>> = {
   "wins.ApplicationInfoResponse": { Info: 1 },
   "wins.ApplicationInfo": { Checksum: 1, Version: 2, Commit: 3 },

@@ -1,7 +1,8 @@
 /**
  * Drives the real CoreOS Ignition binaries: `ignition-validate`, and the
  * `fetch-offline` then `files` stages with the `file` platform against a root
- * directory, the way the issue's differential tests require.
+ * directory, as a machine's first boot runs them, so the differential tests
+ * compare our apply with Ignition's own.
  */
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -1,8 +1,8 @@
 /**
  * `validate` must agree with CoreOS `ignition-validate` (2.14, specs 3.0–3.3) on
  * accepting or rejecting every config of a generated corpus of valid and invalid
- * configs. Where the two disagree by design, the case is not generated (see the
- * README: a link without a target, which Ignition 2.14 accepts and then fails to
+ * configs. Where the two disagree by design, the case is not generated (see
+ * docs/ignition.md: a link without a target, which Ignition 2.14 accepts and then fails to
  * apply, and spec 2.2 / 3.4, which this Ignition release does not read).
  */
 import assert from "node:assert/strict";
