@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # One command that installs everything winfleet's tests need on a fresh Debian
-# machine of this kind: npm dependencies, CoreOS Ignition (Debian `ignition`),
-# socat, shellcheck, Chromium, and the proxies the reporter's proxy-url tests go
-# through (tinyproxy, microsocks). It says what it could not install and why, and
-# exits non-zero when the npm install fails or, in CI, when anything is missing.
+# machine of this kind: npm dependencies, the real engines built with Go (the
+# Pulumi CLI, its Node.js language host and Kubernetes plugin, kube-apiserver,
+# kube-controller-manager, etcd; cached outside the checkout), CoreOS Ignition
+# (Debian `ignition`), socat, shellcheck, Chromium, openssl, and the
+# proxies the reporter's proxy-url tests go through (tinyproxy, microsocks). It
+# says what it could not install and why, and exits non-zero when the npm install
+# fails or, in CI, when anything is missing.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -30,6 +33,14 @@ npm install --no-audit --no-fund || {
   exit 1
 }
 
+note "the real engines, built with Go (the first build takes a while; later runs reuse the cache)"
+go_bin=$(command -v go || { [ -x /usr/local/go/bin/go ] && echo /usr/local/go/bin/go; })
+if [ -z "$go_bin" ]; then
+  missing+=("Go: not found (on PATH or at /usr/local/go/bin/go); the engines are built from their Go modules")
+elif ! GO="$go_bin" node scripts/engines/build.mjs; then
+  missing+=("an engine failed to build (see the lines above: each names the engine and the command)")
+fi
+
 note "CoreOS Ignition (differential tests)"
 if [ -x /usr/bin/ignition-validate ] && [ -x /usr/lib/dracut/modules.d/30ignition/ignition ]; then
   echo "present: $(/usr/bin/ignition-validate -version)"
@@ -47,9 +58,9 @@ for pair in socat:socat systemd-analyze:systemd; do
   else missing+=("$cmd: 'apt-get install $pkg' failed"); fi
 done
 
-note "shellcheck (sh content), Chromium (status page tests), tinyproxy and microsocks (proxy-url tests)"
+note "shellcheck (sh content), Chromium (status page tests), tinyproxy and microsocks (proxy-url tests) and openssl (control-plane PKI)"
 # The tests start their own proxies on free loopback ports, whatever daemon a package may start.
-for pair in shellcheck:shellcheck chromium:chromium tinyproxy:tinyproxy microsocks:microsocks; do
+for pair in shellcheck:shellcheck chromium:chromium tinyproxy:tinyproxy microsocks:microsocks openssl:openssl; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   if command -v "$cmd" >/dev/null; then echo "present: $cmd"
   elif apt_install "$pkg"; then echo "installed: $cmd"
