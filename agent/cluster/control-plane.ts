@@ -1,0 +1,277 @@
+/**
+ * A throwaway Kubernetes control plane on loopback: etcd, kube-apiserver and
+ * kube-controller-manager, the real binaries set-up builds, with a PKI made per run. The API
+ * server authorizes as a production cluster does (`Node,RBAC`, the `NodeRestriction` admission
+ * plugin, bootstrap-token authentication), and the controller manager runs the controllers a
+ * Windows node's life depends on: DaemonSet rollouts, TLS bootstrap (CSR approving and signing,
+ * the token cleaner), service-account tokens, namespace deletion and garbage collection.
+ *
+ * Used by the end-to-end tests and by `winfleet local up --cluster`.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { request } from "node:https";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ControlPlanePki, clientKubeconfig, makeControlPlanePki } from "./pki";
+
+/** The binaries a control plane runs (see `findEngines` for the ones set-up builds). */
+export interface ControlPlaneBinaries {
+  readonly etcd: string;
+  readonly kubeApiserver: string;
+  readonly kubeControllerManager: string;
+}
+
+/** Options for {@link startControlPlane}. */
+export interface ControlPlaneOptions {
+  readonly binaries: ControlPlaneBinaries;
+  /** Where its state lives; a new temporary directory when absent (removed by `stop`). */
+  readonly dir?: string;
+  /** How long to wait for the API server to be ready. @default 60_000 */
+  readonly readyTimeoutMs?: number;
+  /** Progress lines (e.g. "etcd ready"). */
+  readonly log?: (line: string) => void;
+}
+
+/** A running control plane. */
+export interface ControlPlane {
+  /** `https://127.0.0.1:<port>` */
+  readonly server: string;
+  readonly dir: string;
+  readonly pki: ControlPlanePki;
+  /** A cluster-admin kubeconfig (system:masters), written in `dir`. */
+  readonly adminKubeconfig: string;
+  /** The cluster CA in PEM. */
+  readonly caPem: string;
+  /** `sha256:<hex>` of the CA's public key, as `kubeadm join --discovery-token-ca-cert-hash` takes it. */
+  readonly caCertHash: string;
+  /** Stops every process (the API server may be restarted with `restartApiServer`) and, unless kept, removes `dir`. */
+  stop(options?: { keepDir?: boolean }): Promise<void>;
+  /** Stops the API server alone (etcd and the controllers keep running). */
+  stopApiServer(): Promise<void>;
+  /** Starts the API server again on the same port, and waits until it is ready. */
+  startApiServer(): Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1, as the kernel chooses one. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // A test runner or CLI that dies without calling stop must not leave servers behind.
+  process.once("exit", () => {
+    for (const child of running) child.kill("SIGKILL");
+  });
+}
+
+function startProcess(name: string, binary: string, args: readonly string[], logDir: string): ChildProcess {
+  const log = openSync(join(logDir, `${name}.log`), "a");
+  const child = spawn(binary, args, { stdio: ["ignore", log, log] });
+  closeSync(log);
+  running.add(child);
+  child.once("exit", () => running.delete(child));
+  return child;
+}
+
+async function stopProcess(child: ChildProcess | undefined, graceMs = 10_000): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+function logTail(logDir: string, name: string): string {
+  try {
+    return readFileSync(join(logDir, `${name}.log`), "utf8").split("\n").slice(-15).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
+async function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls `check` until it is true, the process exits, or the deadline passes. */
+async function waitFor(what: string, child: ChildProcess, logDir: string, deadline: number, check: () => Promise<boolean>): Promise<void> {
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${logTail(logDir, what)}`);
+    }
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what} was not ready in time:\n${logTail(logDir, what)}`);
+    await sleep(250);
+  }
+}
+
+async function httpOk(url: string, tls?: { ca: string; cert: string; key: string }): Promise<boolean> {
+  if (!tls) {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return res.ok;
+  }
+  return new Promise((resolve) => {
+    const req = request(url, { ...tls, timeout: 2000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on("error", () => resolve(false));
+    req.on("timeout", () => req.destroy());
+    req.end();
+  });
+}
+
+/** `sha256:<hex>` of the DER SubjectPublicKeyInfo of a PEM certificate. */
+export async function publicKeyPin(caPem: string): Promise<string> {
+  const { X509Certificate, createHash } = await import("node:crypto");
+  const spki = new X509Certificate(caPem).publicKey.export({ type: "spki", format: "der" });
+  return `sha256:${createHash("sha256").update(spki).digest("hex")}`;
+}
+
+/**
+ * Starts etcd, kube-apiserver and kube-controller-manager on free loopback ports and resolves
+ * once the API server answers `/readyz`. On any failure everything started is stopped.
+ */
+export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
+  installExitHook();
+  const log = options.log ?? (() => undefined);
+  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), "winfleet-cluster-")));
+  const owned = options.dir === undefined;
+  const logDir = join(dir, "logs");
+  await mkdir(join(dir, "pki"), { recursive: true, mode: 0o700 });
+  await mkdir(logDir, { recursive: true });
+  const pki = await makeControlPlanePki(join(dir, "pki"));
+  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+  const server = `https://127.0.0.1:${apiPort}`;
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
+  const tls = { ca: readFileSync(pki.caCert, "utf8"), cert: readFileSync(pki.adminCert, "utf8"), key: readFileSync(pki.adminKey, "utf8") };
+
+  const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+  let etcd: ChildProcess | undefined;
+  let apiserver: ChildProcess | undefined;
+  let controllers: ChildProcess | undefined;
+  const stopAll = async () => {
+    await stopProcess(controllers);
+    await stopProcess(apiserver);
+    await stopProcess(etcd);
+  };
+
+  const apiserverArgs = [
+    `--etcd-servers=${etcdUrl}`,
+    "--bind-address=127.0.0.1",
+    "--advertise-address=127.0.0.1",
+    `--secure-port=${apiPort}`,
+    `--tls-cert-file=${pki.serverCert}`,
+    `--tls-private-key-file=${pki.serverKey}`,
+    `--client-ca-file=${pki.caCert}`,
+    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+    `--service-account-key-file=${pki.serviceAccountPub}`,
+    `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+    "--service-cluster-ip-range=10.96.0.0/12",
+    "--authorization-mode=Node,RBAC",
+    "--enable-admission-plugins=NodeRestriction",
+    "--enable-bootstrap-token-auth=true",
+    // HostProcess pods are privileged, as kubeadm's API server allows.
+    "--allow-privileged=true",
+    "--profiling=false",
+    "--v=1",
+  ];
+  const startApiServer = async () => {
+    apiserver = startProcess("kube-apiserver", options.binaries.kubeApiserver, apiserverArgs, logDir);
+    const until = Math.max(deadline, Date.now() + (options.readyTimeoutMs ?? 60_000));
+    await waitFor("kube-apiserver", apiserver, logDir, until, () => httpOk(`${server}/readyz`, tls));
+  };
+
+  try {
+    etcd = startProcess(
+      "etcd",
+      options.binaries.etcd,
+      [
+        "--name=winfleet-local",
+        `--data-dir=${join(dir, "etcd")}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-cluster=winfleet-local=http://127.0.0.1:${peerPort}`,
+        // A throwaway cluster: losing it on power loss is fine, waiting on fsync is not.
+        "--unsafe-no-fsync=true",
+        "--log-level=warn",
+      ],
+      logDir,
+    );
+    await waitFor("etcd", etcd, logDir, deadline, () => httpOk(`${etcdUrl}/health`));
+    log(`etcd ready on ${etcdUrl}`);
+    await startApiServer();
+    log(`kube-apiserver ready on ${server}`);
+
+    const adminKubeconfig = join(dir, "admin.kubeconfig");
+    await writeFile(adminKubeconfig, await clientKubeconfig(server, pki.caCert, pki.adminCert, pki.adminKey, "kubernetes-admin"), { mode: 0o600 });
+    const kcmKubeconfig = join(dir, "controller-manager.kubeconfig");
+    await writeFile(
+      kcmKubeconfig,
+      await clientKubeconfig(server, pki.caCert, pki.controllerManagerCert, pki.controllerManagerKey, "system:kube-controller-manager"),
+      { mode: 0o600 },
+    );
+    controllers = startProcess(
+      "kube-controller-manager",
+      options.binaries.kubeControllerManager,
+      [
+        `--kubeconfig=${kcmKubeconfig}`,
+        `--authentication-kubeconfig=${kcmKubeconfig}`,
+        `--authorization-kubeconfig=${kcmKubeconfig}`,
+        "--controllers=daemonset,csrapproving,csrsigning,csrcleaner,tokencleaner,bootstrapsigner,serviceaccount,serviceaccount-token,namespace,garbagecollector",
+        `--cluster-signing-cert-file=${pki.caCert}`,
+        `--cluster-signing-key-file=${pki.caKey}`,
+        `--root-ca-file=${pki.caCert}`,
+        `--service-account-private-key-file=${pki.serviceAccountKey}`,
+        "--use-service-account-credentials=true",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        "--secure-port=0",
+        "--v=1",
+      ],
+      logDir,
+    );
+    // The controller manager serves nothing here; it is running once it has not died at start.
+    await sleep(500);
+    if (controllers.exitCode !== null) throw new Error(`kube-controller-manager exited at start:\n${logTail(logDir, "kube-controller-manager")}`);
+    log("kube-controller-manager started");
+
+    const caPem = readFileSync(pki.caCert, "utf8");
+    return {
+      server,
+      dir,
+      pki,
+      adminKubeconfig,
+      caPem,
+      caCertHash: await publicKeyPin(caPem),
+      stopApiServer: () => stopProcess(apiserver),
+      startApiServer,
+      async stop(stopOptions) {
+        await stopAll();
+        if (owned && !stopOptions?.keepDir) await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (e) {
+    await stopAll();
+    if (owned) await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
+}

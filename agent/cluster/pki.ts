@@ -1,0 +1,107 @@
+/**
+ * The PKI of a throwaway control plane, made per run by openssl: one CA that signs the API
+ * server's serving certificate, the client certificates of the administrator and of
+ * kube-controller-manager, and (as kubeadm's cluster CA does) node certificates through the CSR
+ * signer; and the service-account key pair. Nothing is written outside `dir`; keys are 0600.
+ */
+import { execFile } from "node:child_process";
+import { chmod, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const execFileP = promisify(execFile);
+
+/** Paths of the PKI's files, all inside one directory. */
+export interface ControlPlanePki {
+  readonly dir: string;
+  readonly caCert: string;
+  readonly caKey: string;
+  readonly serverCert: string;
+  readonly serverKey: string;
+  readonly adminCert: string;
+  readonly adminKey: string;
+  readonly controllerManagerCert: string;
+  readonly controllerManagerKey: string;
+  readonly serviceAccountKey: string;
+  readonly serviceAccountPub: string;
+}
+
+async function openssl(dir: string, args: readonly string[]): Promise<void> {
+  try {
+    await execFileP("openssl", args, { cwd: dir });
+  } catch (e) {
+    const stderr = (e as { stderr?: string }).stderr ?? "";
+    throw new Error(`openssl ${args[0]} failed: ${stderr.trim() || (e as Error).message}`);
+  }
+}
+
+const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"] as const;
+
+async function clientCert(dir: string, name: string, subject: string): Promise<void> {
+  await writeFile(join(dir, `${name}.ext`), "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n");
+  await openssl(dir, ["req", ...EC, "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject]);
+  await openssl(dir, ["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, "-days", "7", "-extfile", `${name}.ext`]);
+}
+
+/** Makes the PKI in `dir` (an existing, private directory). About a second of openssl. */
+export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki> {
+  await writeFile(join(dir, "ca.ext"), "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\nsubjectKeyIdentifier=hash\n");
+  await openssl(dir, ["req", "-x509", ...EC, "-keyout", "ca.key", "-out", "ca.crt", "-days", "7", "-subj", "/CN=winfleet-local-ca", "-extensions", "v3_ca", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"]);
+  await writeFile(
+    join(dir, "apiserver.ext"),
+    [
+      "basicConstraints=CA:FALSE",
+      "keyUsage=critical,digitalSignature,keyEncipherment",
+      "extendedKeyUsage=serverAuth",
+      "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local",
+      "",
+    ].join("\n"),
+  );
+  await openssl(dir, ["req", ...EC, "-keyout", "apiserver.key", "-out", "apiserver.csr", "-subj", "/CN=kube-apiserver"]);
+  await openssl(dir, ["x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "apiserver.crt", "-days", "7", "-extfile", "apiserver.ext"]);
+  await clientCert(dir, "admin", "/O=system:masters/CN=kubernetes-admin");
+  await clientCert(dir, "controller-manager", "/CN=system:kube-controller-manager");
+  await openssl(dir, ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key"]);
+  await openssl(dir, ["pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
+  for (const key of ["ca.key", "apiserver.key", "admin.key", "controller-manager.key", "sa.key"]) await chmod(join(dir, key), 0o600);
+  const p = (f: string) => join(dir, f);
+  return {
+    dir,
+    caCert: p("ca.crt"),
+    caKey: p("ca.key"),
+    serverCert: p("apiserver.crt"),
+    serverKey: p("apiserver.key"),
+    adminCert: p("admin.crt"),
+    adminKey: p("admin.key"),
+    controllerManagerCert: p("controller-manager.crt"),
+    controllerManagerKey: p("controller-manager.key"),
+    serviceAccountKey: p("sa.key"),
+    serviceAccountPub: p("sa.pub"),
+  };
+}
+
+/** A kubeconfig for `server` with the client certificate and key embedded, as kubeadm writes them. */
+export async function clientKubeconfig(server: string, caCert: string, cert: string, key: string, user: string): Promise<string> {
+  const b64 = async (f: string) => (await readFile(f)).toString("base64");
+  return [
+    "apiVersion: v1",
+    "kind: Config",
+    "clusters:",
+    "- name: winfleet-local",
+    "  cluster:",
+    `    server: ${server}`,
+    `    certificate-authority-data: ${await b64(caCert)}`,
+    "users:",
+    `- name: ${user}`,
+    "  user:",
+    `    client-certificate-data: ${await b64(cert)}`,
+    `    client-key-data: ${await b64(key)}`,
+    "contexts:",
+    `- name: ${user}@winfleet-local`,
+    "  context:",
+    "    cluster: winfleet-local",
+    `    user: ${user}`,
+    `current-context: ${user}@winfleet-local`,
+    "",
+  ].join("\n");
+}

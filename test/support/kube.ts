@@ -1,0 +1,151 @@
+/**
+ * A small Kubernetes REST client for tests: client-certificate or bearer-token
+ * authentication against a real API server, JSON in and out, and a bounded poll.
+ */
+import { readFileSync } from "node:fs";
+import { request } from "node:https";
+import { parse } from "yaml";
+
+/** An API error: the status code and the server's Status message. */
+export class KubeError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface Credentials {
+  readonly ca: string;
+  readonly cert?: string;
+  readonly key?: string;
+  readonly token?: string;
+}
+
+/** One identity's connection to one API server. */
+export class KubeClient {
+  constructor(
+    readonly server: string,
+    private readonly creds: Credentials,
+  ) {}
+
+  /** From a kubeconfig with embedded data (as the control plane and kubeadm write them). */
+  static fromKubeconfigFile(path: string): KubeClient {
+    const doc = parse(readFileSync(path, "utf8")) as {
+      clusters: { cluster: { server: string; "certificate-authority-data": string } }[];
+      users: { user: { "client-certificate-data"?: string; "client-key-data"?: string; token?: string } }[];
+    };
+    const cluster = doc.clusters[0]?.cluster;
+    const user = doc.users[0]?.user;
+    if (!cluster || !user) throw new Error(`${path}: no cluster or user`);
+    const b64 = (s?: string) => (s ? Buffer.from(s, "base64").toString() : undefined);
+    const cert = b64(user["client-certificate-data"]);
+    const key = b64(user["client-key-data"]);
+    return new KubeClient(cluster.server, {
+      ca: b64(cluster["certificate-authority-data"]) ?? "",
+      ...(cert ? { cert } : {}),
+      ...(key ? { key } : {}),
+      ...(user.token ? { token: user.token } : {}),
+    });
+  }
+
+  /** The same server as another identity. */
+  as(creds: Omit<Credentials, "ca">): KubeClient {
+    return new KubeClient(this.server, { ca: this.creds.ca, ...creds });
+  }
+
+  async call<T>(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<T> {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    return new Promise<T>((resolve, reject) => {
+      const req = request(
+        `${this.server}${path}`,
+        {
+          method,
+          ca: this.creds.ca,
+          ...(this.creds.cert ? { cert: this.creds.cert, key: this.creds.key } : {}),
+          headers: {
+            accept: "application/json",
+            ...(payload ? { "content-type": contentType, "content-length": payload.length } : {}),
+            ...(this.creds.token ? { authorization: `Bearer ${this.creds.token}` } : {}),
+          },
+          timeout: 15_000,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => {
+            const text = Buffer.concat(chunks).toString();
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300) {
+              resolve((text ? JSON.parse(text) : undefined) as T);
+              return;
+            }
+            let message = text;
+            try {
+              message = (JSON.parse(text) as { message?: string }).message ?? text;
+            } catch {
+              // not a Status object
+            }
+            reject(new KubeError(status, `${method} ${path}: ${status} ${message}`));
+          });
+        },
+      );
+      req.on("timeout", () => req.destroy(new Error(`${method} ${path}: timed out`)));
+      req.on("error", reject);
+      req.end(payload);
+    });
+  }
+
+  get<T>(path: string): Promise<T> {
+    return this.call<T>("GET", path);
+  }
+
+  post<T = unknown>(path: string, body: unknown): Promise<T> {
+    return this.call<T>("POST", path, body);
+  }
+
+  put<T = unknown>(path: string, body: unknown): Promise<T> {
+    return this.call<T>("PUT", path, body);
+  }
+
+  patch<T = unknown>(path: string, body: unknown, type: "merge" | "strategic" | "json" = "merge"): Promise<T> {
+    const ct = { merge: "application/merge-patch+json", strategic: "application/strategic-merge-patch+json", json: "application/json-patch+json" }[type];
+    return this.call<T>("PATCH", path, body, ct);
+  }
+
+  delete<T = unknown>(path: string): Promise<T> {
+    return this.call<T>("DELETE", path);
+  }
+
+  /** The object, or undefined on 404. */
+  async getOrUndefined<T = unknown>(path: string): Promise<T | undefined> {
+    try {
+      return await this.get<T>(path);
+    } catch (e) {
+      if (e instanceof KubeError && e.status === 404) return undefined;
+      throw e;
+    }
+  }
+
+  /** Whether `user` (with `groups`) may do `verb` on `resource`, asked of the real authorizer. */
+  async allowed(user: string, groups: readonly string[], attrs: Record<string, string>): Promise<boolean> {
+    const review = await this.post<{ status: { allowed: boolean } }>("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: { user, groups: [...groups], resourceAttributes: attrs },
+    });
+    return review.status.allowed;
+  }
+
+  /** Polls `probe` every 250 ms until it returns a value other than undefined/false, or fails after `timeoutMs`. */
+  async waitFor<T>(probe: () => Promise<T | undefined | false>, timeoutMs: number, what = "condition"): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
