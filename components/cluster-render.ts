@@ -1,6 +1,7 @@
 /**
- * Cluster-side objects as pure renders: the agent's namespace, service account
- * and RBAC (post Events, read and patch Nodes), and what joining needs — a
+ * Cluster-side objects as pure renders: the winfleet namespace and the
+ * upgraders' service account (the agent itself reports with its node's own
+ * credentials, under the Node authorizer), and what joining needs — a
  * kubeadm bootstrap token with the TLS-bootstrap bindings, or the RKE2 token kept
  * as a Secret. Secret values come in as arguments; the components pass them as
  * Pulumi secrets.
@@ -10,32 +11,25 @@ import type { KubeObject } from "./kube-objects";
 
 type Obj = KubeObject;
 
-/** Namespace, ServiceAccounts and RBAC for the agent and the upgraders. */
+/** Pod Security Admission labels for a namespace whose pods run as HostProcess containers. */
+const PRIVILEGED = {
+  "pod-security.kubernetes.io/enforce": "privileged",
+  "pod-security.kubernetes.io/audit": "privileged",
+  "pod-security.kubernetes.io/warn": "privileged",
+} as const;
+
+/** The namespace and the upgraders' ServiceAccount. */
 export function renderAgentAccess(namespace: string): Obj[] {
   const labels = { "app.kubernetes.io/part-of": "winfleet" };
   return [
-    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels } },
-    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "winfleet-agent", namespace, labels } },
+    {
+      apiVersion: "v1",
+      kind: "Namespace",
+      // The upgraders are HostProcess pods on the host network, which Pod Security Admission allows
+      // only at the privileged level; clusters that default to baseline or restricted refuse them.
+      metadata: { name: namespace, labels: { ...labels, ...PRIVILEGED } },
+    },
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "winfleet-upgrader", namespace, labels } },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: "winfleet-agent", labels },
-      rules: [
-        { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
-        { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
-        // Annotations and labels on the agent's Node; NodeRestriction-style
-        // scoping to its own Node needs the node's credentials, which it uses once joined.
-        { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", "patch"] },
-      ],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "winfleet-agent", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "winfleet-agent" },
-      subjects: [{ kind: "ServiceAccount", name: "winfleet-agent", namespace }],
-    },
   ];
 }
 

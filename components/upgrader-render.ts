@@ -141,7 +141,17 @@ export function renderUpgrader(args: UpgraderRenderArgs): RenderedUpgrader {
   const daemonSet: KubeObject = {
     apiVersion: "apps/v1",
     kind: "DaemonSet",
-    metadata: { name, namespace: args.namespace, labels },
+    metadata: {
+      name,
+      namespace: args.namespace,
+      labels,
+      // The rollout is Kubernetes' to run, host by host, for as long as the fleet needs; `pulumi up`
+      // ends when the new pod template is accepted. Awaiting it would fail every rollout longer than
+      // the provider's ten-minute DaemonSet await and turn a deliberately halted one (a host that
+      // fails keeps its pod unready) into a failed deployment that every later preview repeats.
+      // Follow it with `kubectl rollout status` and the nodes' WinfleetReady condition.
+      annotations: { "pulumi.com/skipAwait": "true" },
+    },
     spec: {
       selector: { matchLabels: labels },
       // A pod counts as available only once its host converged; a host that fails keeps the rollout waiting.
