@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Which of the named stacks are ready to deploy: those whose stack file holds no REPLACE marker
-# any more (the sample stacks mark every value a user must set with one, and a stack deployed
-# with its placeholders fails on them). Prints a notice for each stack left out, and writes
+# any more, a comment line that starts with REPLACE (the sample stacks put one above every value a
+# user must set, and a stack deployed with its placeholders fails on them). Prints a notice for each stack left out, and writes
 # `stacks=<JSON array of names>` to $GITHUB_OUTPUT (standard output without it) for a job matrix.
 #   usage: scripts/ready-stacks.sh dev rke2 byoh
 # STACKS_DIR overrides where the stack files are (default: stacks).
@@ -19,7 +19,7 @@ for stack in "$@"; do
     echo "::error file=$file::no such stack file"
     exit 2
   fi
-  if grep -q 'REPLACE' "$file"; then
+  if grep -Eq '^[[:space:]]*#[[:space:]]*REPLACE([^[:alnum:]_]|$)' "$file"; then
     echo "::notice file=$file::stack $stack still has REPLACE markers: it is not deployed until each marked value is set and its marker removed"
   else
     ready+=("$stack")

@@ -180,8 +180,9 @@ describe("scripts/ready-stacks.sh", () => {
     assert.equal(shellcheck(readFileSync(script, "utf8")), "");
   });
 
-  it("lists the stacks without a REPLACE marker, in order, and says which it left out", () => {
-    const r = run({ dev: "config:\n  # REPLACE: the API server\n  x: 1\n", prod: "config:\n  x: 1\n", lab: "config: {}\n" }, ["dev", "prod", "lab"]);
+  it("lists the stacks without a REPLACE marker (a comment that starts with it, not one that mentions it), in order, and says which it left out", () => {
+    const header = "# Copy this file, replace every value under a REPLACE comment and delete the comment\n";
+    const r = run({ dev: `${header}config:\n  # REPLACE: the API server\n  x: 1\n`, prod: `${header}config:\n  x: 1\n`, lab: "config: {}\n" }, ["dev", "prod", "lab"]);
     assert.equal(r.code, 0);
     assert.equal(r.output, 'stacks=["prod","lab"]\n');
     assert.match(r.stdout, /^::notice file=stacks\/Pulumi\.dev\.yaml::stack dev still has REPLACE markers/m);
