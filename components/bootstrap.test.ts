@@ -42,6 +42,17 @@ describe("bootstrap", () => {
     assert.match(sas, /Get-Pinned -Url \('https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/content\.tgz' \+ '\?' \+ \$ContentSas/);
   });
 
+  it("asks IMDS for the named identity's token, and reads the agent bundle with it when told to", async () => {
+    const id = "/subscriptions/0000/resourceGroups/rg-x/providers/Microsoft.ManagedIdentity/userAssignedIdentities/winfleet-win-nodes";
+    const s = renderBootstrap({ ...args, content: { ...blob, auth: "managedIdentity" }, identity: id, agent: { ...args.agent, auth: "managedIdentity" } });
+    assert.ok(s.includes(`resource=https%3A%2F%2Fstorage.azure.com%2F&msi_res_id=%2Fsubscriptions%2F0000%2FresourceGroups%2Frg-x%2Fproviders%2FMicrosoft.ManagedIdentity%2FuserAssignedIdentities%2Fwinfleet-win-nodes'`));
+    assert.match(s, /Get-Pinned -Url 'https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/agent-0\.2\.0\.tgz' [^\n]* -Headers \(Get-StorageHeaders\)\n/);
+    assert.deepEqual(await powerShellSyntaxErrors(s), []);
+    const plain = renderBootstrap(args);
+    assert.doesNotMatch(plain, /msi_res_id/);
+    assert.match(plain, /agent-0\.2\.0\.tgz"\n/, "a bundle elsewhere is read without a token");
+  });
+
   it("takes the secret variables as one JSON argument or line on stdin, holds no secret, and refuses to run without one", () => {
     const s = renderBootstrap(args);
     assert.match(s, /\[string\]\$Secrets,\n {4}\[switch\]\$SecretsFromStdin/);

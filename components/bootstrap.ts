@@ -30,7 +30,8 @@ export type ContentSource =
 /** Inputs of {@link renderBootstrap}. */
 export interface BootstrapArgs {
   readonly node: NodeRuntime;
-  readonly agent: PinnedArtifact & { readonly version: string };
+  /** `auth: managedIdentity` when the bundle is on the storage account the node reads its content from with its identity. */
+  readonly agent: PinnedArtifact & { readonly version: string; readonly auth?: "none" | "managedIdentity" };
   readonly content: ContentSource;
   /** The non-secret agent config (template, versions, variables, broker…); `content` and `secrets` are filled in on the host. */
   readonly agentConfig: Readonly<Record<string, unknown>>;
@@ -39,6 +40,8 @@ export interface BootstrapArgs {
    * RKE2_TOKEN, and the stack's content secrets): the bootstrap refuses to run without any of them.
    */
   readonly secretVariables: readonly string[];
+  /** The resource id of the user-assigned identity to ask IMDS for storage tokens with (a VM may carry several). */
+  readonly identity?: string;
   /** @default "C:\\ProgramData\\winfleet" */
   readonly installDir?: string;
 }
@@ -153,7 +156,7 @@ function Get-Pinned([string]$Url, [string]$ExpectedHash, [string]$Path, [hashtab
 
 # A token for Azure Storage from the VM's managed identity (IMDS).
 function Get-StorageHeaders {
-    $imds = 'http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fstorage.azure.com%2F'
+    $imds = 'http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fstorage.azure.com%2F${args.identity ? `&msi_res_id=${encodeURIComponent(args.identity).replace(/'/g, "%27")}` : ""}'
     $token = Invoke-RestMethod -UseBasicParsing -Headers @{ Metadata = 'true' } -Uri $imds
     return @{ Authorization = "Bearer $($token.access_token)"; 'x-ms-version' = '2021-08-06' }
 }
@@ -176,7 +179,7 @@ Get-Pinned -Url ${q(args.node.url)} -ExpectedHash ${q(args.node.sha256.toUpperCa
 Expand-Once -Archive "$root\\downloads\\node-${args.node.sha256.slice(0, 12)}.tgz" -Destination "$root\\node"
 $node = Join-Path "$root\\node" ${q(args.node.exe)}
 
-Get-Pinned -Url ${q(args.agent.url)} -ExpectedHash ${q(args.agent.sha256.toUpperCase())} -Path "$root\\downloads\\agent-${args.agent.version}.tgz"
+Get-Pinned -Url ${q(args.agent.url)} -ExpectedHash ${q(args.agent.sha256.toUpperCase())} -Path "$root\\downloads\\agent-${args.agent.version}.tgz"${args.agent.auth === "managedIdentity" ? " -Headers (Get-StorageHeaders)" : ""}
 Expand-Once -Archive "$root\\downloads\\agent-${args.agent.version}.tgz" -Destination "$root\\releases\\${args.agent.version}"
 $current = "$root\\current"
 $target = "$root\\releases\\${args.agent.version}"

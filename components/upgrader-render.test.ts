@@ -79,6 +79,20 @@ describe("upgrader DaemonSets", () => {
     assert.doesNotMatch(data, /whiteList/);
   });
 
+  it("leave the container the memory its keep-alive and readiness probes need together (Windows limits them as one job object)", () => {
+    const mib = (q: string): number => {
+      const m = /^(\d+)(Mi|Gi)$/.exec(q);
+      assert.ok(m, q);
+      return Number(m[1]) * (m[2] === "Gi" ? 1024 : 1);
+    };
+    for (const mode of ["hostProcess", "wins"] as const) {
+      const c = (renderUpgrader({ ...base, mode }).daemonSet as unknown as { spec: { template: { spec: { containers: { resources: { requests: { memory: string }; limits?: { memory?: string } } }[] } } } }).spec.template.spec.containers[0];
+      const limit = c?.resources.limits?.memory;
+      if (limit !== undefined) assert.ok(mib(limit) >= 256, `${mode}: a ${limit} limit starves PowerShell plus a node.exe probe`);
+      assert.ok(mib(c?.resources.requests.memory ?? "0Mi") >= 100, `${mode}: the request says what the pod really uses`);
+    }
+  });
+
   it("run HostProcess pods as SYSTEM on the host network, and wins pods through the pipe", () => {
     const hp = JSON.stringify(renderUpgrader(base).daemonSet);
     assert.match(hp, /"hostProcess":true/);

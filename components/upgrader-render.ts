@@ -180,7 +180,10 @@ export function renderUpgrader(args: UpgraderRenderArgs): RenderedUpgrader {
             // Stays up so its readiness keeps reporting the host's state until the next rollout.
             command: ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", "while ($true) { Start-Sleep -Seconds 3600 }"],
             readinessProbe: { exec: { command: probeCommand(args, broker.sha256) }, initialDelaySeconds: 5, periodSeconds: 15, timeoutSeconds: 10, failureThreshold: 3, successThreshold: 1 },
-            resources: { requests: { cpu: "1m", memory: "16Mi" }, limits: { memory: "64Mi" } },
+            // Windows holds the whole container to the limit (its job object): the idle PowerShell above
+            // (60-80 MiB) and every exec'd readiness probe (node.exe and the agent, 40-60 MiB) together.
+            // Under a tight limit the probe fails, the pod never turns Ready and the rollout halts.
+            resources: { requests: { cpu: "1m", memory: "128Mi" }, limits: { memory: "512Mi" } },
             ...(args.mode === "wins" ? { volumeMounts: mounts.filter((m) => m.name === "wins-pipe") } : {}),
           }],
           volumes,

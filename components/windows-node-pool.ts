@@ -1,11 +1,18 @@
 /**
  * `WindowsNodePool`: Windows Server VMs on Azure (one scale set, or individual
- * VMs each with its NIC) with a system-assigned managed identity. The
- * bootstrap travels as userData; a CustomScriptExtension runs it, with the
- * node's secret variables (join token, content secrets) and any content SAS
- * only in `protectedSettings`, as Pulumi secrets,
- * and `forceUpdateTag` set to the bootstrap's SHA-256 so a changed bootstrap
- * runs again. Nodes are tagged with their template and versions.
+ * VMs each with its NIC). The bootstrap travels as userData; a
+ * CustomScriptExtension runs it, with the node's secret variables (join token,
+ * content secrets) and any content SAS only in `protectedSettings`, as Pulumi
+ * secrets, and `forceUpdateTag` set to the bootstrap's SHA-256 so a changed
+ * bootstrap runs again. Nodes are tagged with their template and versions.
+ *
+ * A scale set carries the extension in its own model: with the Manual upgrade
+ * policy a separate extension resource would only change the model, and the
+ * instances that already exist would never run it. Nodes that read their
+ * content with a managed identity get a user-assigned one, created with its
+ * role assignment before any machine, so the bootstrap's first read does not
+ * race the assignment (a system-assigned identity exists only once its machine
+ * does, and an inline extension runs while the machine is being created).
  */
 import * as azure from "@pulumi/azure-native";
 import * as pulumi from "@pulumi/pulumi";
@@ -15,6 +22,13 @@ import { storageAccountId } from "./content-bundle";
 import { extensionCommand } from "./extension-command";
 import { type NodeSecrets, secretsJson } from "./node-secrets";
 import { computerNames, imageOf, nodeAgentConfig, poolTags, scaleSetPrefix } from "./pool-render";
+
+/** The user-assigned identity of a pool's nodes: its resource name, and its resource id the bootstrap asks IMDS for. */
+export function poolIdentity(pool: Extract<PoolConfig, { kind: "azure" }>): { readonly name: string; readonly id: string } {
+  const name = `winfleet-${pool.name}-nodes`;
+  const id = `/subscriptions/${subscriptionOf(pool.subnetId)}/resourceGroups/${pool.resourceGroup}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${name}`;
+  return { name, id };
+}
 
 /** Arguments of {@link WindowsNodePool}. */
 export interface WindowsNodePoolArgs {
@@ -30,11 +44,22 @@ export interface WindowsNodePoolArgs {
 
 /** Storage Blob Data Reader, Azure's built-in role id. */
 export const BLOB_READER_ROLE = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1";
+/** The bootstrap extension's name on every machine. */
+export const BOOTSTRAP_EXTENSION = "winfleet-bootstrap";
 const CSE = { publisher: "Microsoft.Compute", type: "CustomScriptExtension", typeHandlerVersion: "1.10", autoUpgradeMinorVersion: true } as const;
 
 /** The subscription id in a resource id. */
 export function subscriptionOf(resourceId: string): string {
   return /^\/subscriptions\/([^/]+)\//i.exec(resourceId)?.[1] ?? "";
+}
+
+// Whether two URLs name the same host (a blob URL's host is its storage account).
+function sameHost(a: string, b: string): boolean {
+  try {
+    return new URL(a).host.toLowerCase() === new URL(b).host.toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 /** A pool of Windows nodes on Azure. */
@@ -48,11 +73,17 @@ export class WindowsNodePool extends pulumi.ComponentResource {
     super("winfleet:index:WindowsNodePool", name, {}, opts);
     const { pool, fleet } = args;
     if (!fleet.agent) throw new pulumi.ResourceError("an Azure pool needs the stack's agent section", this);
+    const readsWithIdentity = args.content.auth === "managedIdentity" && fleet.content.publish.to === "blob";
+    const identityRef = readsWithIdentity ? poolIdentity(pool) : undefined;
+    // The identity can read the whole storage account, so a bundle kept there is read with it too.
+    const agentAuth = readsWithIdentity && sameHost(args.bootstrap.agent.url, args.content.url) ? "managedIdentity" : "none";
     const script = renderBootstrap({
       ...args.bootstrap,
+      agent: { ...args.bootstrap.agent, auth: agentAuth },
       content: { kind: "url", url: args.content.url, sha256: args.content.sha256, auth: args.content.auth },
       agentConfig: nodeAgentConfig(fleet, args.join.variables, pool),
       secretVariables: Object.keys(args.join.secrets),
+      ...(identityRef ? { identity: identityRef.id } : {}),
     });
     const hash = bootstrapHash(script);
     this.bootstrapHash = hash;
@@ -65,18 +96,45 @@ export class WindowsNodePool extends pulumi.ComponentResource {
     const image = imageOf(pool.image);
     const osDisk = { createOption: "FromImage", managedDisk: { storageAccountType: "Premium_LRS" } };
     const windowsConfiguration = { provisionVMAgent: true, enableAutomaticUpdates: false, timeZone: "UTC" };
-    const principals: pulumi.Output<string | undefined>[] = [];
+
+    // The identity and its role first; machines wait for the assignment, not merely for the identity.
+    let identity: { type: "SystemAssigned" | "UserAssigned"; userAssignedIdentities?: pulumi.Input<string>[] } = { type: "SystemAssigned" };
+    const machineOpts: pulumi.CustomResourceOptions = { parent: this, deleteBeforeReplace: true };
+    if (identityRef && fleet.content.publish.to === "blob") {
+      const publish = fleet.content.publish;
+      const subscription = subscriptionOf(pool.subnetId);
+      const uai = new azure.managedidentity.UserAssignedIdentity(
+        `${name}-identity`,
+        { resourceGroupName: pool.resourceGroup, location: pool.location, resourceName: identityRef.name, tags },
+        { parent: this, deleteBeforeReplace: true },
+      );
+      const reader = new azure.authorization.RoleAssignment(
+        `${name}-content-reader`,
+        {
+          principalId: uai.principalId,
+          principalType: "ServicePrincipal",
+          roleDefinitionId: `/subscriptions/${subscription}/providers/Microsoft.Authorization/roleDefinitions/${BLOB_READER_ROLE}`,
+          scope: storageAccountId(subscription, publish.resourceGroup, publish.storageAccount),
+        },
+        { parent: this },
+      );
+      identity = { type: "UserAssigned", userAssignedIdentities: [uai.id] };
+      machineOpts.dependsOn = [reader];
+    }
 
     if (pool.mode === "vmss") {
-      const vmss = new azure.compute.VirtualMachineScaleSet(
+      new azure.compute.VirtualMachineScaleSet(
         `${name}-vmss`,
         {
           resourceGroupName: pool.resourceGroup,
           location: pool.location,
           vmScaleSetName: name,
-          identity: { type: "SystemAssigned" },
+          // Said outright: the CLI and the portal default to Flexible, which has no scale-set model to carry the extension.
+          orchestrationMode: "Uniform",
+          identity,
           sku: { name: pool.vmSize, tier: "Standard", capacity: pool.count },
-          // Upgrades roll through the agent and the upgrader DaemonSets, not by reimaging.
+          // Upgrades roll through the agent and the upgrader DaemonSets, not by reimaging:
+          // a changed bootstrap reaches new instances; the ones running upgrade through the agent.
           upgradePolicy: { mode: "Manual" },
           overprovision: false,
           tags,
@@ -93,16 +151,12 @@ export class WindowsNodePool extends pulumi.ComponentResource {
                 },
               ],
             },
+            // In the model, so every instance is born with it (see the top of this file).
+            extensionProfile: { extensions: [{ ...CSE, name: BOOTSTRAP_EXTENSION, forceUpdateTag: this.bootstrapHash, settings: {}, protectedSettings }] },
           },
         },
-        { parent: this },
+        machineOpts,
       );
-      new azure.compute.VirtualMachineScaleSetExtension(
-        `${name}-bootstrap`,
-        { ...CSE, resourceGroupName: pool.resourceGroup, vmScaleSetName: vmss.name, vmssExtensionName: "winfleet-bootstrap", forceUpdateTag: this.bootstrapHash, settings: {}, protectedSettings },
-        { parent: this },
-      );
-      principals.push(vmss.identity.apply((i) => i?.principalId));
       this.nodeNames = [`${scaleSetPrefix(pool.name)}*`];
     } else {
       this.nodeNames = computerNames(pool.name, pool.count);
@@ -121,7 +175,7 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             resourceGroupName: pool.resourceGroup,
             location: pool.location,
             vmName: computerName,
-            identity: { type: "SystemAssigned" },
+            identity,
             hardwareProfile: { vmSize: pool.vmSize },
             userData,
             tags,
@@ -129,30 +183,11 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             storageProfile: { imageReference: image, osDisk: { ...osDisk, deleteOption: "Delete" } },
             networkProfile: { networkInterfaces: [{ id: nic.id, primary: true }] },
           },
-          { parent: this },
+          machineOpts,
         );
         new azure.compute.VirtualMachineExtension(
           `${name}-${i + 1}-bootstrap`,
-          { ...CSE, resourceGroupName: pool.resourceGroup, location: pool.location, vmName: vm.name, vmExtensionName: "winfleet-bootstrap", forceUpdateTag: this.bootstrapHash, settings: {}, protectedSettings },
-          { parent: this },
-        );
-        principals.push(vm.identity.apply((id) => id?.principalId));
-      });
-    }
-
-    // Nodes read their content blob with their own identity: no credential to hand out.
-    if (args.content.auth === "managedIdentity" && fleet.content.publish.to === "blob") {
-      const publish = fleet.content.publish;
-      const subscription = subscriptionOf(pool.subnetId);
-      principals.forEach((principalId, i) => {
-        new azure.authorization.RoleAssignment(
-          `${name}-content-reader-${i + 1}`,
-          {
-            principalId: principalId.apply((p) => p ?? ""),
-            principalType: "ServicePrincipal",
-            roleDefinitionId: `/subscriptions/${subscription}/providers/Microsoft.Authorization/roleDefinitions/${BLOB_READER_ROLE}`,
-            scope: storageAccountId(subscription, publish.resourceGroup, publish.storageAccount),
-          },
+          { ...CSE, resourceGroupName: pool.resourceGroup, location: pool.location, vmName: vm.name, vmExtensionName: BOOTSTRAP_EXTENSION, forceUpdateTag: this.bootstrapHash, settings: {}, protectedSettings },
           { parent: this },
         );
       });

@@ -64,3 +64,70 @@ describe("the local pool kind", () => {
     assert.deepEqual(pathsOf({ ...rest, pools: [...valid.pools, { name: "local", kind: "local" }] }).sort(), ["winfleet:fleet.agent", "winfleet:fleet.cluster"]);
   });
 });
+
+/** The issues a value is refused with, as "<path>: <message>". */
+function issuesOf(value: unknown): string[] {
+  try {
+    parseFleetConfig(value);
+    return [];
+  } catch (e) {
+    if (e instanceof ValidationError) return e.issues.map((i) => `${i.path}: ${i.message}`);
+    throw e;
+  }
+}
+
+describe("values pulumi config set --path stores as numbers or booleans", () => {
+  it("are taken as the text that was typed: variables, versions, the token id, labels", () => {
+    const typed = structuredClone(valid) as typeof valid & { content: Record<string, unknown>; pools: Record<string, unknown>[]; cluster: { join: Record<string, unknown> } };
+    typed.content.variables = { CALICO_VXLAN_VNI: 4096, KUBE_ENABLE_X: true };
+    typed.content.templateVersion = 2 as unknown as string;
+    (typed.cluster.join as Record<string, unknown>).tokenId = 123456;
+    (typed.agent as Record<string, unknown>).version = 1;
+    (typed.pools[0] as Record<string, unknown>).labels = { rack: 7 };
+    (typed.pools[0] as Record<string, unknown>).variables = { KUBE_MAX_PODS: 110 };
+    const f = parseFleetConfig(typed);
+    assert.deepEqual(f.content.variables, { CALICO_VXLAN_VNI: "4096", KUBE_ENABLE_X: "true" });
+    assert.equal(f.content.templateVersion, "2");
+    assert.equal(f.cluster?.join.method === "kubeadm" && f.cluster.join.tokenId, "123456");
+    assert.equal(f.agent?.version, "1");
+    const pool = f.pools[0];
+    assert.deepEqual(pool?.kind === "azure" && [pool.labels, pool.variables], [{ rack: "7" }, { KUBE_MAX_PODS: "110" }]);
+  });
+
+  it("still refuses what is no text, and a number that is no valid value, at its key path", () => {
+    const bad = structuredClone(valid) as typeof valid & { content: Record<string, unknown>; cluster: { join: Record<string, unknown> } };
+    bad.content.variables = { CALICO_VXLAN_VNI: { value: 4096 } };
+    (bad.cluster.join as Record<string, unknown>).tokenId = 12345; // what --path makes of 012345
+    const issues = issuesOf(bad).sort();
+    assert.equal(issues.length, 2, issues.join("\n"));
+    assert.match(issues[0] ?? "", /^winfleet:fleet\.cluster\.join\.tokenId: 6 lower-case letters or digits$/);
+    assert.match(issues[1] ?? "", /^winfleet:fleet\.content\.variables\.CALICO_VXLAN_VNI: .*string/i);
+  });
+});
+
+describe("the agent bundle's URL", () => {
+  const onAccount = "https://winfleetsa.blob.core.windows.net/releases/agent.tgz";
+  const withBundle = (url: string, publish: Record<string, unknown>, pools: unknown[] = valid.pools): unknown => ({
+    ...valid,
+    content: { ...valid.content, publish: { ...valid.content.publish, ...publish } },
+    agent: { ...valid.agent, bundle: { ...valid.agent.bundle, url } },
+    pools,
+  });
+
+  it("may be on the content account when nodes read it with their managed identity", () => {
+    assert.deepEqual(issuesOf(withBundle(onAccount, { auth: "managedIdentity" })), []);
+  });
+
+  it("is refused on the content account when nodes read content with a SAS, or a BYO host would fetch it, naming the key", () => {
+    const sas = issuesOf(withBundle(onAccount, { auth: "sas", sasExpiry: "2027-01-01T00:00:00Z" }));
+    assert.equal(sas.length, 1);
+    assert.match(sas[0] ?? "", /^winfleet:fleet\.agent\.bundle\.url: is on the content storage account winfleetsa, and nodes read that account with a SAS scoped to the content blob alone: publish the bundle where nodes can download it without credentials/);
+    const byo = issuesOf(withBundle(onAccount, { auth: "managedIdentity" }, [{ name: "lab", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "admin", passwordSecret: "p" }] }]));
+    assert.deepEqual(byo, ["winfleet:fleet.agent.bundle.url: is on the content storage account winfleetsa, and pools[0] (byo) has no managed identity to read it with: publish the bundle where nodes can download it without credentials (a release page, or a container with anonymous read access on another account)"]);
+  });
+
+  it("is free anywhere else", () => {
+    assert.deepEqual(issuesOf(withBundle("https://github.com/o/winfleet/releases/download/v1/agent.tgz", { auth: "sas", sasExpiry: "2027-01-01T00:00:00Z" })), []);
+    assert.deepEqual(issuesOf(withBundle("https://other.blob.core.windows.net/releases/agent.tgz", { auth: "sas", sasExpiry: "2027-01-01T00:00:00Z" })), []);
+  });
+});

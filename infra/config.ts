@@ -14,9 +14,15 @@ import { variableName } from "../agent/content/schema";
 const name = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/, "lower-case letters, digits and '-', at most 40 characters");
 const secretRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, "the name of a secure config key, e.g. adminPassword");
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits");
-const version = z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]*$/, "a version");
+/**
+ * Text that `pulumi config set --path` may have stored as a number or a
+ * boolean (it stores integers and true/false that way): taken as the text that
+ * was typed. Anything else still fails as the string schema says, at its path.
+ */
+const text = <T extends z.ZodType>(schema: T): z.ZodPreprocess<T> => z.preprocess((v) => (typeof v === "number" || typeof v === "boolean" ? String(v) : v), schema);
+const version = text(z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]*$/, "a version"));
 /** Values for content commands (a template's variables), by variable name. */
-const variables = z.record(variableName, z.string());
+const variables = z.record(variableName, text(z.string()));
 
 /**
  * Variables winfleet itself sets on every node, from `cluster.join` and the
@@ -42,13 +48,18 @@ const joinSchema = z.discriminatedUnion("method", [
     /** kubeadm discovery: `sha256:<hex>` of the cluster CA's public key. */
     caCertHash: z.string().regex(/^sha256:[0-9a-f]{64}$/, "sha256:<64 hex digits>"),
     /** Bootstrap token id (6 chars) and the secure key holding its 16-char secret. */
-    tokenId: z.string().regex(/^[a-z0-9]{6}$/, "6 lower-case letters or digits"),
+    /** Must name a token that does not exist yet: winfleet creates (and on destroy deletes) bootstrap-token-<tokenId>. */
+    tokenId: text(z.string().regex(/^[a-z0-9]{6}$/, "6 lower-case letters or digits")),
     tokenSecret: secretRef,
     /**
      * When the token stops working (ISO 8601), rendered as the token's
      * `expiration`. A fixed time, not a lifetime, so the same stack always
-     * renders the same token; absent means it does not expire, which a pool
-     * that scales out later needs. Rotate by changing tokenSecret.
+     * renders the same token. Absent, it never expires: whoever reads one
+     * node's agent config (where the token is kept) can register nodes until
+     * it is rotated, and the policy pack's winfleet-bootstrap-token-expires
+     * says so. Once it passes, the cluster's TokenCleaner deletes the Secret;
+     * rotate then by changing tokenSecret and tokenExpiry together (see
+     * docs/azure.md).
      */
     tokenExpiry: z.iso.datetime().optional(),
   }),
@@ -81,7 +92,7 @@ const azurePool = z.strictObject({
   adminUsername: z.string().min(1).default("winfleet"),
   adminPasswordSecret: secretRef,
   /** Node labels applied at join. */
-  labels: z.record(z.string(), z.string()).default({}),
+  labels: z.record(z.string(), text(z.string())).default({}),
   /** Register the nodes with the os=windows:NoSchedule taint. @default true */
   registerTaint: z.boolean().default(true),
   /** Values for content commands on this pool's nodes, over `content.variables`. */
@@ -105,7 +116,7 @@ const byoPool = z.strictObject({
   name,
   kind: z.literal("byo"),
   hosts: z.array(byoHost).min(1),
-  labels: z.record(z.string(), z.string()).default({}),
+  labels: z.record(z.string(), text(z.string())).default({}),
   /** Register the nodes with the os=windows:NoSchedule taint. @default true */
   registerTaint: z.boolean().default(true),
   /** Values for content commands on these hosts, over `content.variables`. */
@@ -125,7 +136,7 @@ const localPool = z.strictObject({
 /** The rancher-wins-upgrader chart's `winsConfigs[]` entry, accepted as is. */
 const winsConfigSchema = z.strictObject({
   name,
-  image: z.strictObject({ repository: z.string(), tag: z.string(), os: z.string().default("windows") }),
+  image: z.strictObject({ repository: z.string(), tag: text(z.string()), os: z.string().default("windows") }),
   /** The wins config the group's hosts should run; whiteList is rewritten to white_list. */
   config: z.record(z.string(), z.unknown()).default({}),
   nodeSelector: z.record(z.string(), z.string()).default({}),
@@ -185,7 +196,12 @@ const fleetShape = z.strictObject({
   /** Required when any pool is not `local`. */
   agent: z.strictObject({
     version,
-    /** The agent bundle (a .tgz); its SHA-256 is checked by the bootstrap. */
+    /**
+     * The agent bundle (a .tgz); its SHA-256 is checked by the bootstrap.
+     * Azure nodes that read content with their managed identity read it with
+     * that identity when it is on the same storage account; anywhere else it
+     * must be downloadable without credentials.
+     */
     bundle: z.strictObject({ url: z.string().url(), sha256 }),
     /** Node.js runtime for Windows; defaults to a pinned, measured release (see components/node-runtime.ts). */
     node: z.strictObject({ url: z.string().url(), sha256 }).optional(),
@@ -220,6 +236,7 @@ export const fleetSchema = fleetShape.superRefine((f, ctx) => {
     }
   });
   reservedVariables(f, ctx);
+  agentBundleReadable(f, ctx);
   const cloud = f.pools.findIndex((p) => p.kind !== "local");
   if (cloud >= 0) {
     const why = `is required: pools[${cloud}] (${f.pools[cloud]?.kind ?? ""}) deploys real nodes`;
@@ -227,6 +244,37 @@ export const fleetSchema = fleetShape.superRefine((f, ctx) => {
     if (!f.agent) ctx.addIssue({ code: "custom", path: ["agent"], message: why });
   }
 });
+
+/**
+ * Nodes download the agent bundle before anything else: with their pool's
+ * managed identity when it is on the storage account they read content from
+ * (the identity's role covers the account), otherwise without credentials.
+ * A content SAS is scoped to the content blob and BYO hosts have no identity,
+ * so for them a bundle on that (private) account could never be read.
+ */
+function agentBundleReadable(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx): void {
+  const publish = f.content.publish;
+  if (!f.agent || publish.to !== "blob") return;
+  let host: string;
+  try {
+    host = new URL(f.agent.bundle.url).hostname.toLowerCase();
+  } catch {
+    return;
+  }
+  if (!host.startsWith(`${publish.storageAccount}.blob.`)) return;
+  const why = publish.auth === "sas"
+    ? "nodes read that account with a SAS scoped to the content blob alone"
+    : (() => {
+        const byo = f.pools.findIndex((p) => p.kind === "byo");
+        return byo >= 0 ? `pools[${byo}] (byo) has no managed identity to read it with` : undefined;
+      })();
+  if (why === undefined) return;
+  ctx.addIssue({
+    code: "custom",
+    path: ["agent", "bundle", "url"],
+    message: `is on the content storage account ${publish.storageAccount}, and ${why}: publish the bundle where nodes can download it without credentials (a release page, or a container with anonymous read access on another account)${publish.auth === "sas" ? ", or read content with auth: managedIdentity" : ""}`,
+  });
+}
 
 /** Names in `variables`/`secrets` that winfleet sets itself, or that are set twice. */
 function reservedVariables(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx): void {

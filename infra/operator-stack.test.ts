@@ -3,7 +3,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import Ajv from "ajv";
-import { parse as parseYaml } from "yaml";
+import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
+import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
+import { parseAllDocuments } from "yaml";
 import { operatorStackYaml, renderOperatorStack } from "./operator-stack";
 
 const REPO = join(__dirname, "..");
@@ -36,6 +38,20 @@ describe("the Pulumi Kubernetes Operator Stack example", () => {
 
   it("is what deploy/operator/stack-dev.yaml holds (regenerate it with winfleet operator-stack)", () => {
     assert.equal(readFileSync(example, "utf8"), operatorStackYaml(args));
-    assert.ok(validate(parseYaml(readFileSync(example, "utf8"))), JSON.stringify(validate.errors));
+    const docs = parseAllDocuments(readFileSync(example, "utf8")).map((d) => d.toJS() as Record<string, unknown>);
+    assert.ok(validate(docs.find((d) => d.kind === "Stack")), JSON.stringify(validate.errors));
+  });
+
+  it("comes with the workspace's ServiceAccount, bound to system:auth-delegator (the operator's need) and cluster-admin (the program's)", () => {
+    const docs = parseAllDocuments(operatorStackYaml({ ...args, namespace: "ops" })).map((d) => d.toJS() as Record<string, unknown>);
+    assert.deepEqual(docs.map((d) => d.kind), ["ServiceAccount", "ClusterRoleBinding", "ClusterRoleBinding", "Stack"]);
+    const [sa, delegator, admin, stack] = docs as [ServiceAccount, ClusterRoleBinding, ClusterRoleBinding, { spec: { serviceAccountName: string }; metadata: { namespace: string } }];
+    new ServiceAccount(sa).validate();
+    for (const b of [delegator, admin]) new ClusterRoleBinding(b).validate();
+    assert.deepEqual([sa.metadata?.name, sa.metadata?.namespace], [stack.spec.serviceAccountName, stack.metadata.namespace], "the account the Stack names, where the Stack is");
+    assert.deepEqual([delegator.roleRef.name, admin.roleRef.name], ["system:auth-delegator", "cluster-admin"]);
+    for (const b of [delegator, admin]) assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: "winfleet-deployer", namespace: "ops" }]);
+    assert.notEqual(delegator.metadata?.name, admin.metadata?.name);
+    assert.match(delegator.metadata?.name ?? "", /^ops:/, "another namespace's deployer gets bindings of its own");
   });
 });

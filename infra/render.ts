@@ -159,7 +159,7 @@ async function runProgram(stack: StackFile, secrets: Readonly<Record<string, str
         resources.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
         // Outputs a provider would compute, so the program's references resolve.
         const inputs = args.inputs as Record<string, unknown>;
-        return { id: `${args.name}-id`, state: { ...inputs, name: inputs.name ?? args.name, identity: { principalId: `${args.name}-principal` } } };
+        return { id: `${args.name}-id`, state: { ...inputs, name: providerName(args.type, inputs) ?? args.name, principalId: `${args.name}-principal`, clientId: `${args.name}-client`, identity: { principalId: `${args.name}-principal` } } };
       },
       call: (args) => (args.token.includes("listStorageAccountServiceSAS") ? { serviceSasToken: sas } : {}),
     },
@@ -174,6 +174,31 @@ async function runProgram(stack: StackFile, secrets: Readonly<Record<string, str
   await settled();
   resources.sort((x, y) => (x.type === y.type ? (x.name < y.name ? -1 : 1) : x.type < y.type ? -1 : 1));
   return { resources, outputs };
+}
+
+/**
+ * The input a provider takes a resource's real name from, by type: its `name`
+ * output is that value, not the logical name, and a reference to it (a VM
+ * extension's `vmName`, a blob's `containerName`) must render as deployed.
+ */
+export const NAME_INPUTS: Readonly<Record<string, string>> = {
+  "azure-native:compute:VirtualMachineScaleSet": "vmScaleSetName",
+  "azure-native:compute:VirtualMachine": "vmName",
+  "azure-native:compute:VirtualMachineExtension": "vmExtensionName",
+  "azure-native:compute:VirtualMachineScaleSetExtension": "vmssExtensionName",
+  "azure-native:storage:BlobContainer": "containerName",
+  "azure-native:storage:Blob": "blobName",
+  "azure-native:network:NetworkInterface": "networkInterfaceName",
+  "azure-native:network:PublicIPAddress": "publicIpAddressName",
+  "azure-native:managedidentity:UserAssignedIdentity": "resourceName",
+  "azure-native:authorization:RoleAssignment": "roleAssignmentName",
+};
+
+/** The name a provider gives a resource from its inputs, when they set it; otherwise the provider picks one (the mock: the logical name). */
+export function providerName(type: string, inputs: Record<string, unknown>): string | undefined {
+  const key = NAME_INPUTS[type];
+  const named = key !== undefined ? inputs[key] : type.startsWith("kubernetes:") ? (inputs.metadata as { name?: unknown } | undefined)?.name : inputs.name;
+  return typeof named === "string" ? named : undefined;
 }
 
 const isSecret = (v: unknown): v is { value: unknown } => v !== null && typeof v === "object" && (v as Record<string, unknown>)[SECRET_SIG] === SECRET;

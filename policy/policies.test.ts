@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { renderStack } from "../infra/render";
-import { type PolicyResource, boundedMaxUnavailable, runPolicies } from "./policies";
+import { type PolicyResource, type Violation, boundedMaxUnavailable, runPolicies } from "./policies";
 
 // Pulumi's marker for a secret in resource inputs: a policy sees the value inside.
 const SIG = "4dabf18193072939515e22adb298388d";
@@ -34,29 +34,46 @@ function edited(resources: readonly PolicyResource[], type: string, edit: (props
 }
 
 describe("the policy pack over what the program really deploys", () => {
+  const mandatory = async (resources: readonly PolicyResource[], config: Record<string, unknown> = {}): Promise<Violation[]> => (await runPolicies(resources, config)).filter((v) => v.enforcementLevel === "mandatory");
+
   it("finds nothing wrong with the shipped stacks", async () => {
-    for (const stack of ["dev", "rke2", "byoh"]) assert.deepEqual(await runPolicies(await rendered(stack)), [], stack);
+    for (const stack of ["dev", "rke2", "byoh"]) assert.deepEqual(await mandatory(await rendered(stack)), [], stack);
   });
 
-  it("refuses bootstrap secrets outside protectedSettings", async () => {
+  it("refuses bootstrap secrets outside protectedSettings, in a scale set's model and in an extension resource", async () => {
     const dev = await rendered("dev");
-    const moved = edited(dev, "azure-native:compute:VirtualMachineScaleSetExtension", (p) => {
-      p.settings = { commandToExecute: p.protectedSettings.commandToExecute };
-      p.protectedSettings = {};
+    const moved = edited(dev, "azure-native:compute:VirtualMachineScaleSet", (p) => {
+      const ext = p.virtualMachineProfile.extensionProfile.extensions[0];
+      ext.settings = { commandToExecute: ext.protectedSettings.commandToExecute };
+      ext.protectedSettings = {};
     });
-    const v = await runPolicies(moved);
+    const v = await mandatory(moved);
     assert.deepEqual(v.map((x) => x.policy), ["winfleet-extension-secrets-protected", "winfleet-extension-secrets-protected"]);
-    assert.match(v[0]?.message ?? "", /settings\.commandToExecute is stored in plain text/);
-    const sas = edited(dev, "azure-native:compute:VirtualMachineScaleSetExtension", (p) => {
-      p.settings = { fileUris: ["https://sa.blob.core.windows.net/c/b.ps1?sv=1&sig=abc"] };
+    assert.match(v[0]?.message ?? "", /^virtualMachineProfile\.extensionProfile\.extensions\[0\]\.settings\.commandToExecute is stored in plain text/);
+    const sas = edited(dev, "azure-native:compute:VirtualMachineScaleSet", (p) => {
+      p.virtualMachineProfile.extensionProfile.extensions[0].settings = { fileUris: ["https://sa.blob.core.windows.net/c/b.ps1?sv=1&sig=abc"] };
     });
-    assert.match((await runPolicies(sas))[0]?.message ?? "", /fileUris carries a SAS signature/);
+    assert.match((await mandatory(sas))[0]?.message ?? "", /fileUris carries a SAS signature/);
+    const rke2 = edited(await rendered("rke2"), "azure-native:compute:VirtualMachineExtension", (p) => {
+      p.settings = { commandToExecute: p.protectedSettings.commandToExecute };
+    });
+    assert.match((await mandatory(rke2))[0]?.message ?? "", /^settings\.commandToExecute is stored in plain text/);
+  });
+
+  it("advises an expiry on a bootstrap token, without refusing one that has none", async () => {
+    const dev = await rendered("dev");
+    const v = await runPolicies(dev);
+    assert.deepEqual(v.map((x) => [x.policy, x.enforcementLevel]), [["winfleet-bootstrap-token-expires", "advisory"]]);
+    assert.match(v[0]?.message ?? "", /bootstrap-token-wfdev1 never expires: set cluster\.join\.tokenExpiry/);
+    const expiring = edited(dev, "kubernetes:core/v1:Secret", (p) => void (p.stringData.expiration = "2027-01-01T00:00:00Z"));
+    assert.ok(dev.filter((r) => r.type === "kubernetes:core/v1:Secret").length === 1, "the token is dev's only Secret");
+    assert.deepEqual(await runPolicies(expiring), []);
   });
 
   it("refuses an upgrader DaemonSet that could take every node at once", async () => {
     const dev = await rendered("dev");
     for (const bad of ["100%", 0, undefined]) {
-      const v = await runPolicies(edited(dev, "kubernetes:apps/v1:DaemonSet", (p) => void (p.spec.updateStrategy.rollingUpdate.maxUnavailable = bad)));
+      const v = await mandatory(edited(dev, "kubernetes:apps/v1:DaemonSet", (p) => void (p.spec.updateStrategy.rollingUpdate.maxUnavailable = bad)));
       assert.deepEqual(v.map((x) => x.policy), ["winfleet-upgrader-bounded-rollout"], String(bad));
     }
     assert.ok(boundedMaxUnavailable(2) && boundedMaxUnavailable("25%") && !boundedMaxUnavailable("75%") && !boundedMaxUnavailable(1.5));
@@ -64,7 +81,7 @@ describe("the policy pack over what the program really deploys", () => {
 
   it("refuses a pool that is not pinned to exact versions", async () => {
     const rke2 = await rendered("rke2");
-    const v = await runPolicies(edited(rke2, "azure-native:compute:VirtualMachine", (p) => {
+    const v = await mandatory(edited(rke2, "azure-native:compute:VirtualMachine", (p) => {
       delete p.tags["winfleet-template-version"];
       p.tags["winfleet-agent-version"] = "latest";
     }));
@@ -78,12 +95,12 @@ describe("the policy pack over what the program really deploys", () => {
       writeFileSync(join(dir, `Pulumi.${stack}.yaml`), text);
     }
     const vmss = (await renderStack("dev", { dir })).raw.map((r) => ({ type: r.type, name: r.name, props: unwrap(r.inputs) as Record<string, unknown> }));
-    const v = await runPolicies(vmss);
+    const v = await mandatory(vmss);
     assert.equal(v.length, 1);
     assert.match(v[0]?.message ?? "", /publicIPAddressConfiguration: pool win may not have public IPs/);
-    assert.deepEqual(await runPolicies(vmss, { "winfleet-no-public-ip": { allowedPools: ["win"] } }), []);
+    assert.deepEqual(await mandatory(vmss, { "winfleet-no-public-ip": { allowedPools: ["win"] } }), []);
     const vms = (await renderStack("rke2", { dir })).raw.map((r) => ({ type: r.type, name: r.name, props: unwrap(r.inputs) as Record<string, unknown> }));
-    const nic = await runPolicies(vms);
+    const nic = await mandatory(vms);
     assert.ok(nic.length >= 6 && nic.every((x) => x.policy === "winfleet-no-public-ip"), "three NICs and their three addresses");
   });
 });

@@ -3,7 +3,7 @@
  * in an extension's `protectedSettings`; upgrader DaemonSets with a bounded
  * `maxUnavailable`; every Windows pool pinned to a template, template version
  * and agent version; no public IP on a Windows node unless the pack's config
- * allows its pool. Kept apart from the pack (index.ts), whose constructor
+ * allows its pool. Advisory: a bootstrap token that expires. Kept apart from the pack (index.ts), whose constructor
  * starts the analyzer the Pulumi CLI talks to, so the rules can be run on any
  * list of resources: {@link runPolicies}.
  */
@@ -18,19 +18,48 @@ const POOL_MACHINES = new Set(["azure-native:compute:VirtualMachineScaleSet", "a
 // Settings a CustomScriptExtension logs and returns in plain text; anything that can carry a secret must not be there.
 const SENSITIVE_SETTING = /^(commandToExecute|script|storageAccountKey|storageAccountName|managedIdentity)$|token|secret|password|sas|key/i;
 
-/** CustomScriptExtension secrets (the command, its token, storage credentials) only in `protectedSettings`. */
+// The CustomScriptExtensions a resource declares, with where: an extension resource, or those in a scale set's model.
+function customScriptExtensions(type: string, props: Props): { at: string; ext: Props }[] {
+  if (EXTENSIONS.has(type)) return props.type === "CustomScriptExtension" ? [{ at: "", ext: props }] : [];
+  if (type !== "azure-native:compute:VirtualMachineScaleSet") return [];
+  return arr(obj(obj(props.virtualMachineProfile).extensionProfile).extensions)
+    .map((e, i) => ({ at: `virtualMachineProfile.extensionProfile.extensions[${i}].`, ext: obj(e) }))
+    .filter(({ ext }) => ext.type === "CustomScriptExtension");
+}
+
+/** CustomScriptExtension secrets (the command, its token, storage credentials) only in `protectedSettings`, in extension resources and in scale set models alike. */
 export const extensionSecretsProtected: ResourceValidationPolicy = {
   name: "winfleet-extension-secrets-protected",
   description: "A CustomScriptExtension keeps its command and every credential in protectedSettings: settings are stored and shown in plain text.",
   enforcementLevel: "mandatory",
   validateResource: (args, report) => {
-    if (!EXTENSIONS.has(args.type) || args.props.type !== "CustomScriptExtension") return;
-    const settings = obj(args.props.settings);
-    for (const key of Object.keys(settings)) {
-      if (SENSITIVE_SETTING.test(key)) report(`settings.${key} is stored in plain text: move it to protectedSettings`);
+    for (const { at, ext } of customScriptExtensions(args.type, args.props)) {
+      const settings = obj(ext.settings);
+      for (const key of Object.keys(settings)) {
+        if (SENSITIVE_SETTING.test(key)) report(`${at}settings.${key} is stored in plain text: move it to protectedSettings`);
+      }
+      for (const uri of arr(settings.fileUris)) if (typeof uri === "string" && /[?&]sig=/.test(uri)) report(`${at}settings.fileUris carries a SAS signature: move the URIs to protectedSettings`);
+      if (!("commandToExecute" in obj(ext.protectedSettings))) report(`${at}protectedSettings.commandToExecute is missing: the bootstrap command (and the token it passes) belongs there`);
     }
-    for (const uri of arr(settings.fileUris)) if (typeof uri === "string" && /[?&]sig=/.test(uri)) report("settings.fileUris carries a SAS signature: move the URIs to protectedSettings");
-    if (!("commandToExecute" in obj(args.props.protectedSettings))) report("protectedSettings.commandToExecute is missing: the bootstrap command (and the token it passes) belongs there");
+  },
+};
+
+/**
+ * A bootstrap token that never expires and is auto-approved for node client
+ * certificates lets whoever reads one node's agent config register nodes for
+ * ever (kubeadm's own tokens last 24 hours). Advisory, since a pool that
+ * scales out later needs a token that still works: raise it to mandatory in
+ * the pack's config to require `cluster.join.tokenExpiry`.
+ */
+export const bootstrapTokenExpires: ResourceValidationPolicy = {
+  name: "winfleet-bootstrap-token-expires",
+  description: "A bootstrap token Secret sets an expiration (cluster.join.tokenExpiry), so a leaked token stops registering nodes.",
+  enforcementLevel: "advisory",
+  validateResource: (args, report) => {
+    if (args.type !== "kubernetes:core/v1:Secret" || args.props.type !== "bootstrap.kubernetes.io/token") return;
+    const data = { ...obj(args.props.data), ...obj(args.props.stringData) };
+    const name = obj(args.props.metadata).name;
+    if (data.expiration === undefined) report(`${typeof name === "string" ? name : "the token"} never expires: set cluster.join.tokenExpiry (and rotate tokenSecret with it)`);
   },
 };
 
@@ -117,7 +146,7 @@ export const noPublicIp: ResourceValidationPolicy = {
 };
 
 /** Every rule of the pack. */
-export const POLICIES: readonly ResourceValidationPolicy[] = [extensionSecretsProtected, upgraderMaxUnavailable, poolPinned, noPublicIp];
+export const POLICIES: readonly ResourceValidationPolicy[] = [extensionSecretsProtected, upgraderMaxUnavailable, poolPinned, noPublicIp, bootstrapTokenExpires];
 
 /** A resource as a policy sees it. */
 export interface PolicyResource {
@@ -126,9 +155,10 @@ export interface PolicyResource {
   readonly props: Record<string, unknown>;
 }
 
-/** A violation: which policy, which resource, what. */
+/** A violation: which policy, which resource, what, and whether it stops a deployment. */
 export interface Violation {
   readonly policy: string;
+  readonly enforcementLevel: "advisory" | "mandatory";
   readonly resource: string;
   readonly message: string;
 }
@@ -139,7 +169,8 @@ export async function runPolicies(resources: readonly PolicyResource[], config: 
   for (const policy of POLICIES) {
     const validations = [policy.validateResource ?? []].flat();
     for (const r of resources) {
-      const report: ReportViolation = (message) => void out.push({ policy: policy.name, resource: `${r.type} ${r.name}`, message });
+      const level = policy.enforcementLevel === "advisory" ? "advisory" : "mandatory";
+      const report: ReportViolation = (message) => void out.push({ policy: policy.name, enforcementLevel: level, resource: `${r.type} ${r.name}`, message });
       // The subset of ResourceValidationArgs the rules read; the rest only exists inside the Pulumi engine.
       const args = { type: r.type, name: r.name, props: r.props, urn: `urn:pulumi:test::winfleet::${r.type}::${r.name}`, getConfig: <T>() => (config[policy.name] ?? {}) as T } as unknown as ResourceValidationArgs;
       for (const v of validations) await v(args, report);

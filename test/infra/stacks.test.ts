@@ -71,20 +71,21 @@ before(async () => {
 const get = (stack: string): Rendered => rendered.get(stack) as Rendered;
 
 describe("what each stack deploys", () => {
-  it("dev: one scale set with a managed identity reading the content blob, its bootstrap extension, and the kubeadm cluster side", () => {
+  it("dev: one scale set with its bootstrap extension in its model, a managed identity reading the content blob, and the kubeadm cluster side", () => {
     const r = get("dev");
     assert.equal(count(r, "azure-native:compute:VirtualMachineScaleSet"), 1);
-    assert.equal(count(r, "azure-native:compute:VirtualMachineScaleSetExtension"), 1);
+    assert.equal(count(r, "azure-native:compute:VirtualMachineScaleSetExtension"), 0, "the extension is in the scale set's model");
     assert.equal(count(r, "azure-native:storage:Blob"), 1);
+    assert.equal(count(r, "azure-native:managedidentity:UserAssignedIdentity"), 1);
     assert.equal(count(r, "azure-native:authorization:RoleAssignment"), 1);
     assert.equal(count(r, "azure-native:compute:VirtualMachine"), 0);
     for (const t of ["winfleet:index:WindowsNodePool", "winfleet:index:ContentBundle", "winfleet:index:ClusterJoin", "winfleet:index:AgentUpgrader"]) assert.ok(typesOf(r).has(t), t);
     assert.ok(!typesOf(r).has("winfleet:index:WinsUpgrader"), "no wins upgrader without the chart's winsConfigs");
-    const vmss = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as { sku: { capacity: number }; identity: { type: string }; tags: Record<string, string>; virtualMachineProfile: { userData: string } };
+    const vmss = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as { sku: { capacity: number }; identity: { type: string }; tags: Record<string, string>; virtualMachineProfile: { userData: string; extensionProfile: { extensions: { forceUpdateTag: string; protectedSettings: unknown; settings: unknown }[] } } };
     assert.equal(vmss.sku.capacity, 2);
-    assert.equal(vmss.identity.type, "SystemAssigned");
+    assert.equal(vmss.identity.type, "UserAssigned");
     assert.deepEqual([vmss.tags["winfleet-template"], vmss.tags["winfleet-template-version"], vmss.tags["winfleet-agent-version"]], ["win2022", "1.0.0", "0.1.0"]);
-    const ext = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSetExtension")?.inputs as { forceUpdateTag: string; protectedSettings: unknown; settings: unknown };
+    const ext = vmss.virtualMachineProfile.extensionProfile.extensions[0] as { forceUpdateTag: string; protectedSettings: unknown; settings: unknown };
     assert.equal(ext.forceUpdateTag, vmss.tags["winfleet-bootstrap-sha256"], "the extension re-runs exactly when the bootstrap changes");
     assert.deepEqual(ext.protectedSettings, { commandToExecute: "[secret]" });
     assert.deepEqual(ext.settings, {});
@@ -186,9 +187,11 @@ describe("what the stacks render", () => {
   });
 
   it("passes the secrets where they belong: the extension's protected command and the SSH stdin carry them", () => {
-    const dev = get("dev").raw.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSetExtension")?.inputs as { protectedSettings: Record<string, unknown> };
-    assert.equal(dev.protectedSettings[SIG], SECRET_SIG);
-    const command = (dev.protectedSettings.value as { commandToExecute: string }).commandToExecute;
+    // The scale set's model holds the admin password and the extension's protected settings, so Pulumi marks it secret as a whole.
+    const profile = (get("dev").raw.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as { virtualMachineProfile: Record<string, unknown> }).virtualMachineProfile;
+    assert.equal(profile[SIG], SECRET_SIG);
+    const dev = (profile.value as { extensionProfile: { extensions: { protectedSettings: { commandToExecute: string } }[] } }).extensionProfile.extensions[0];
+    const command = dev?.protectedSettings.commandToExecute ?? "";
     const encoded = /-EncodedCommand (\S+)/.exec(command)?.[1] ?? "";
     assert.ok(Buffer.from(encoded, "base64").toString("utf16le").includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
     const byo = get("byoh").raw.find((x) => x.name === "lab-winlab-02-bootstrap")?.inputs as { stdin: Record<string, unknown> };
