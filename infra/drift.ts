@@ -8,6 +8,7 @@
  * tested with the operations injected; {@link automationOps} is the real thing.
  */
 import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 
 /** How many resources an operation would create, update, delete, replace… keyed by Pulumi's op names. */
 export type Changes = Readonly<Record<string, number>>;
@@ -95,7 +96,8 @@ export async function automationOps(stackName: string, workDir: string): Promise
   return {
     refreshPreview: async () => ({ ...(await stack.previewRefresh({ onEvent: onEvent("refresh") })).changeSummary }),
     preview: async () => ({ ...(await stack.preview({ onEvent: onEvent("preview") })).changeSummary }),
-    up: async () => ({ ...((await stack.up({ refresh: true })).summary.resourceChanges ?? {}) }),
+    // The same policy pack a deploy runs: remediation must not land what a deploy would refuse.
+    up: async () => ({ ...((await stack.up({ refresh: true, policyPacks: [join(workDir, "policy")] })).summary.resourceChanges ?? {}) }),
     differences: () => differences,
   };
 }
