@@ -242,6 +242,8 @@ export const fleetSchema = fleetShape.superRefine((f, ctx) => {
     const why = `is required: pools[${cloud}] (${f.pools[cloud]?.kind ?? ""}) deploys real nodes`;
     if (!f.cluster) ctx.addIssue({ code: "custom", path: ["cluster"], message: why });
     if (!f.agent) ctx.addIssue({ code: "custom", path: ["agent"], message: why });
+  } else if (f.cluster && !f.agent) {
+    ctx.addIssue({ code: "custom", path: ["agent"], message: "is required with cluster: the upgraders on the cluster's nodes carry the agent's version" });
   }
 });
 

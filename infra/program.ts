@@ -2,7 +2,9 @@
  * The Pulumi program: reads the stack config once (one zod schema), builds
  * the content bundle, and composes the components — the cluster side, the
  * published content, a pool per `azure` entry, a host per `byo` entry, and
- * the upgraders. `local` pools are run by `winfleet local`, not deployed.
+ * the upgraders. `local` pools' hosts are run by `winfleet local`, never
+ * provisioned; when the stack names a cluster they join it as any pool's nodes
+ * do, so the cluster side (join, content, upgraders) covers them too.
  * Exports, per pool, the node names, the bootstrap's SHA-256 and the content URL.
  */
 import { join } from "node:path";
@@ -44,7 +46,8 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   const pools: Record<string, FleetOutputs["pools"][string]> = {};
   const deployed = fleet.pools.filter((p) => p.kind !== "local");
   for (const p of fleet.pools.filter((x) => x.kind === "local")) pools[p.name] = { nodeNames: [], bootstrapSha256: "", contentUrl: "winfleet local up" };
-  if (deployed.length === 0 || !fleet.cluster || !fleet.agent) return { pools };
+  if (!fleet.cluster || !fleet.agent) return { pools };
+  const joined = fleet.pools;
 
   const ns = fleet.cluster.namespace;
   const join = new ClusterJoin("cluster", { namespace: ns, join: fleet.cluster.join, secret: config.requireSecret(fleet.cluster.join.tokenSecret) });
@@ -109,7 +112,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     };
     new AgentUpgrader(
       "agent-upgrader",
-      { ...common, pools: deployed, target, versions: { agent: fleet.agent.version, template: `${fleet.content.template}@${fleet.content.templateVersion}`, content: content.sha256 } },
+      { ...common, pools: joined, target, versions: { agent: fleet.agent.version, template: `${fleet.content.template}@${fleet.content.templateVersion}`, content: content.sha256 } },
       { dependsOn: [join, content] },
     );
     // Without the chart's winsConfigs the broker config is the content's (winfleet-broker) alone.
