@@ -127,6 +127,26 @@ describe("what each stack deploys", () => {
   it("local: nothing at all (winfleet local up runs it)", () => {
     assert.equal(get("local").resources.length, 0);
   });
+
+  it("local with a cluster: the cluster side for its hosts (join, content, an upgrader), and no machine", async () => {
+    const dir = join(scratch, "local-cluster");
+    cpSync(STACKS_DIR, dir, { recursive: true });
+    const doc = parseYaml(readFileSync(join(dir, "Pulumi.local.yaml"), "utf8")) as { config: Record<string, Record<string, unknown>> };
+    const fleet = doc.config["winfleet:fleet"] as Record<string, unknown>;
+    (fleet.content as Record<string, unknown>).dir = join(REPO, "content");
+    fleet.cluster = { name: "local", join: { method: "kubeadm", apiServer: "https://127.0.0.1:6443", caCertHash: `sha256:${"a".repeat(64)}`, tokenId: "loc4l1", tokenSecret: "bootstrapTokenSecret" } };
+    fleet.upgrader = { image: "winfleet-agent:local" };
+    writeFileSync(join(dir, "Pulumi.local.yaml"), toYaml(doc));
+    await assert.rejects(renderStack("local", { dir }), /agent/, "a cluster needs the agent version its upgraders carry");
+    fleet.agent = { version: "0.1.0", bundle: { url: "https://artifacts.example.test/a.tgz", sha256: "0".repeat(64) } };
+    writeFileSync(join(dir, "Pulumi.local.yaml"), toYaml(doc));
+    const r = await renderStack("local", { dir });
+    const types = new Set(r.resources.map((x) => x.type));
+    assert.ok(types.has("kubernetes:apps/v1:DaemonSet"), "an upgrader DaemonSet for the pool");
+    assert.ok(kube(r, "Secret", /^bootstrap-token-loc4l1$/), "the bootstrap token the hosts join with");
+    assert.ok(kube(r, "ConfigMap", /^winfleet-content-[0-9a-f]{16}$/), "the content the upgraders apply");
+    assert.ok(![...types].some((t) => t.startsWith("azure-native:") || t.startsWith("command:")), "no machine is provisioned");
+  });
 });
 
 describe("what the stacks render", () => {
