@@ -32,11 +32,20 @@ export function kubeResourceName(prefix: string, o: KubeObject): string {
   return `${prefix}-${o.kind.toLowerCase()}-${o.metadata.namespace ? `${o.metadata.namespace}-` : ""}${o.metadata.name}`.replace(/[^a-zA-Z0-9-]/g, "-");
 }
 
+/**
+ * Git is the source of truth for what winfleet deploys: a field someone changed out of band
+ * (`kubectl edit`, `kubectl patch`) now belongs to that field manager, and without force the
+ * provider's server-side apply would fail on the conflict instead of restoring the field, so
+ * drift remediation could never correct it.
+ */
+const FORCE = { "pulumi.com/patchForce": "true" } as const;
+
 /** Registers `o` as its typed resource. */
 export function kubeResource(prefix: string, o: KubeObject, opts: pulumi.CustomResourceOptions): pulumi.CustomResource {
   const ctor = KINDS[`${o.apiVersion}/${o.kind}`];
   if (!ctor) throw new Error(`no resource class for ${o.apiVersion} ${o.kind}`);
-  const args: Record<string, unknown> = { ...o };
+  const annotations = (o.metadata.annotations ?? {}) as Record<string, unknown>;
+  const args: Record<string, unknown> = { ...o, metadata: { ...o.metadata, annotations: { ...annotations, ...FORCE } } };
   delete args.apiVersion;
   delete args.kind;
   return new ctor(kubeResourceName(prefix, o), args as never, opts);

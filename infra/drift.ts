@@ -82,13 +82,16 @@ export async function automationOps(stackName: string, workDir: string): Promise
   const differences: string[] = [];
   // Each resource a preview would touch, named by its type and name rather than its whole URN.
   const onEvent = (kind: string) => (event: EngineEvent) => {
-    const m = event.resourcePreEvent?.metadata;
-    if (!m || m.op === "same" || m.op === "read") return;
+    // A preview says what it would do as each step starts; a refresh says what it found as each
+    // resource's read completes (its start is a "refresh" of everything).
+    const m = event.resourcePreEvent?.metadata ?? event.resOutputsEvent?.metadata;
+    if (!m || ["same", "read", "refresh"].includes(m.op)) return;
     // urn:pulumi:<stack>::<project>::<parent types $-joined>$<type>::<name>
     const [, , types = "", name = ""] = m.urn.split("::");
     const type = types.split("$").pop() ?? types;
     const keys = m.diffs?.length ? `  [${m.diffs.join(", ")}]` : "";
-    differences.push(`${kind}: ${m.op} ${type} ${name}${keys}`);
+    const line = `${kind}: ${m.op} ${type} ${name}${keys}`;
+    if (!differences.includes(line)) differences.push(line);
   };
   // Counts rather than --expect-no-changes: the CLI would fail the same way on drift and on any
   // other error, and the counts are what the summary reports. A refresh preview's counts come

@@ -5,9 +5,9 @@
  * it, saying so; in CI it fails them (set-up must have built it).
  */
 import { type SpawnOptions, spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
+import { basename, delimiter, dirname, join } from "node:path";
 import { type Engine, EngineMissingError, findEngines } from "../../agent/cluster/engines";
 import { type ControlPlane, startControlPlane } from "../../agent/cluster/control-plane";
 import { projectRoot } from "../../agent/common/project-root";
@@ -96,8 +96,12 @@ export function pulumiProject(engines: Record<string, Engine>, extraEnv: NodeJS.
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
   const home = join(base, "pulumi-home");
   mkdirSync(join(home, "plugins"), { recursive: true });
+  // The engine lists plugin directories by type, so each is a real directory; the binaries in it are links.
   for (const e of Object.values(engines)) {
-    if (e.plugin) symlinkSync(e.plugin, join(home, "plugins", e.plugin.split("/").pop() ?? ""));
+    if (!e.plugin) continue;
+    const dir = join(home, "plugins", basename(e.plugin));
+    mkdirSync(dir);
+    for (const f of readdirSync(e.plugin)) symlinkSync(join(e.plugin, f), join(dir, f));
   }
   const backend = join(base, "backend");
   mkdirSync(backend);

@@ -234,7 +234,9 @@ func (h *languageHost) RunPlugin(
 
 	cmd := exec.CommandContext(server.Context(), h.node, args...)
 	cmd.Dir = req.GetPwd()
-	if cmd.Dir == "" {
+	// A policy pack runs in its own directory, where it and @pulumi/policy find its package.json,
+	// whatever the program's directory is (the engine passes the program's).
+	if cmd.Dir == "" || req.GetKind() == "analyzer" {
 		cmd.Dir = dir
 	}
 	cmd.Env = append(os.Environ(), req.GetEnv()...)
