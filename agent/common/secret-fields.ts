@@ -20,7 +20,8 @@ export const REDACTED = "[secret]";
 
 /** Marks `schema` secret and returns it (the same instance: mark a fresh schema, never one shared by other fields). */
 export function secretField<T extends z.ZodType>(schema: T, reason: string): T {
-  return schema.register(secretFields, { reason });
+  secretFields.add(schema, { reason });
+  return schema;
 }
 
 type Def = {
