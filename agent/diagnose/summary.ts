@@ -94,6 +94,11 @@ export function summarize(d: Diagnosis, now = new Date()): Summary {
     else fine.push(`services running: ${services.filter((s) => s.state === "Running").map((s) => s.name).join(", ") || "none found"}`);
   }
 
+  const task = read<{ registered: boolean; state?: string; lastTaskResult?: number; lastRunTime?: string }>(d, "windows/agent-task.json");
+  if (task && (!task.registered || task.state !== "Running")) {
+    problems.push([task.registered ? `AGENT NOT RUNNING: scheduled task winfleet-agent is ${task.state ?? "?"}, last result ${String(task.lastTaskResult ?? "?")} at ${task.lastRunTime ?? "?"}` : "AGENT NOT REGISTERED: no scheduled task winfleet-agent"]);
+  } else if (task) fine.push("agent task running");
+
   const signature = read<{ status: string; detail?: string }>(d, PATHS.contentSignature);
   if (signature && ["tampered", "wrongly signed", "error"].includes(signature.status)) problems.push([`CONTENT ${signature.status.toUpperCase()}: ${signature.detail ?? ""}`]);
   else if (signature) fine.push(`content bundle: ${signature.status}`);

@@ -4,7 +4,8 @@
  * Control Manager, HNS, Hyper-V compute, container filters), HNS networks and
  * endpoints, the state and failure actions of the node's services, the
  * firewall rules content and broker own, the host processes the broker named
- * `rancher-wins-*`, a pending reboot, ipconfig and routes. Scripts are
+ * `rancher-wins-*`, the agent's scheduled task, a pending reboot, ipconfig
+ * and routes. Scripts are
  * rendered by pure functions, so they are checked as data off Windows.
  */
 import { join } from "node:path";
@@ -23,6 +24,7 @@ export const EVENT_LOGS: readonly { readonly name: string; readonly channel: str
   { name: "compute-operational", channel: "Microsoft-Windows-Hyper-V-Compute-Operational" },
   { name: "containers-wcifs", channel: "Microsoft-Windows-Containers-Wcifs/Operational" },
   { name: "containers-bindflt", channel: "Microsoft-Windows-Containers-BindFlt/Operational" },
+  { name: "task-scheduler", channel: "Microsoft-Windows-TaskScheduler/Operational" },
 ];
 
 /** Log directories below the root that content's services write (see the kubelet, containerd, kube-proxy and calico components). */
@@ -70,6 +72,17 @@ export function hostProcessesScript(): string {
   ].join("\n");
 }
 
+/** The scheduled task the agent runs as (its state, last run and last result: 3010 is a reboot it asked for), as JSON. */
+export function agentTaskScript(task = "winfleet-agent"): string {
+  const name = `'${task.replace(/'/g, "''")}'`;
+  return [
+    `$task = Get-ScheduledTask -TaskName ${name} -ErrorAction SilentlyContinue`,
+    "if ($null -eq $task) { ConvertTo-Json -InputObject ([pscustomobject]@{ registered = $false }); return }",
+    `$info = Get-ScheduledTaskInfo -TaskName ${name}`,
+    "ConvertTo-Json -Depth 3 -InputObject ([pscustomobject]@{ registered = $true; name = $task.TaskName; state = [string]$task.State; lastRunTime = [string]$info.LastRunTime; lastTaskResult = $info.LastTaskResult; nextRunTime = [string]$info.NextRunTime; missedRuns = $info.NumberOfMissedRuns })",
+  ].join("\n");
+}
+
 /** Whether Windows waits for a reboot, and which of its markers says so, as JSON. */
 export function pendingRebootScript(): string {
   return [
@@ -84,7 +97,7 @@ export function pendingRebootScript(): string {
 
 /** The OS build, as the registry has it. */
 export function hostVersionScript(): string {
-  return "Get-ItemProperty -Path 'HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion' | Select-Object ProductName, DisplayVersion, ReleaseId, CurrentBuild, UBR, BuildLabEx | ConvertTo-Json -Depth 2";
+  return "Get-ItemProperty -Path 'HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion' | Select-Object -Property @('ProductName', 'DisplayVersion', 'ReleaseId', 'CurrentBuild', 'UBR', 'BuildLabEx') | ConvertTo-Json -Depth 2";
 }
 
 /** argv of `wevtutil` reading a channel's events of the last `sinceMs`, newest first. */
@@ -104,6 +117,7 @@ export function windowsCollectors(): Collector[] {
   }));
   return [
     commandCollector("services", "system/services.json", powershell(servicesScript())),
+    commandCollector("agent-task", "windows/agent-task.json", powershell(agentTaskScript())),
     commandCollector("pending-reboot", "windows/pending-reboot.json", powershell(pendingRebootScript())),
     commandCollector("host-version", "windows/host-version.json", powershell(hostVersionScript())),
     commandCollector("host-processes", "windows/rancher-wins-processes.json", powershell(hostProcessesScript())),
