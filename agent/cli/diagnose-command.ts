@@ -5,7 +5,6 @@
  * hung source (a wedged HNS, a dead share) cannot hang it.
  */
 import { existsSync } from "node:fs";
-import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { writeFileAtomic } from "../common/atomic-file";
@@ -50,7 +49,7 @@ export function registerDiagnoseCommand(program: Command): void {
   program
     .command("diagnose")
     .description("collect the node's evidence (status, journal, logs, drift, broker processes, config without secrets, system state) into one tar.gz")
-    .option("--out <file>", "the archive to write (default: winfleet-diagnose-<host>-<time>.tar.gz here; with --summary, none unless given)")
+    .option("--out <file>", "the archive to write (default: winfleet-diagnose-<node>-<time>.tar.gz here; with --summary, none unless given)")
     .option("--since <duration>", "how far back logs go, e.g. 30m, 2h, 7d", "24h")
     .option("--root <dir>", "host root whose .winfleet state to read (default: the config's root, else the system drive's root)")
     .option("--config <file>", `the agent config (default on Windows: ${WINDOWS_AGENT_CONFIG})`)
@@ -85,7 +84,7 @@ export function registerDiagnoseCommand(program: Command): void {
         let text = "";
         if (flags.out || !flags.summary) {
           const stamp = d.manifest.createdAt.replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
-          const out = resolve(flags.out ?? `winfleet-diagnose-${hostname()}-${stamp}.tar.gz`);
+          const out = resolve(flags.out ?? `winfleet-diagnose-${d.manifest.host}-${stamp}.tar.gz`);
           await writeFileAtomic(out, archiveOf(d), { mode: 0o600 });
           const missing = d.manifest.missing.length;
           text = `wrote ${out}: ${d.manifest.entries.length} entries${missing > 0 ? `, ${missing} not collected (see manifest.json)` : ""}\n`;

@@ -44,6 +44,7 @@ export interface DiagnoseOptions {
 export interface Manifest {
   readonly format: 1;
   readonly createdAt: string;
+  /** The node's name (the config's nodeName, else the host name). */
   readonly host: string;
   readonly platform: NodeJS.Platform;
   readonly agentVersion: string;
@@ -162,7 +163,7 @@ export async function diagnose(options: DiagnoseOptions): Promise<Diagnosis> {
   const manifest: Manifest = {
     format: 1,
     createdAt: new Date().toISOString(),
-    host: hostname(),
+    host: config?.nodeName ?? hostname(),
     platform,
     agentVersion: AGENT_VERSION,
     root: options.root,
