@@ -87,7 +87,9 @@ export function logDirCollector(name: string, prefix: string, dir: (root: string
       try {
         if ((await walk("", 0)) === 0) sink.missing(prefix, `no log written since ${ctx.since.toISOString()}`, base);
       } catch (e) {
-        sink.missing(prefix, `cannot read ${base}: ${errorMessage(e)}`, base);
+        // A directory that does not exist is a component this host does not run, not a failure.
+        if ((e as NodeJS.ErrnoException).code === "ENOENT") sink.missing(prefix, "not present on this host", base);
+        else sink.missing(prefix, `cannot read ${base}: ${errorMessage(e)}`, base);
       }
     },
   };

@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { powerShellSyntaxErrors } from "../content/powershell-syntax";
+import { type DiagnoseContext, runCollectors } from "./collector";
 import {
   EVENT_LOGS,
   agentTaskScript,
@@ -37,5 +41,20 @@ describe("the Windows collectors (as data)", () => {
     const names = windowsCollectors().map((c) => c.name);
     for (const n of ["log-kubelet", "log-containerd", "log-kube-proxy", "log-calico", "hns-networks", "hns-endpoints", "services", "firewall", "ipconfig", "routes", "eventlog-scm", "agent-task", "pending-reboot"]) assert.ok(names.includes(n), n);
     assert.equal(new Set(names).size, names.length, "names are unique");
+  });
+});
+
+describe("a log directory", () => {
+  it("absent is a component this host does not run (not a failure); present, its recent files are collected", async () => {
+    const root = mkdtempSync(join(tmpdir(), "logdir-"));
+    mkdirSync(join(root, "var", "log", "kubelet"), { recursive: true });
+    writeFileSync(join(root, "var", "log", "kubelet", "kubelet.log"), "E1125 node not ready\n");
+    writeFileSync(join(root, "var", "log", "kubelet", "kubelet.old.log"), "old\n");
+    utimesSync(join(root, "var", "log", "kubelet", "kubelet.old.log"), new Date(0), new Date(0));
+    const collectors = windowsCollectors().filter((c) => c.name === "log-kubelet" || c.name === "log-flannel");
+    const ctx: DiagnoseContext = { root, since: new Date(Date.now() - 3_600_000), platform: "win32", configFile: undefined, config: undefined, configError: undefined, agentLog: undefined, brokerConfigFile: undefined, runDir: root, run: () => Promise.reject(new Error("no commands")) };
+    const got = await runCollectors(collectors, ctx, { timeoutMs: 5000 });
+    assert.deepEqual([...got.files.keys()], ["logs/kubelet/kubelet.log"]);
+    assert.deepEqual(got.missing.map((m) => [m.path, m.reason]), [["logs/flannel", "not present on this host"]]);
   });
 });
