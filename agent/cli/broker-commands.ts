@@ -45,6 +45,14 @@ function printJson(query: (socket: string) => Promise<unknown>): (opts: { server
   };
 }
 
+/** A failed call to the broker; one that nothing answers says where it looked and what still works without it. */
+function brokerCallError(e: unknown, socket: string): string {
+  if ((e as { code?: unknown }).code === 14) {
+    return `no broker answers on ${socket} (${errorMessage(e).replace(/\s*Resolution note:\s*$/, "")}); without a broker, winfleet-agent diagnose --summary lists what it left from its records`;
+  }
+  return errorMessage(e);
+}
+
 /** One managed process, as `prc ls` prints it. */
 export interface ProcessRow {
   readonly name: string;
@@ -134,7 +142,7 @@ export function registerBrokerCommands(program: Command): void {
         const rows = Processes.map((p) => ({ name: p.Name, pid: p.Pid, startedAt: p.StartedAt, path: p.Path, state: p.State, ...(p.ExitCode >= 0 ? { exitCode: p.ExitCode } : {}), brokerPid: p.BrokerPid }));
         process.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatProcesses(rows));
       } catch (e) {
-        process.stderr.write(`error: ${errorMessage(e)}\n`);
+        process.stderr.write(`error: ${brokerCallError(e, socketOf(opts.server))}\n`);
         process.exitCode = 1;
       }
     });
@@ -151,7 +159,7 @@ export function registerBrokerCommands(program: Command): void {
         const { Killed } = await client().killProcesses(socketOf(opts.server), names, opts.orphans === true);
         process.stdout.write(Killed.length > 0 ? `killed ${Killed.join(", ")}\n` : "nothing to kill\n");
       } catch (e) {
-        process.stderr.write(`error: ${errorMessage(e)}\n`);
+        process.stderr.write(`error: ${brokerCallError(e, socketOf(opts.server))}\n`);
         process.exitCode = 1;
       }
     });

@@ -58,6 +58,9 @@ describe("orphaned host processes", () => {
     orphan.child.kill("SIGKILL");
     await new Promise((r) => setTimeout(r, 300));
     assert.ok(alive(orphan.pid), "the process outlived its broker");
+    const noBroker = cli("ls", "--server", socket);
+    assert.equal(noBroker.code, 1);
+    assert.match(noBroker.stderr, /no broker answers on .*wins\.sock .*winfleet-agent diagnose --summary/);
 
     const second = await startServer(config);
     const managed = await runClient(socket, keep);
