@@ -85,7 +85,9 @@ export function registerDiagnoseCommand(program: Command): void {
         if (flags.out || !flags.summary) {
           const stamp = d.manifest.createdAt.replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
           const out = resolve(flags.out ?? `winfleet-diagnose-${d.manifest.host}-${stamp}.tar.gz`);
-          await writeFileAtomic(out, archiveOf(d), { mode: 0o600 });
+          await writeFileAtomic(out, archiveOf(d), { mode: 0o600 }).catch((e: unknown) => {
+            throw new AgentError(AgentErrorCode.InvalidInput, `--out ${out}: cannot write the archive there (${(e as NodeJS.ErrnoException).code ?? errorMessage(e)}); nothing was written`);
+          });
           const missing = d.manifest.missing.length;
           text = `wrote ${out}: ${d.manifest.entries.length} entries${missing > 0 ? `, ${missing} not collected (see manifest.json)` : ""}\n`;
           if (flags.summary) process.stderr.write(text);

@@ -91,12 +91,15 @@ describe("diagnose on a converged sandbox host", () => {
     assert.match(r.stdout, /missing\s+\/winfleet\/sandbox\/bin\/write-config\.sh/);
   });
 
-  it("refuses a bad --since, naming it, with exit 2 and no archive", async () => {
+  it("refuses a bad --since (exit 2) and an --out it cannot write (exit 1), naming each, with no archive", async () => {
     const out = join(dir, "never.tar.gz");
     const r = await agent(["diagnose", "--config", config, "--since", "3 weeks", "--out", out]);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--since 3 weeks: expected a duration such as/);
     assert.equal(existsSync(out), false);
+    const nowhere = await agent(["diagnose", "--config", config, "--out", join(dir, "no", "such", "dir", "d.tar.gz")]);
+    assert.equal(nowhere.code, 1);
+    assert.match(nowhere.stderr, /--out .*d\.tar\.gz: cannot write the archive there \(ENOENT\); nothing was written/);
   });
 });
 
