@@ -45,4 +45,13 @@ describe("the summary", () => {
     assert.deepEqual(s.problems, []);
     assert.ok(s.fine.includes("report queue: 3 on their way"));
   });
+
+  it("names a reboot loop: the same reboot, or the same interrupted step, again and again", () => {
+    const entry = (event: string, detail: string): { at: string; event: string; detail: string } => ({ at: "2026-01-01T00:00:00Z", event, detail });
+    const history = [entry("apply-planned", "t 1"), ...[1, 2, 3].map(() => entry("step-interrupted", "step 4 (hns-reset install: ./reset.ps1) did not finish; running it again")), entry("reboot-done", "continuing")];
+    const s = summarize(diagnosis({ "agent/status.json": { state: "applying", agentVersion: "0.1.0", template: { name: "t", version: "1" }, components: [], history } }), NOW);
+    assert.match(formatSummary(s), /^REBOOT LOOP: 3 times in the recent history — step-interrupted: step 4 \(hns-reset install/m);
+    const once = summarize(diagnosis({ "agent/status.json": { state: "converged", agentVersion: "0.1.0", template: null, components: [], history: [entry("reboot-required", "x install asks for a reboot")] } }), NOW);
+    assert.deepEqual(once.problems, []);
+  });
 });

@@ -35,6 +35,21 @@ function read<T>(d: Diagnosis, path: string): T | undefined {
 
 const more = (n: number): string[] => (n > LIST_MAX ? [`  … and ${n - LIST_MAX} more (see the archive)`] : []);
 
+/** The same reboot asked for this many times in the recent history is a loop, not progress. */
+const LOOP_COUNT = 3;
+
+/** A headline when the history shows the agent rebooting for the same reason, or re-running the same interrupted step, again and again. */
+function rebootLoop(history: StatusReport["history"]): string | undefined {
+  const counts = new Map<string, number>();
+  for (const h of history) {
+    if (h.event !== "reboot-required" && h.event !== "step-interrupted") continue;
+    const key = `${h.event}: ${h.detail}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const [worst, n] = [...counts].sort((a, b) => b[1] - a[1])[0] ?? ["", 0];
+  return n >= LOOP_COUNT ? `REBOOT LOOP: ${n} times in the recent history — ${worst}; winfleet-agent status shows the history` : undefined;
+}
+
 /** Derives the summary. */
 export function summarize(d: Diagnosis, now = new Date()): Summary {
   const problems: string[][] = [];
@@ -66,6 +81,8 @@ export function summarize(d: Diagnosis, now = new Date()): Summary {
   } else if (verify) fine.push(`no drift: ${verify.checked} applied paths as applied`);
 
   const windowsReboot = read<{ pending: boolean; reasons: string[] }>(d, "windows/pending-reboot.json");
+  const loop = rebootLoop(status?.history ?? []);
+  if (loop) problems.push([loop]);
   if (status?.reboot) problems.push([`REBOOT PENDING since ${status.reboot.requestedAt}: ${status.reboot.reasons.join("; ")}`]);
   if (windowsReboot?.pending) problems.push([`WINDOWS REBOOT PENDING: ${windowsReboot.reasons.join(", ")}`]);
   if (status && !status.reboot && !windowsReboot?.pending) fine.push("no reboot pending");
