@@ -54,4 +54,10 @@ describe("the summary", () => {
     const once = summarize(diagnosis({ "agent/status.json": { state: "converged", agentVersion: "0.1.0", template: null, components: [], history: [entry("reboot-required", "x install asks for a reboot")] } }), NOW);
     assert.deepEqual(once.problems, []);
   });
+
+  it("an agent installed as a service has no scheduled task, and that is not a problem", () => {
+    const files = { "windows/agent-task.json": { registered: false }, "system/services.json": [{ name: "winfleet-agent", state: "Running", startMode: "Auto" }] };
+    assert.deepEqual(summarize(diagnosis(files), NOW).problems, []);
+    assert.match(formatSummary(summarize(diagnosis({ "windows/agent-task.json": { registered: false } }), NOW)), /^AGENT NOT REGISTERED/);
+  });
 });

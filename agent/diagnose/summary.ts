@@ -112,7 +112,10 @@ export function summarize(d: Diagnosis, now = new Date()): Summary {
   }
 
   const task = read<{ registered: boolean; state?: string; lastTaskResult?: number; lastRunTime?: string }>(d, "windows/agent-task.json");
-  if (task && (!task.registered || task.state !== "Running")) {
+  // An agent installed as a service (nssm) has no task; services.json covers it.
+  const asService = services?.some((sv) => sv.name === "winfleet-agent") === true;
+  if (task && !task.registered && asService) fine.push("agent runs as the winfleet-agent service");
+  else if (task && (!task.registered || task.state !== "Running")) {
     problems.push([task.registered ? `AGENT NOT RUNNING: scheduled task winfleet-agent is ${task.state ?? "?"}, last result ${String(task.lastTaskResult ?? "?")} at ${task.lastRunTime ?? "?"}` : "AGENT NOT REGISTERED: no scheduled task winfleet-agent"]);
   } else if (task) fine.push("agent task running");
 
