@@ -3,12 +3,22 @@
  * socket: `Status` answers what the lifecycle engine reports (the upgrader
  * pods' readiness probe asks it), `ReloadConfig` re-reads the broker config and
  * swaps the whitelist and proxy ports without a restart, keeping the old
- * config when the new one is invalid.
+ * config when the new one is invalid; `ListProcesses` and `KillProcesses` show
+ * and end the host processes it manages, orphans of an earlier broker included.
  */
 import { create } from "@bufbuild/protobuf";
 import type * as grpc from "@grpc/grpc-js";
 import { AgentError, AgentErrorCode } from "../common/errors";
-import { type ReloadConfigRequest, ReloadConfigResponseSchema, type StatusResponse, StatusResponseSchema } from "./generated/winfleet/agent_pb";
+import {
+  type KillProcessesRequest,
+  KillProcessesResponseSchema,
+  ListProcessesResponseSchema,
+  type ReloadConfigRequest,
+  ReloadConfigResponseSchema,
+  type StatusResponse,
+  StatusResponseSchema,
+} from "./generated/winfleet/agent_pb";
+import type { ProcessInfo } from "./process-pool";
 import { toServiceError } from "./status";
 
 /** What Status reports, as plain data. */
@@ -22,6 +32,10 @@ export interface AgentServiceHooks {
   readonly reload: (path: string | undefined) => Promise<{ processPaths: number; proxyPorts: number; sha256: string }>;
   /** SHA-256 of the broker config in use. */
   readonly configSha256: () => string;
+  /** The managed processes, orphans included. */
+  readonly processes: () => Promise<ProcessInfo[]>;
+  /** Ends processes by name and, with `orphans`, every orphan; resolves with the names ended. */
+  readonly kill: (names: readonly string[], orphans: boolean) => Promise<string[]>;
 }
 
 /** The service implementation. */
@@ -42,5 +56,24 @@ export function agentService(hooks: AgentServiceHooks): grpc.UntypedServiceImple
       (e: unknown) => callback(toServiceError(e)),
     );
   };
-  return { Status, ReloadConfig };
+  const ListProcesses: grpc.handleUnaryCall<unknown, unknown> = (_call, callback) => {
+    hooks.processes().then(
+      (list) => callback(null, create(ListProcessesResponseSchema, {
+        Processes: list.map((p) => ({ Name: p.name, Pid: p.pid, StartedAt: p.startedAt, Path: p.path, State: p.state, ExitCode: p.exitCode ?? -1, BrokerPid: p.brokerPid })),
+      })),
+      (e: unknown) => callback(toServiceError(e)),
+    );
+  };
+  const KillProcesses: grpc.handleUnaryCall<KillProcessesRequest, unknown> = (call, callback) => {
+    const names = call.request.Names;
+    if (names.length === 0 && !call.request.Orphans) {
+      callback(toServiceError(new AgentError(AgentErrorCode.InvalidInput, "name the processes to kill, or ask for the orphans")));
+      return;
+    }
+    hooks.kill(names, call.request.Orphans).then(
+      (killed) => callback(null, create(KillProcessesResponseSchema, { Killed: killed })),
+      (e: unknown) => callback(toServiceError(e)),
+    );
+  };
+  return { Status, ReloadConfig, ListProcesses, KillProcesses };
 }

@@ -16,7 +16,7 @@ import {
   type ProcessStartResponse,
   type ProcessWaitResponse,
 } from "./generated/wins/process_pb";
-import { AgentService, type ReloadConfigResponse, type StatusResponse } from "./generated/winfleet/agent_pb";
+import { AgentService, type KillProcessesResponse, type ListProcessesResponse, type ReloadConfigResponse, type StatusResponse } from "./generated/winfleet/agent_pb";
 import { TunnelService } from "./generated/winfleet/proxy_pb";
 import { grpcClientClass } from "./grpc-adapter";
 
@@ -48,6 +48,16 @@ async function once<Res>(service: Parameters<typeof grpcClientClass>[0], socket:
   } finally {
     c.close();
   }
+}
+
+/** `AgentService.ListProcesses`: the host processes the broker manages, orphans included. */
+export function listProcesses(socket: string): Promise<ListProcessesResponse> {
+  return once<ListProcessesResponse>(AgentService, socket, "ListProcesses", {});
+}
+
+/** `AgentService.KillProcesses`. */
+export function killProcesses(socket: string, names: readonly string[], orphans: boolean): Promise<KillProcessesResponse> {
+  return once<KillProcessesResponse>(AgentService, socket, "KillProcesses", { Names: [...names], Orphans: orphans });
 }
 
 /** `ApplicationService.Info`. */

@@ -2,8 +2,9 @@
  * The host processes started for clients. One process per name; a process lives
  * exactly as long as its client's KeepAlive stream (then its whole tree is killed
  * and its firewall rules removed). Each is recorded on disk, so a process left by
- * an earlier broker — after a crash or restart — is found and killed rather than
- * duplicated, and its recycled pid is never mistaken for it.
+ * an earlier broker — after a crash or restart — is found: listed as an orphan,
+ * killed rather than duplicated when its name is started again, and its
+ * recycled pid is never mistaken for it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { constants } from "node:os";
@@ -43,6 +44,8 @@ interface Running {
   readonly child: ChildProcess;
   readonly pid: number;
   readonly exited: Promise<number>;
+  readonly startedAt: string;
+  exitCode: number | undefined;
   /** Output in arrival order while no sink is attached. */
   readonly held: { readonly err: boolean; readonly data: Buffer }[];
   heldBytes: number;
@@ -50,14 +53,54 @@ interface Running {
   waited: boolean;
 }
 
-/** Reads a process record; anything unreadable counts as no record. */
-function record(text: string): { pid: number; identity: string } | undefined {
+/** What the broker keeps on disk for each process it starts, so a later broker can find it. */
+export interface ProcessRecord {
+  readonly name: string;
+  readonly pid: number;
+  /** The OS's identity of the process (its start time), so a recycled pid is never taken for it. */
+  readonly identity: string;
+  /** The binary run. */
+  readonly path: string;
+  /** RFC 3339. */
+  readonly startedAt: string;
+  /** The broker that started it. */
+  readonly brokerPid: number;
+}
+
+/** One managed process as `ListProcesses` reports it. */
+export interface ProcessInfo {
+  readonly name: string;
+  readonly pid: number;
+  readonly startedAt: string;
+  readonly path: string;
+  /** `orphaned`: left by an earlier broker, still running, with no client to end it. */
+  readonly state: "running" | "exited" | "orphaned";
+  /** Set once it exited. */
+  readonly exitCode?: number;
+  readonly brokerPid: number;
+}
+
+/** Reads a process record; anything unreadable counts as no record. Records of older brokers hold only pid and identity. */
+function record(name: string, text: string): ProcessRecord | undefined {
   try {
-    const v = JSON.parse(text) as { pid?: unknown; identity?: unknown };
-    return typeof v.pid === "number" && typeof v.identity === "string" ? { pid: v.pid, identity: v.identity } : undefined;
+    const v = JSON.parse(text) as Partial<Record<keyof ProcessRecord, unknown>>;
+    if (typeof v.pid !== "number" || typeof v.identity !== "string") return undefined;
+    const str = (x: unknown): string => (typeof x === "string" ? x : "");
+    return { name, pid: v.pid, identity: v.identity, path: str(v.path), startedAt: str(v.startedAt), brokerPid: typeof v.brokerPid === "number" ? v.brokerPid : 0 };
   } catch {
     return undefined;
   }
+}
+
+/** The processes recorded under a broker state directory, each with whether it still runs (read without a broker: `diagnose`). */
+export async function readProcessRecords(stateDir: string, host: ProcessHost): Promise<{ record: ProcessRecord; alive: boolean }[]> {
+  const dir = join(stateDir, "processes");
+  const out: { record: ProcessRecord; alive: boolean }[] = [];
+  for (const file of (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith(".json")).sort()) {
+    const rec = record(file.slice(0, -5), await readFile(join(dir, file), "utf8").catch(() => ""));
+    if (rec) out.push({ record: rec, alive: rec.identity !== "" && (await host.identity(rec.pid)) === rec.identity });
+  }
+  return out;
 }
 
 /** The exit code a client sees: the code, or 128 + the signal number when killed. */
@@ -81,29 +124,70 @@ export class ProcessPool {
     return join(this.stateDir, "processes", `${name}.json`);
   }
 
-  /** Kills every recorded process still alive that this broker did not start (run once at start-up). */
-  async cleanStale(): Promise<string[]> {
-    const dir = join(this.stateDir, "processes");
-    const names = await readdir(dir).catch(() => [] as string[]);
-    const killed: string[] = [];
-    for (const file of names.filter((n) => n.endsWith(".json"))) {
-      const name = file.slice(0, -5);
-      if (this.running.has(name)) continue;
-      if (await this.killStale(name)) killed.push(name);
+  /**
+   * Run once at start-up: forgets the records of processes that ended while no
+   * broker watched, and returns the names of those still running (orphans).
+   * Orphans are left running — one may be a kubelet whose client reconnects and
+   * asks for it again (then it is replaced, as wins did), and what has no client
+   * any more is for an operator to see (`prc ls`) and end (`prc kill --orphans`).
+   */
+  async adoptRecords(): Promise<string[]> {
+    const orphans: string[] = [];
+    for (const { record: rec, alive } of await readProcessRecords(this.stateDir, this.host)) {
+      if (this.running.has(rec.name)) continue;
+      if (alive) orphans.push(rec.name);
+      else await this.forget(rec.name);
     }
-    return killed;
+    return orphans;
+  }
+
+  private async forget(name: string): Promise<void> {
+    await this.firewall.close(name).catch(() => undefined);
+    await rm(this.recordFile(name), { force: true });
   }
 
   private async killStale(name: string): Promise<boolean> {
-    const rec = record(await readFile(this.recordFile(name), "utf8").catch(() => ""));
+    const rec = record(name, await readFile(this.recordFile(name), "utf8").catch(() => ""));
     let killed = false;
     if (rec && (await this.host.identity(rec.pid)) === rec.identity) {
       this.log.warn("found stale process, killing it to start afresh", { name, pid: rec.pid });
       await this.host.killTree(rec.pid);
       killed = true;
     }
-    await this.firewall.close(name).catch(() => undefined);
-    await rm(this.recordFile(name), { force: true });
+    await this.forget(name);
+    return killed;
+  }
+
+  /** The processes this broker runs (or ran, until their client lets go) and the orphans an earlier one left. */
+  async list(): Promise<ProcessInfo[]> {
+    const out: ProcessInfo[] = [...this.running.values()].map((e) => ({
+      name: e.spec.name, pid: e.pid, startedAt: e.startedAt, path: e.spec.binary,
+      state: e.exitCode === undefined ? "running" : "exited", ...(e.exitCode !== undefined ? { exitCode: e.exitCode } : {}), brokerPid: process.pid,
+    }));
+    for (const { record: rec, alive } of await readProcessRecords(this.stateDir, this.host)) {
+      if (this.running.has(rec.name) || !alive) continue;
+      out.push({ name: rec.name, pid: rec.pid, startedAt: rec.startedAt, path: rec.path, state: "orphaned", brokerPid: rec.brokerPid });
+    }
+    return out.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * Ends the named processes and, with `orphans`, every orphan; returns the names
+   * ended. Every name is checked first, so an unknown one ends nothing.
+   */
+  async kill(names: readonly string[], orphans: boolean): Promise<string[]> {
+    const listed = await this.list();
+    const known = new Map(listed.map((p) => [p.name, p]));
+    const unknown = names.filter((n) => !known.has(n));
+    if (unknown.length > 0) throw new AgentError(AgentErrorCode.NotFound, `no managed process named ${unknown.join(", ")} (see prc ls); nothing was killed`);
+    const targets = new Set([...names, ...(orphans ? listed.filter((p) => p.state === "orphaned").map((p) => p.name) : [])]);
+    const killed: string[] = [];
+    for (const name of [...targets].sort()) {
+      if (this.running.has(name)) await this.release(name);
+      else await this.killStale(name);
+      this.log.info("killed host process on request", { name });
+      killed.push(name);
+    }
     return killed;
   }
 
@@ -127,7 +211,9 @@ export class ProcessPool {
       child.once("error", (e) => reject(new AgentError(AgentErrorCode.ApplyFailed, `could not start ${spec.binary}: ${errorMessage(e)}`)));
     });
     const pid = child.pid ?? -1;
-    const entry: Running = { spec, child, pid, exited, held: [], heldBytes: 0, sink: undefined, waited: false };
+    const startedAt = new Date().toISOString();
+    const entry: Running = { spec, child, pid, exited, startedAt, exitCode: undefined, held: [], heldBytes: 0, sink: undefined, waited: false };
+    void exited.then((code) => (entry.exitCode = code));
     // Listen at once: Node discards unread child output when the child exits.
     const streams = [child.stdout, child.stderr].filter((st): st is Readable => st !== null);
     const take = (err: boolean) => (data: Buffer): void => {
@@ -141,7 +227,7 @@ export class ProcessPool {
     this.running.set(spec.name, entry);
     try {
       await mkdir(join(this.stateDir, "processes"), { recursive: true, mode: 0o700 });
-      await writeFileAtomic(this.recordFile(spec.name), JSON.stringify({ pid, identity: (await this.host.identity(pid)) ?? "" }), { mode: 0o600 });
+      await writeFileAtomic(this.recordFile(spec.name), JSON.stringify({ name: spec.name, pid, identity: (await this.host.identity(pid)) ?? "", path: spec.binary, startedAt, brokerPid: process.pid } satisfies ProcessRecord), { mode: 0o600 });
       await this.firewall.open(spec.name, spec.exposes);
     } catch (e) {
       await this.release(spec.name);

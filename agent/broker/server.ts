@@ -1,7 +1,8 @@
 /**
  * The broker: the wins-compatible gRPC server on one socket (a named pipe on
- * Windows) and the port proxy on another. Starting it cleans up processes left
- * by an earlier broker; stopping it ends every host process it started.
+ * Windows) and the port proxy on another. Starting it finds the processes an
+ * earlier broker left (orphans, listed and ended through AgentService);
+ * stopping it ends every host process it started.
  */
 import { createHash } from "node:crypto";
 import { chmod, mkdir, readFile, rm } from "node:fs/promises";
@@ -34,7 +35,7 @@ export interface BrokerOptions {
   readonly config: BrokerConfig;
   /** Where relative socket names live on Linux. */
   readonly runDir: string;
-  /** Where process records live (stale-process cleanup). */
+  /** Where process records live (so a later broker finds what this one started). */
   readonly stateDir: string;
   /** The file whose SHA1 `ApplicationService.Info` reports. */
   readonly entryFile: string;
@@ -102,8 +103,8 @@ export class Broker {
     const platform = options.platform ?? process.platform;
     const { config, log } = options;
     const pool = new ProcessPool(options.stateDir, options.host ?? linuxProcessHost, options.firewall ?? noFirewall, log);
-    const stale = await pool.cleanStale();
-    if (stale.length > 0) log.warn("killed processes left by an earlier broker", { count: stale.length, names: stale.join(",") });
+    const orphans = await pool.adoptRecords();
+    if (orphans.length > 0) log.warn("processes left by an earlier broker are still running (prc ls; prc kill --orphans ends them)", { count: orphans.length, names: orphans.join(",") });
     if (config.whiteList.allowAll) log.warn("allowAll is set: any host binary may be started");
     else if (config.whiteList.processPaths.length === 0) log.warn("the process whitelist is empty: prc run will refuse every path");
 
@@ -132,7 +133,13 @@ export class Broker {
     server.addService(grpcService(NetworkService), unavailableService(["Get"], `NetworkService ${WINDOWS_ONLY}`));
     server.addService(grpcService(HnsService), unavailableService(["GetNetwork"], `HnsService ${WINDOWS_ONLY}`));
     server.addService(grpcService(RouteService), unavailableService(["Add"], `RouteService ${WINDOWS_ONLY}`));
-    server.addService(grpcService(AgentService), agentService({ ...(options.agentStatus ? { status: options.agentStatus } : {}), reload, configSha256: () => live.sha256 }));
+    server.addService(grpcService(AgentService), agentService({
+      ...(options.agentStatus ? { status: options.agentStatus } : {}),
+      reload,
+      configSha256: () => live.sha256,
+      processes: () => pool.list(),
+      kill: (names, orphans) => pool.kill(names, orphans),
+    }));
     const proxy = new grpc.Server();
     proxy.addService(grpcService(TunnelService), tunnelService(() => live.config.whiteList.proxyPorts, log));
 

@@ -5,6 +5,7 @@
 /* eslint-disable @typescript-eslint/no-require-imports -- loading on demand is the point of this file */
 import type * as AgentServiceCommands from "./agent-service-commands";
 import type * as BrokerCommands from "./broker-commands";
+import type * as DiagnoseCommand from "./diagnose-command";
 import type * as IgnitionCommands from "./ignition-commands";
 import type * as InspectCommands from "./inspect-commands";
 import type { LazyModule } from "./lazy-commands";
@@ -16,6 +17,7 @@ import type * as UpgradeCommands from "./upgrade-commands";
 export const AGENT_COMMANDS: readonly LazyModule[] = [
   { names: ["apply", "plan", "uninstall"], load: () => (require("./lifecycle-commands") as typeof LifecycleCommands).registerLifecycleCommands },
   { names: ["status", "verify"], load: () => (require("./inspect-commands") as typeof InspectCommands).registerInspectCommands },
+  { names: ["diagnose"], load: () => (require("./diagnose-command") as typeof DiagnoseCommand).registerDiagnoseCommand },
   { names: ["serve"], load: () => (require("./serve-command") as typeof ServeCommand).registerServeCommand },
   { names: ["ignition"], load: () => (require("./ignition-commands") as typeof IgnitionCommands).registerIgnitionCommands },
   { names: ["broker", "cli"], load: () => (require("./broker-commands") as typeof BrokerCommands).registerBrokerCommands },

@@ -45,6 +45,34 @@ function printJson(query: (socket: string) => Promise<unknown>): (opts: { server
   };
 }
 
+/** A failed call to the broker; one that nothing answers says where it looked and what still works without it. */
+function brokerCallError(e: unknown, socket: string): string {
+  if ((e as { code?: unknown }).code === 14) {
+    return `no broker answers on ${socket} (${errorMessage(e).replace(/\s*Resolution note:\s*$/, "")}); without a broker, winfleet-agent diagnose --summary lists what it left from its records`;
+  }
+  return errorMessage(e);
+}
+
+/** One managed process, as `prc ls` prints it. */
+export interface ProcessRow {
+  readonly name: string;
+  readonly pid: number;
+  readonly startedAt: string;
+  readonly path: string;
+  readonly state: string;
+  readonly exitCode?: number;
+  readonly brokerPid: number;
+}
+
+/** The managed processes as a table, orphans marked in capitals so they stand out. */
+export function formatProcesses(rows: readonly ProcessRow[]): string {
+  if (rows.length === 0) return "no managed processes\n";
+  const state = (r: ProcessRow): string => (r.state === "orphaned" ? "ORPHANED" : r.state === "exited" ? `exited ${String(r.exitCode ?? "")}`.trim() : r.state);
+  const cols = [["NAME", "PID", "STATE", "STARTED", "PATH"], ...rows.map((r) => [r.name, String(r.pid), state(r), r.startedAt || "-", r.path || "-"])];
+  const widths = cols[0]?.map((_, i) => Math.max(...cols.map((c) => (c[i] ?? "").length))) ?? [];
+  return `${cols.map((c) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i] ?? 0))).join("  ")).join("\n")}\n`;
+}
+
 /** Registers `broker` and `cli`. */
 export function registerBrokerCommands(program: Command): void {
   program
@@ -102,6 +130,36 @@ export function registerBrokerCommands(program: Command): void {
         process.exitCode = await run.done;
       } catch (e) {
         process.stderr.write(`error: ${errorMessage(e)}\n`);
+        process.exitCode = 1;
+      }
+    });
+
+  server(prc.command("ls").alias("list").description("the host processes the broker manages; ORPHANED ones were left by a broker that died"))
+    .option("--json", "as JSON")
+    .action(async (opts: { server: string; json?: boolean }) => {
+      try {
+        const { Processes } = await client().listProcesses(socketOf(opts.server));
+        const rows = Processes.map((p) => ({ name: p.Name, pid: p.Pid, startedAt: p.StartedAt, path: p.Path, state: p.State, ...(p.ExitCode >= 0 ? { exitCode: p.ExitCode } : {}), brokerPid: p.BrokerPid }));
+        process.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatProcesses(rows));
+      } catch (e) {
+        process.stderr.write(`error: ${brokerCallError(e, socketOf(opts.server))}\n`);
+        process.exitCode = 1;
+      }
+    });
+  server(prc.command("kill").description("end managed processes by name, or every orphan, with their trees and firewall rules"))
+    .argument("[names...]", "process names, as prc ls shows them")
+    .option("--orphans", "every process left by a broker that died")
+    .action(async (names: string[], opts: { server: string; orphans?: boolean }) => {
+      if (names.length === 0 && !opts.orphans) {
+        process.stderr.write("error: name the processes to kill, or give --orphans\n");
+        process.exitCode = 2;
+        return;
+      }
+      try {
+        const { Killed } = await client().killProcesses(socketOf(opts.server), names, opts.orphans === true);
+        process.stdout.write(Killed.length > 0 ? `killed ${Killed.join(", ")}\n` : "nothing to kill\n");
+      } catch (e) {
+        process.stderr.write(`error: ${brokerCallError(e, socketOf(opts.server))}\n`);
         process.exitCode = 1;
       }
     });

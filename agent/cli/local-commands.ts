@@ -5,7 +5,7 @@
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { projectRoot } from "../common/project-root";
-import { localDown, localExec, localLogs, localStatus, localUp } from "../fleet/local";
+import { localDiagnose, localDown, localExec, localLogs, localStatus, localUp } from "../fleet/local";
 import { failure } from "./lifecycle-setup";
 
 /** The agent's entry script, next to this CLI's own. */
@@ -70,4 +70,23 @@ export function registerLocalCommands(program: Command): void {
       .argument("[args...]", "winfleet-agent cli prc run arguments, after --")
       .allowUnknownOption(),
   ).action((host: string, args: string[], opts: { stateDir: string }) => exit(() => localExec(resolve(opts.stateDir), host, args, agentEntry())));
+
+  stateDirOption(
+    local
+      .command("diagnose")
+      .description("a host's diagnostics archive (winfleet-agent diagnose on that host), or with --summary what is wrong first")
+      .argument("<host>", "host name, e.g. local-1")
+      .option("--out <file>", "the archive to write")
+      .option("--since <duration>", "how far back logs go, e.g. 30m, 2h, 7d")
+      .option("--timeout <duration>", "the most one source may take")
+      .option("--summary", "print what is wrong, then what is fine; exit 1 when something is wrong"),
+  ).action((host: string, opts: { stateDir: string; out?: string; since?: string; timeout?: string; summary?: boolean }) => {
+    const args = [
+      ...(opts.out ? ["--out", resolve(opts.out)] : []),
+      ...(opts.since ? ["--since", opts.since] : []),
+      ...(opts.timeout ? ["--timeout", opts.timeout] : []),
+      ...(opts.summary ? ["--summary"] : []),
+    ];
+    return exit(() => localDiagnose(resolve(opts.stateDir), host, args, agentEntry()));
+  });
 }

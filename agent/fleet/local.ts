@@ -170,6 +170,17 @@ export async function localLogs(stateDir: string, host: string, lines: number, o
   return 0;
 }
 
+/** `winfleet local diagnose HOST [diagnose options]`: the host's `winfleet-agent diagnose`, pointed at its config, log and broker. */
+export async function localDiagnose(stateDir: string, host: string, args: readonly string[], agentEntry: string): Promise<number> {
+  const paths = hostPaths(stateDir, host);
+  if (!existsSync(paths.config)) throw new AgentError(AgentErrorCode.NotFound, `no host ${host} in ${stateDir} (hosts: ${(await readdir(join(stateDir, "hosts")).catch(() => [])).join(", ") || "none"})`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [agentEntry, "diagnose", "--config", paths.config, "--agent-log", paths.log, ...args], { stdio: "inherit" });
+    child.on("error", reject);
+    child.on("exit", (code) => resolve(code ?? 1));
+  });
+}
+
 /** `winfleet local exec HOST -- <prc run arguments>`: a host process through that host's broker, as a container would start one. */
 export async function localExec(stateDir: string, host: string, args: readonly string[], agentEntry: string): Promise<number> {
   const paths = hostPaths(stateDir, host);

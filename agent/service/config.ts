@@ -10,6 +10,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ed25519PublicKey } from "../common/ed25519-key";
 import { ValidationError } from "../common/errors";
+import { secretField } from "../common/secret-fields";
 import { zodIssues } from "../common/zod-issues";
 import { componentName, variableName } from "../content/schema";
 
@@ -60,7 +61,7 @@ export const agentConfigSchema = z.strictObject({
   /** Values for commands, on top of (and overriding) the template's variables. */
   variables: values,
   /** Like `variables`, but never printed, logged or journaled (join tokens, credentials). */
-  secrets: values,
+  secrets: z.record(variableName, secretField(z.string(), "join tokens and credentials for commands")).default({}),
   /** The node's kubeconfig, handed to `lprecmds`/`lpstcmds` as KUBECONFIG; relative to the config file. */
   kubeconfig: z.string().min(1).optional(),
   /** How often `serve` re-verifies the applied files; 0 turns it off. @default 300 */

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file winfleet/agent.proto.
  */
 export const file_winfleet_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChR3aW5mbGVldC9hZ2VudC5wcm90bxIRd2luZmxlZXQuYWdlbnQudjEiDwoNU3RhdHVzUmVxdWVzdCLuAQoOU3RhdHVzUmVzcG9uc2USFAoMQWdlbnRWZXJzaW9uGAEgASgJEg0KBVN0YXRlGAIgASgJEhAKCFRlbXBsYXRlGAMgASgJEhcKD1RlbXBsYXRlVmVyc2lvbhgEIAEoCRI2CgpDb21wb25lbnRzGAUgAygLMiIud2luZmxlZXQuYWdlbnQudjEuQ29tcG9uZW50U3RhdHVzEg8KB0ZhaWx1cmUYBiABKAkSEAoITm9kZU5hbWUYByABKAkSFQoNQ29udGVudERpZ2VzdBgIIAEoCRIaChJCcm9rZXJDb25maWdTaGEyNTYYCSABKAkiPwoPQ29tcG9uZW50U3RhdHVzEgwKBE5hbWUYASABKAkSDwoHVmVyc2lvbhgCIAEoCRINCgVTdGF0ZRgDIAEoCSIjChNSZWxvYWRDb25maWdSZXF1ZXN0EgwKBFBhdGgYASABKAkiVgoUUmVsb2FkQ29uZmlnUmVzcG9uc2USFAoMUHJvY2Vzc1BhdGhzGAEgASgFEhIKClByb3h5UG9ydHMYAiABKAUSFAoMQ29uZmlnU2hhMjU2GAMgASgJMr4BCgxBZ2VudFNlcnZpY2USTQoGU3RhdHVzEiAud2luZmxlZXQuYWdlbnQudjEuU3RhdHVzUmVxdWVzdBohLndpbmZsZWV0LmFnZW50LnYxLlN0YXR1c1Jlc3BvbnNlEl8KDFJlbG9hZENvbmZpZxImLndpbmZsZWV0LmFnZW50LnYxLlJlbG9hZENvbmZpZ1JlcXVlc3QaJy53aW5mbGVldC5hZ2VudC52MS5SZWxvYWRDb25maWdSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChR3aW5mbGVldC9hZ2VudC5wcm90bxIRd2luZmxlZXQuYWdlbnQudjEiDwoNU3RhdHVzUmVxdWVzdCLuAQoOU3RhdHVzUmVzcG9uc2USFAoMQWdlbnRWZXJzaW9uGAEgASgJEg0KBVN0YXRlGAIgASgJEhAKCFRlbXBsYXRlGAMgASgJEhcKD1RlbXBsYXRlVmVyc2lvbhgEIAEoCRI2CgpDb21wb25lbnRzGAUgAygLMiIud2luZmxlZXQuYWdlbnQudjEuQ29tcG9uZW50U3RhdHVzEg8KB0ZhaWx1cmUYBiABKAkSEAoITm9kZU5hbWUYByABKAkSFQoNQ29udGVudERpZ2VzdBgIIAEoCRIaChJCcm9rZXJDb25maWdTaGEyNTYYCSABKAkiPwoPQ29tcG9uZW50U3RhdHVzEgwKBE5hbWUYASABKAkSDwoHVmVyc2lvbhgCIAEoCRINCgVTdGF0ZRgDIAEoCSIjChNSZWxvYWRDb25maWdSZXF1ZXN0EgwKBFBhdGgYASABKAkiVgoUUmVsb2FkQ29uZmlnUmVzcG9uc2USFAoMUHJvY2Vzc1BhdGhzGAEgASgFEhIKClByb3h5UG9ydHMYAiABKAUSFAoMQ29uZmlnU2hhMjU2GAMgASgJIhYKFExpc3RQcm9jZXNzZXNSZXF1ZXN0IoABCg5NYW5hZ2VkUHJvY2VzcxIMCgROYW1lGAEgASgJEgsKA1BpZBgCIAEoBRIRCglTdGFydGVkQXQYAyABKAkSDAoEUGF0aBgEIAEoCRINCgVTdGF0ZRgFIAEoCRIQCghFeGl0Q29kZRgGIAEoBRIRCglCcm9rZXJQaWQYByABKAUiTQoVTGlzdFByb2Nlc3Nlc1Jlc3BvbnNlEjQKCVByb2Nlc3NlcxgBIAMoCzIhLndpbmZsZWV0LmFnZW50LnYxLk1hbmFnZWRQcm9jZXNzIjYKFEtpbGxQcm9jZXNzZXNSZXF1ZXN0Eg0KBU5hbWVzGAEgAygJEg8KB09ycGhhbnMYAiABKAgiJwoVS2lsbFByb2Nlc3Nlc1Jlc3BvbnNlEg4KBktpbGxlZBgBIAMoCTKGAwoMQWdlbnRTZXJ2aWNlEk0KBlN0YXR1cxIgLndpbmZsZWV0LmFnZW50LnYxLlN0YXR1c1JlcXVlc3QaIS53aW5mbGVldC5hZ2VudC52MS5TdGF0dXNSZXNwb25zZRJfCgxSZWxvYWRDb25maWcSJi53aW5mbGVldC5hZ2VudC52MS5SZWxvYWRDb25maWdSZXF1ZXN0Gicud2luZmxlZXQuYWdlbnQudjEuUmVsb2FkQ29uZmlnUmVzcG9uc2USYgoNTGlzdFByb2Nlc3NlcxInLndpbmZsZWV0LmFnZW50LnYxLkxpc3RQcm9jZXNzZXNSZXF1ZXN0Gigud2luZmxlZXQuYWdlbnQudjEuTGlzdFByb2Nlc3Nlc1Jlc3BvbnNlEmIKDUtpbGxQcm9jZXNzZXMSJy53aW5mbGVldC5hZ2VudC52MS5LaWxsUHJvY2Vzc2VzUmVxdWVzdBooLndpbmZsZWV0LmFnZW50LnYxLktpbGxQcm9jZXNzZXNSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message winfleet.agent.v1.StatusRequest
@@ -175,6 +175,138 @@ export const ReloadConfigResponseSchema: GenMessage<ReloadConfigResponse> = /*@_
   messageDesc(file_winfleet_agent, 4);
 
 /**
+ * @generated from message winfleet.agent.v1.ListProcessesRequest
+ */
+export type ListProcessesRequest = Message<"winfleet.agent.v1.ListProcessesRequest"> & {
+};
+
+/**
+ * Describes the message winfleet.agent.v1.ListProcessesRequest.
+ * Use `create(ListProcessesRequestSchema)` to create a new message.
+ */
+export const ListProcessesRequestSchema: GenMessage<ListProcessesRequest> = /*@__PURE__*/
+  messageDesc(file_winfleet_agent, 5);
+
+/**
+ * @generated from message winfleet.agent.v1.ManagedProcess
+ */
+export type ManagedProcess = Message<"winfleet.agent.v1.ManagedProcess"> & {
+  /**
+   * The process name (the binary's base name, as wins named it).
+   *
+   * @generated from field: string Name = 1;
+   */
+  Name: string;
+
+  /**
+   * @generated from field: int32 Pid = 2;
+   */
+  Pid: number;
+
+  /**
+   * When it started (RFC 3339), as the broker that started it recorded it.
+   *
+   * @generated from field: string StartedAt = 3;
+   */
+  StartedAt: string;
+
+  /**
+   * The binary the broker ran.
+   *
+   * @generated from field: string Path = 4;
+   */
+  Path: string;
+
+  /**
+   * running | exited | orphaned
+   *
+   * @generated from field: string State = 5;
+   */
+  State: string;
+
+  /**
+   * The exit code once it exited (State exited); -1 otherwise.
+   *
+   * @generated from field: int32 ExitCode = 6;
+   */
+  ExitCode: number;
+
+  /**
+   * The pid of the broker that started it.
+   *
+   * @generated from field: int32 BrokerPid = 7;
+   */
+  BrokerPid: number;
+};
+
+/**
+ * Describes the message winfleet.agent.v1.ManagedProcess.
+ * Use `create(ManagedProcessSchema)` to create a new message.
+ */
+export const ManagedProcessSchema: GenMessage<ManagedProcess> = /*@__PURE__*/
+  messageDesc(file_winfleet_agent, 6);
+
+/**
+ * @generated from message winfleet.agent.v1.ListProcessesResponse
+ */
+export type ListProcessesResponse = Message<"winfleet.agent.v1.ListProcessesResponse"> & {
+  /**
+   * @generated from field: repeated winfleet.agent.v1.ManagedProcess Processes = 1;
+   */
+  Processes: ManagedProcess[];
+};
+
+/**
+ * Describes the message winfleet.agent.v1.ListProcessesResponse.
+ * Use `create(ListProcessesResponseSchema)` to create a new message.
+ */
+export const ListProcessesResponseSchema: GenMessage<ListProcessesResponse> = /*@__PURE__*/
+  messageDesc(file_winfleet_agent, 7);
+
+/**
+ * @generated from message winfleet.agent.v1.KillProcessesRequest
+ */
+export type KillProcessesRequest = Message<"winfleet.agent.v1.KillProcessesRequest"> & {
+  /**
+   * @generated from field: repeated string Names = 1;
+   */
+  Names: string[];
+
+  /**
+   * Every orphan, besides the names given.
+   *
+   * @generated from field: bool Orphans = 2;
+   */
+  Orphans: boolean;
+};
+
+/**
+ * Describes the message winfleet.agent.v1.KillProcessesRequest.
+ * Use `create(KillProcessesRequestSchema)` to create a new message.
+ */
+export const KillProcessesRequestSchema: GenMessage<KillProcessesRequest> = /*@__PURE__*/
+  messageDesc(file_winfleet_agent, 8);
+
+/**
+ * @generated from message winfleet.agent.v1.KillProcessesResponse
+ */
+export type KillProcessesResponse = Message<"winfleet.agent.v1.KillProcessesResponse"> & {
+  /**
+   * The names whose processes were ended.
+   *
+   * @generated from field: repeated string Killed = 1;
+   */
+  Killed: string[];
+};
+
+/**
+ * Describes the message winfleet.agent.v1.KillProcessesResponse.
+ * Use `create(KillProcessesResponseSchema)` to create a new message.
+ */
+export const KillProcessesResponseSchema: GenMessage<KillProcessesResponse> = /*@__PURE__*/
+  messageDesc(file_winfleet_agent, 9);
+
+/**
  * @generated from service winfleet.agent.v1.AgentService
  */
 export const AgentService: GenService<{
@@ -198,6 +330,28 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof ReloadConfigRequestSchema;
     output: typeof ReloadConfigResponseSchema;
+  },
+  /**
+   * The host processes the broker manages, and those an earlier broker started
+   * and left behind (orphans: recorded in the broker's state, still running).
+   *
+   * @generated from rpc winfleet.agent.v1.AgentService.ListProcesses
+   */
+  listProcesses: {
+    methodKind: "unary";
+    input: typeof ListProcessesRequestSchema;
+    output: typeof ListProcessesResponseSchema;
+  },
+  /**
+   * Ends processes by name, or every orphan: the whole tree, its firewall rules
+   * and its record. NOT_FOUND names an unknown process; nothing is killed then.
+   *
+   * @generated from rpc winfleet.agent.v1.AgentService.KillProcesses
+   */
+  killProcesses: {
+    methodKind: "unary";
+    input: typeof KillProcessesRequestSchema;
+    output: typeof KillProcessesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_winfleet_agent, 0);
