@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
-import { KubeClient } from "../support/kube";
+import { KubeClient } from "../../agent/cluster/kube-client";
 import { enginesOrSkip, startTestControlPlane } from "../support/engines";
 
 const engines = enginesOrSkip("kubernetes", "etcd");

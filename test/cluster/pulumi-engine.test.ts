@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
 import { type PulumiProject, enginesOrSkip, pulumiProject, runCommand, startTestControlPlane } from "../support/engines";
-import { KubeClient, KubeError } from "../support/kube";
+import { KubeClient, KubeError } from "../../agent/cluster/kube-client";
 
 const engines = enginesOrSkip("kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes");
 const NS = "winfleet-system";

@@ -1,10 +1,14 @@
 /**
- * A small Kubernetes REST client for tests: client-certificate or bearer-token
- * authentication against a real API server, JSON in and out, and a bounded poll.
+ * A small Kubernetes REST client for the local cluster and its tests: client-certificate or
+ * bearer-token authentication, JSON in and out, bounded responses and deadlines, and a bounded
+ * poll. The node agent's own reporting goes through agent/report, which reads real kubeconfigs.
  */
 import { readFileSync } from "node:fs";
 import { request } from "node:https";
 import { parse } from "yaml";
+
+/** No answer the local cluster gives is larger; a longer one is refused, not buffered. */
+const MAX_RESPONSE = 64 * 1024 * 1024;
 
 /** An API error: the status code and the server's Status message. */
 export class KubeError extends Error {
@@ -73,7 +77,12 @@ export class KubeClient {
         },
         (res) => {
           const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
+          let size = 0;
+          res.on("data", (c: Buffer) => {
+            size += c.length;
+            if (size > MAX_RESPONSE) req.destroy(new Error(`${method} ${path}: response larger than ${MAX_RESPONSE} bytes`));
+            else chunks.push(c);
+          });
           res.on("end", () => {
             const text = Buffer.concat(chunks).toString();
             const status = res.statusCode ?? 0;
@@ -91,6 +100,9 @@ export class KubeClient {
           });
         },
       );
+      // An idle timer alone lets a server that trickles bytes hold the request forever.
+      const deadline = setTimeout(() => req.destroy(new Error(`${method} ${path}: no complete answer in 30 s`)), 30_000);
+      req.on("close", () => clearTimeout(deadline));
       req.on("timeout", () => req.destroy(new Error(`${method} ${path}: timed out`)));
       req.on("error", reject);
       req.end(payload);

@@ -1,0 +1,192 @@
+/**
+ * What a kubelet does for its Node, for a sandbox host that has no kubelet: it joins as a
+ * Windows node does (TLS bootstrap: a client CSR made with the bootstrap token, approved and
+ * signed by the cluster's controllers, then the node's own credential), registers its Node with
+ * the labels a kubelet sets, and keeps it alive — the Ready condition posted and its Lease in
+ * `kube-node-lease` renewed — with that credential, under the Node authorizer and
+ * NodeRestriction like any kubelet.
+ *
+ * It does not run pods, mount volumes, report capacity beyond a nominal figure, or serve the
+ * kubelet API (logs, exec); see docs/local-fleet.md.
+ */
+import { execFile } from "node:child_process";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { KubeClient, KubeError } from "./kube-client";
+
+const execFileP = promisify(execFile);
+
+/** What a node needs to join: the API server, its CA and a bootstrap token. */
+export interface JoinArgs {
+  readonly server: string;
+  readonly caPem: string;
+  /** `<token-id>.<token-secret>` */
+  readonly bootstrapToken: string;
+  readonly nodeName: string;
+  /** Labels the node registers with (a kubelet's `--node-labels`). */
+  readonly labels: Readonly<Record<string, string>>;
+  /** Where the node's key, certificate and kubeconfig are written (0600). */
+  readonly dir: string;
+  /** How long to wait for the controllers to sign. @default 60_000 */
+  readonly signTimeoutMs?: number;
+}
+
+/** A joined node's credential. */
+export interface NodeCredential {
+  readonly certPem: string;
+  readonly keyPem: string;
+  /** A kubeconfig with the credential embedded, as a kubelet's kubelet.conf. */
+  readonly kubeconfig: string;
+}
+
+/**
+ * TLS bootstrap: a P-256 key and a CSR for `system:node:<name>` in `system:nodes`, created with
+ * the bootstrap token under the kubelet's signer, then the certificate the controllers issue.
+ * @throws when the CSR is denied or not signed in time.
+ */
+export async function tlsBootstrap(args: JoinArgs): Promise<NodeCredential> {
+  await mkdir(args.dir, { recursive: true, mode: 0o700 });
+  await execFileP("openssl", [
+    "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+    "-keyout", "node.key", "-out", "node.csr", "-subj", `/O=system:nodes/CN=system:node:${args.nodeName}`,
+  ], { cwd: args.dir });
+  const keyPem = await readFile(join(args.dir, "node.key"), "utf8");
+  const bootstrap = new KubeClient(args.server, { ca: args.caPem, token: args.bootstrapToken });
+  // A name per attempt: a CSR cannot be changed once made, and each attempt has a key of its own.
+  const name = `node-csr-${args.nodeName}-${Date.now().toString(36)}`;
+  await bootstrap.post("/apis/certificates.k8s.io/v1/certificatesigningrequests", {
+    apiVersion: "certificates.k8s.io/v1",
+    kind: "CertificateSigningRequest",
+    metadata: { name },
+    spec: {
+      request: (await readFile(join(args.dir, "node.csr"))).toString("base64"),
+      signerName: "kubernetes.io/kube-apiserver-client-kubelet",
+      usages: ["digital signature", "client auth"],
+    },
+  });
+  type Csr = { status?: { certificate?: string; conditions?: { type: string; message?: string }[] } };
+  const certificate = await bootstrap.waitFor(
+    async () => {
+      const csr = await bootstrap.get<Csr>(`/apis/certificates.k8s.io/v1/certificatesigningrequests/${name}`);
+      const denied = csr.status?.conditions?.find((c) => c.type === "Denied" || c.type === "Failed");
+      if (denied) throw new Error(`the CSR of ${args.nodeName} was ${denied.type.toLowerCase()}: ${denied.message ?? "no reason given"}`);
+      return csr.status?.certificate;
+    },
+    args.signTimeoutMs ?? 60_000,
+    `the CSR of ${args.nodeName} to be approved and signed (are the csrapproving and csrsigning controllers running?)`,
+  );
+  const certPem = Buffer.from(certificate, "base64").toString();
+  const b64 = (s: string) => Buffer.from(s).toString("base64");
+  const kubeconfig = join(args.dir, "kubelet.conf");
+  await writeFile(
+    kubeconfig,
+    [
+      "apiVersion: v1",
+      "kind: Config",
+      "clusters:",
+      "- name: default-cluster",
+      `  cluster: { server: "${args.server}", certificate-authority-data: ${b64(args.caPem)} }`,
+      "users:",
+      "- name: default-auth",
+      `  user: { client-certificate-data: ${b64(certPem)}, client-key-data: ${b64(keyPem)} }`,
+      "contexts:",
+      "- name: default-context",
+      "  context: { cluster: default-cluster, user: default-auth }",
+      "current-context: default-context",
+      "",
+    ].join("\n"),
+    { mode: 0o600 },
+  );
+  return { certPem, keyPem, kubeconfig };
+}
+
+/** Options for {@link NodeStandIn}. */
+export interface NodeStandInOptions {
+  readonly server: string;
+  readonly caPem: string;
+  readonly credential: NodeCredential;
+  readonly nodeName: string;
+  readonly labels: Readonly<Record<string, string>>;
+  /** How often the Lease is renewed and the Ready condition posted. @default 10_000 (a kubelet's) */
+  readonly heartbeatMs?: number;
+  /** Heartbeat failures (the API server away); the stand-in keeps trying. */
+  readonly onError?: (e: unknown) => void;
+}
+
+const LEASE_SECONDS = 40;
+
+/** A registered Node kept alive with the node's own credential. */
+export class NodeStandIn {
+  private readonly api: KubeClient;
+  private timer: NodeJS.Timeout | undefined;
+  private beating: Promise<void> = Promise.resolve();
+  /** When the node last turned Ready: a condition's transition time moves only when its status does. */
+  private readySince = "";
+
+  constructor(private readonly options: NodeStandInOptions) {
+    this.api = new KubeClient(options.server, { ca: options.caPem, cert: options.credential.certPem, key: options.credential.keyPem });
+  }
+
+  /** The client acting as this node (what NodeRestriction sees). */
+  get client(): KubeClient {
+    return this.api;
+  }
+
+  /** Registers the Node (or adopts the one of this name), posts it Ready, and starts the heartbeat. */
+  async start(): Promise<void> {
+    const { nodeName, labels } = this.options;
+    try {
+      await this.api.post("/api/v1/nodes", {
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name: nodeName, labels: { "kubernetes.io/hostname": nodeName, ...labels } },
+      });
+    } catch (e) {
+      if (!(e instanceof KubeError && e.status === 409)) throw e;
+    }
+    await this.heartbeat();
+    const every = this.options.heartbeatMs ?? 10_000;
+    this.timer = setInterval(() => {
+      this.beating = this.heartbeat().catch((e: unknown) => this.options.onError?.(e));
+    }, every);
+    this.timer.unref();
+  }
+
+  /** Stops the heartbeat; the Node goes NotReady when the node controller notices, as when a kubelet stops. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.beating;
+  }
+
+  private async heartbeat(): Promise<void> {
+    const { nodeName } = this.options;
+    const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+    const micro = new Date().toISOString().replace(/Z$/, "000Z");
+    this.readySince ||= now;
+    await this.api.patch(
+      `/api/v1/nodes/${nodeName}/status`,
+      {
+        status: {
+          conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "winfleet node stand-in is posting ready status", lastHeartbeatTime: now, lastTransitionTime: this.readySince }],
+          capacity: { cpu: "2", memory: "4Gi", pods: "110" },
+          allocatable: { cpu: "2", memory: "4Gi", pods: "110" },
+          nodeInfo: {
+            machineID: nodeName, systemUUID: nodeName, bootID: nodeName, kernelVersion: "", osImage: "winfleet sandbox host",
+            containerRuntimeVersion: "winfleet://host-process", kubeletVersion: "v1.34.4", kubeProxyVersion: "", operatingSystem: "windows", architecture: "amd64",
+          },
+        },
+      },
+      "strategic",
+    );
+    const leasePath = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${nodeName}`;
+    const spec = { holderIdentity: nodeName, leaseDurationSeconds: LEASE_SECONDS, renewTime: micro };
+    try {
+      await this.api.patch(leasePath, { spec });
+    } catch (e) {
+      if (!(e instanceof KubeError && e.status === 404)) throw e;
+      await this.api.post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: nodeName }, spec });
+    }
+  }
+}
