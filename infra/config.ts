@@ -131,6 +131,8 @@ const localPool = z.strictObject({
   hosts: z.number().int().min(1).max(50).default(3),
   /** How many hosts a rollout may take away at once. @default 1 */
   maxUnavailable: z.number().int().min(1).default(1),
+  /** The hosts join a throwaway control plane on this machine, as `winfleet local up --cluster` does. @default false */
+  cluster: z.boolean().default(false),
 });
 
 /** The rancher-wins-upgrader chart's `winsConfigs[]` entry, accepted as is. */

@@ -34,8 +34,9 @@ export function registerLocalCommands(program: Command): void {
       .option("--stack <name>", "stack name (stacks/Pulumi.<name>.yaml) or a stack file path", "local")
       .option("--hosts <n>", "number of hosts (overrides the stack's local pool)", (v) => Number(v))
       .option("--port <port>", "status page port on 127.0.0.1 (0 picks a free one)", (v) => Number(v), 7870)
-      .option("--json", "print fleet events as JSON lines", false),
-  ).action((opts: { stack: string; hosts?: number; port: number; stateDir: string; json: boolean }) =>
+      .option("--json", "print fleet events as JSON lines", false)
+      .option("--cluster", "run the production loop: a local control plane (built by npm run setup), the cluster side deployed by the stack's Pulumi program, hosts joined as nodes", false),
+  ).action((opts: { stack: string; hosts?: number; port: number; stateDir: string; json: boolean; cluster: boolean }) =>
     exit(async () => {
       const stop = new AbortController();
       const onSignal = (): void => stop.abort();

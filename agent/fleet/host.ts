@@ -63,6 +63,8 @@ export class Host {
     private readonly whitelist: readonly string[],
     private readonly agentEntry: string,
     private readonly listener: HostListener,
+    /** The node's own kubeconfig when the fleet runs a cluster; the agent reports to its Node with it. */
+    private readonly kubeconfig?: string,
   ) {
     this.view = { name, state: "starting", desired: { name: target.template, version: target.templateVersion }, components: [], reboots: 0, restarts: 0, broker: paths.broker };
   }
@@ -77,7 +79,7 @@ export class Host {
     this.target = target;
     this.view.desired = { name: target.template, version: target.templateVersion };
     await mkdir(this.paths.root, { recursive: true });
-    await writeFileAtomic(this.paths.config, renderHostConfig(this.name, this.paths, target, this.whitelist), { mode: 0o600, makeParents: true });
+    await writeFileAtomic(this.paths.config, renderHostConfig(this.name, this.paths, target, this.whitelist, this.kubeconfig), { mode: 0o600, makeParents: true });
     if (this.child?.pid !== undefined && this.child.exitCode === null) this.child.kill("SIGHUP");
     this.listener.changed(this);
   }

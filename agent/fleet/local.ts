@@ -13,6 +13,7 @@ import { readJournal } from "../lifecycle/journal";
 import { statusOf } from "../lifecycle/status";
 import { readStackFile, stackPath } from "../../infra/stack-file";
 import { applySpec, fleetStatus, followEvents, shutdownFleet } from "./client";
+import { type LocalCluster, startLocalCluster } from "./cluster";
 import { FleetManager, describeResult } from "./manager";
 import { claim, liveOwner, release } from "./ownership";
 import { startServer } from "./server";
@@ -27,12 +28,14 @@ export interface UpOptions {
   readonly stateDir: string;
   readonly agentEntry: string;
   readonly json: boolean;
+  /** Run the production loop: a local control plane, the cluster side deployed by Pulumi, hosts joined as nodes. */
+  readonly cluster?: boolean;
   /** Resolves when the fleet must stop (Ctrl-C). */
   readonly stop: AbortSignal;
 }
 
 /** The fleet spec from a stack's first `local` pool. */
-export async function specFromStack(stack: string, hosts?: number): Promise<FleetSpec> {
+export async function specFromStack(stack: string, hosts?: number, cluster?: boolean): Promise<FleetSpec> {
   const s = await readStackFile(stack);
   const pool = s.fleet.pools.find((p) => p.kind === "local");
   if (!pool || pool.kind !== "local") throw new AgentError(AgentErrorCode.InvalidInput, `stack ${s.stack} (${s.file}) has no pool of kind local: winfleet local runs only local pools`);
@@ -46,12 +49,13 @@ export async function specFromStack(stack: string, hosts?: number): Promise<Flee
     content: stackPath(s.fleet.content.dir),
     template: s.fleet.content.template,
     templateVersion: s.fleet.content.templateVersion,
+    cluster: cluster === true || pool.cluster,
   };
 }
 
 /** `winfleet local up`. */
 export async function localUp(options: UpOptions, out: Out, err: Out): Promise<number> {
-  const spec = await specFromStack(options.stack, options.hosts);
+  const spec = await specFromStack(options.stack, options.hosts, options.cluster);
   const owner = await liveOwner(options.stateDir);
   if (owner) {
     if (owner.stackFile !== spec.stackFile) {
@@ -72,6 +76,7 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
   }
 
   let manager: FleetManager | undefined;
+  let cluster: LocalCluster | undefined;
   let token = "";
   let stopRequested = false;
   const stopped = new Promise<void>((resolve) => {
@@ -91,10 +96,13 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
   });
   try {
     token = (await claim(options.stateDir, spec, port)).token;
-    manager = new FleetManager(spec, { stateDir: options.stateDir, agentEntry: options.agentEntry });
+    if (spec.cluster) cluster = await startLocalCluster(spec, options.stateDir, (line) => out.write(`cluster: ${line}\n`));
+    const kubeconfigFor = cluster?.kubeconfigFor;
+    manager = new FleetManager(spec, { stateDir: options.stateDir, agentEntry: options.agentEntry, ...(kubeconfigFor ? { kubeconfigFor } : {}) });
     const display = new FleetDisplay(out, options.json);
     manager.subscribe((e) => display.event(e));
     out.write(`winfleet local: stack ${spec.stack} (${spec.stackFile}): ${spec.template} ${spec.templateVersion} on ${spec.hosts} hosts\nstatus page: http://127.0.0.1:${port}/\n`);
+    if (cluster) out.write(`kubeconfig: ${cluster.kubeconfig}  (kubectl --kubeconfig ${cluster.kubeconfig} get nodes)\n`);
     const started = Date.now();
     const result = await Promise.race([manager.apply(spec), stopped.then(() => undefined), remote.then(() => undefined)]);
     if (result) {
@@ -109,6 +117,7 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
     return result && result.kind !== "done" ? 1 : 0;
   } finally {
     await manager?.shutdown();
+    await cluster?.stop();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeAllConnections();
     await release(options.stateDir);

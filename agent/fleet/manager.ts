@@ -35,6 +35,8 @@ export interface ManagerOptions {
   readonly agentEntry: string;
   /** How long one host may take to converge during a rollout. @default 5 min */
   readonly hostTimeoutMs?: number;
+  /** A joined host's own kubeconfig (cluster mode), which its agent reports with. */
+  readonly kubeconfigFor?: (host: string) => string | undefined;
 }
 
 const TIMELINE_LIMIT = 300;
@@ -133,7 +135,7 @@ export class FleetManager {
             lifecycle: (h, e) => {
               for (const w of this.waiters) w(h, e);
             },
-          });
+          }, this.options.kubeconfigFor?.(name));
           this.hosts.set(name, host);
           if (onDisk) {
             existing.push(host);

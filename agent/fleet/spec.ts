@@ -20,6 +20,8 @@ export interface FleetSpec {
   readonly content: string;
   readonly template: string;
   readonly templateVersion: string;
+  /** Whether the hosts join a local control plane the fleet runs. */
+  readonly cluster?: boolean;
 }
 
 /** The target a host converges to. */
@@ -68,10 +70,11 @@ export function sandboxWhitelist(candidates: readonly string[] = [process.execPa
   });
 }
 
-/** The agent config of one sandbox host (JSON text). */
-export function renderHostConfig(host: string, paths: HostPaths, target: HostTarget, whitelist: readonly string[]): string {
+/** The agent config of one sandbox host (JSON text); with the node's kubeconfig (cluster mode) it reports to its Node. */
+export function renderHostConfig(host: string, paths: HostPaths, target: HostTarget, whitelist: readonly string[], kubeconfig?: string): string {
   return `${canonicalJson({
     nodeName: host,
+    ...(kubeconfig !== undefined ? { kubeconfig } : {}),
     root: paths.root,
     content: target.content,
     template: target.template,

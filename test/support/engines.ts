@@ -5,12 +5,12 @@
  * it, saying so; in CI it fails them (set-up must have built it).
  */
 import { type SpawnOptions, spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, delimiter, dirname, join } from "node:path";
+import { join } from "node:path";
 import { type Engine, EngineMissingError, findEngines } from "../../agent/cluster/engines";
 import { type ControlPlane, startControlPlane } from "../../agent/cluster/control-plane";
-import { projectRoot } from "../../agent/common/project-root";
+import { type PulumiProject as BasePulumiProject, pulumiProject as basePulumiProject } from "../../agent/cluster/pulumi-project";
 
 /** The engines, or a skip reason (throws in CI). */
 export function enginesOrSkip(...names: string[]): Record<string, Engine> | string {
@@ -66,69 +66,25 @@ export async function runCommand(command: string, args: readonly string[], optio
   });
 }
 
-/** The project's files a Pulumi run needs, copied; node_modules is linked, not copied. */
-const PROJECT_ENTRIES = ["Pulumi.yaml", "package.json", "tsconfig.json", "agent", "components", "infra", "content", "policy"];
-
-/** A copy of the project with a Pulumi home and a file backend of its own, removed by `dispose`. */
-export interface PulumiProject {
-  readonly dir: string;
-  readonly env: NodeJS.ProcessEnv;
+/** A project copy with the CLI to run in it (see agent/cluster/pulumi-project.ts). */
+export interface PulumiProject extends BasePulumiProject {
   /** Runs the pulumi CLI in the project (non-interactive). */
   pulumi(args: readonly string[], options?: { input?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv }): Promise<Ran>;
-  /** Writes `stacks/Pulumi.<stack>.yaml`. */
-  writeStack(stack: string, yaml: string): void;
-  dispose(): void;
 }
 
-/**
- * Copies the project into a temporary directory and prepares a Pulumi environment for it:
- * the CLI and language host first on PATH, a PULUMI_HOME holding the plugins set-up built,
- * a file backend, a passphrase, no update checks and no plugin downloads.
- */
+/** A project copy in a new temporary directory, with the CLI set-up built. */
 export function pulumiProject(engines: Record<string, Engine>, extraEnv: NodeJS.ProcessEnv = {}): PulumiProject {
-  const pulumiEngine = engines.pulumi;
-  if (!pulumiEngine) throw new Error("pulumiProject needs the pulumi engine");
-  const root = projectRoot();
   const base = mkdtempSync(join(tmpdir(), "winfleet-pulumi-"));
-  const dir = join(base, "project");
-  mkdirSync(join(dir, "stacks"), { recursive: true });
-  for (const entry of PROJECT_ENTRIES) cpSync(join(root, entry), join(dir, entry), { recursive: true, filter: (src) => !src.includes(`${root}/.winfleet`) });
-  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
-  const home = join(base, "pulumi-home");
-  mkdirSync(join(home, "plugins"), { recursive: true });
-  // The engine lists plugin directories by type, so each is a real directory; the binaries in it are links.
-  for (const e of Object.values(engines)) {
-    if (!e.plugin) continue;
-    const dir = join(home, "plugins", basename(e.plugin));
-    mkdirSync(dir);
-    for (const f of readdirSync(e.plugin)) symlinkSync(join(e.plugin, f), join(dir, f));
-  }
-  const backend = join(base, "backend");
-  mkdirSync(backend);
-  const bin = dirname(pulumiEngine.binaries.pulumi ?? "");
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PATH: `${bin}${delimiter}${process.env.PATH ?? ""}`,
-    PULUMI_HOME: home,
-    PULUMI_BACKEND_URL: `file://${backend}`,
-    PULUMI_CONFIG_PASSPHRASE: "winfleet-test-passphrase",
-    PULUMI_SKIP_UPDATE_CHECK: "true",
-    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
-    PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK: "true",
-    NODE_OPTIONS: "",
-    ...extraEnv,
-  };
+  const project = basePulumiProject(engines, base, { PULUMI_CONFIG_PASSPHRASE: "winfleet-test-passphrase", ...extraEnv });
+  const cli = engines.pulumi?.binaries.pulumi ?? "pulumi";
   return {
-    dir,
-    env,
+    ...project,
     pulumi: (args, options = {}) =>
-      runCommand(pulumiEngine.binaries.pulumi ?? "pulumi", [...args, "--non-interactive"], {
-        cwd: dir,
-        env: { ...env, ...options.env },
+      runCommand(cli, [...args, "--non-interactive"], {
+        cwd: project.dir,
+        env: { ...project.env, ...options.env },
         ...(options.input !== undefined ? { input: options.input } : {}),
         timeoutMs: options.timeoutMs ?? 600_000,
       }),
-    writeStack: (stack, yaml) => writeFileSync(join(dir, "stacks", `Pulumi.${stack}.yaml`), yaml),
-    dispose: () => rmSync(base, { recursive: true, force: true }),
   };
 }

@@ -1,0 +1,117 @@
+/**
+ * The local fleet's cluster mode (`winfleet local up --cluster`): the production loop on one
+ * machine. A throwaway control plane starts; the stack's real Pulumi program deploys the
+ * cluster side to it through the Automation API (the engines set-up built, a file backend under
+ * the fleet's state directory); and each sandbox host joins as a Windows node does — TLS
+ * bootstrap with the bootstrap token the program created, then its own credential, which its
+ * node stand-in keeps the Node and Lease alive with and its agent reports with.
+ */
+import { randomBytes } from "node:crypto";
+import { copyFile, mkdir, readFile, rm } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { parse as parseYaml, stringify as toYaml } from "yaml";
+import { type ControlPlane, startControlPlane } from "../cluster/control-plane";
+import { findEngines } from "../cluster/engines";
+import { NodeStandIn, tlsBootstrap } from "../cluster/node-stand-in";
+import { pulumiProject } from "../cluster/pulumi-project";
+import { AgentError, AgentErrorCode } from "../common/errors";
+import { AGENT_VERSION as VERSION } from "../version";
+import { POOL_LABEL } from "../../components/pool-render";
+import { type FleetSpec, hostNames, hostPaths } from "./spec";
+
+/** A running local cluster with the fleet's hosts joined. */
+export interface LocalCluster {
+  readonly server: string;
+  /** A cluster-admin kubeconfig for kubectl (`<state>/kubeconfig`). */
+  readonly kubeconfig: string;
+  /** Each joined host's own kubeconfig (its kubelet.conf), which its agent reports with. */
+  kubeconfigFor(host: string): string | undefined;
+  /** Stops the node stand-ins and the control plane. */
+  stop(): Promise<void>;
+}
+
+const ENGINES = ["kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes"] as const;
+const STACK = "local";
+
+function random(n: number): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  return [...randomBytes(n)].map((b) => alphabet[b % alphabet.length]).join("");
+}
+
+/**
+ * The stack's fleet with the cluster section pointing at the control plane (and the agent and
+ * upgrader sections a cluster needs, when the stack leaves them out), as stack-file YAML.
+ */
+export async function clusterStackYaml(spec: FleetSpec, cp: Pick<ControlPlane, "server" | "caCertHash">, tokenId: string): Promise<string> {
+  const doc = parseYaml(await readFile(spec.stackFile, "utf8")) as { config?: Record<string, unknown> };
+  const fleet = { ...((doc.config?.["winfleet:fleet"] ?? {}) as Record<string, unknown>) };
+  fleet.cluster = { name: "local", join: { method: "kubeadm", apiServer: cp.server, caCertHash: cp.caCertHash, tokenId, tokenSecret: "bootstrapTokenSecret" } };
+  // Local hosts run the checkout's agent; nothing downloads this bundle.
+  fleet.agent ??= { version: VERSION, bundle: { url: "file:///winfleet/local-fleet/agent", sha256: "0".repeat(64) } };
+  fleet.upgrader ??= { image: `winfleet-agent:${VERSION}` };
+  return toYaml({ config: { "winfleet:fleet": fleet } });
+}
+
+/** Starts the control plane, deploys the cluster side with the real engine, and joins every host of `spec`. */
+export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: (line: string) => void): Promise<LocalCluster> {
+  const engines = findEngines(ENGINES);
+  const dir = join(stateDir, "cluster");
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const k8s = engines.kubernetes;
+  const etcd = engines.etcd;
+  if (!k8s || !etcd) throw new AgentError(AgentErrorCode.Unavailable, "the kubernetes and etcd engines are missing: run npm run setup");
+  const started = Date.now();
+  const cp = await startControlPlane({
+    dir: join(dir, "control-plane"),
+    binaries: { etcd: etcd.binaries.etcd ?? "", kubeApiserver: k8s.binaries["kube-apiserver"] ?? "", kubeControllerManager: k8s.binaries["kube-controller-manager"] ?? "" },
+    log,
+  });
+  const nodes: NodeStandIn[] = [];
+  const stop = async () => {
+    for (const n of nodes) await n.stop();
+    await cp.stop({ keepDir: true });
+  };
+  try {
+    log(`control plane ready in ${((Date.now() - started) / 1000).toFixed(1)} s at ${cp.server}`);
+    const kubeconfig = join(stateDir, "kubeconfig");
+    await copyFile(cp.adminKubeconfig, kubeconfig);
+
+    const tokenId = random(6);
+    const tokenSecret = random(16);
+    const project = pulumiProject(engines, join(dir, "pulumi"), { KUBECONFIG: cp.adminKubeconfig });
+    project.writeStack(STACK, await clusterStackYaml(spec, cp, tokenId));
+    const { LocalWorkspace, PulumiCommand } = (await import("@pulumi/pulumi")).automation;
+    const cli = engines.pulumi?.binaries.pulumi ?? "pulumi";
+    const envVars = Object.fromEntries(Object.entries(project.env).filter((e): e is [string, string] => e[1] !== undefined));
+    const stack = await LocalWorkspace.createOrSelectStack(
+      { stackName: STACK, workDir: project.dir },
+      { envVars, pulumiCommand: await PulumiCommand.get({ root: dirname(dirname(cli)), skipVersionCheck: true }) },
+    );
+    await stack.setConfig("winfleet:bootstrapTokenSecret", { value: tokenSecret, secret: true });
+    log("deploying the cluster side with pulumi up (namespace, RBAC, bootstrap token, content, upgraders)…");
+    const output: string[] = [];
+    try {
+      await stack.up({ onOutput: (line) => output.push(line) });
+    } catch (e) {
+      throw new AgentError(AgentErrorCode.ApplyFailed, `pulumi up of the cluster side failed:\n${output.join("").split("\n").slice(-30).join("\n")}`, { cause: e });
+    }
+
+    const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool };
+    const joined = new Map<string, string>();
+    await Promise.all(
+      hostNames(spec.pool, spec.hosts).map(async (name) => {
+        const credential = await tlsBootstrap({ server: cp.server, caPem: cp.caPem, bootstrapToken: `${tokenId}.${tokenSecret}`, nodeName: name, labels, dir: join(hostPaths(stateDir, name).dir, "node") });
+        const node = new NodeStandIn({ server: cp.server, caPem: cp.caPem, credential, nodeName: name, labels, onError: (e) => log(`${name}: heartbeat failed: ${String(e)}`) });
+        nodes.push(node);
+        await node.start();
+        joined.set(name, credential.kubeconfig);
+      }),
+    );
+    log(`${joined.size} hosts joined by TLS bootstrap in ${((Date.now() - started) / 1000).toFixed(1)} s; kubeconfig: ${kubeconfig}`);
+    return { server: cp.server, kubeconfig, kubeconfigFor: (host) => joined.get(host), stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * `winfleet local up --cluster`: the production loop on one machine. A real control plane
+ * starts, the stack's real Pulumi program deploys the cluster side to it, the sandbox hosts
+ * join by TLS bootstrap and turn Ready, each agent reports on its own Node with its own
+ * credential, the DaemonSet controller places an upgrader pod on every host, and
+ * `winfleet local down` leaves no process or port behind.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { KubeClient } from "../../agent/cluster/kube-client";
+import { enginesOrSkip } from "../support/engines";
+import { type Fleet, REPO, killFleet, processesMentioning, startFleet, winfleet, writeStack } from "./support";
+
+const engines = enginesOrSkip("kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes");
+
+type Nodes = { items: { metadata: { name: string; labels: Record<string, string>; annotations?: Record<string, string> }; status: { conditions?: { type: string; status: string }[] } }[] };
+
+async function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, "127.0.0.1");
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}
+
+describe("winfleet local up --cluster", { skip: typeof engines === "string" ? engines : false, timeout: 600_000 }, () => {
+  let dir: string;
+  let fleet: Fleet | undefined;
+  let kube: KubeClient;
+
+  before(async () => {
+    if (typeof engines === "string") return;
+    dir = mkdtempSync(join(tmpdir(), "winfleet-local-cluster-"));
+    writeStack(join(dir, "Pulumi.lc.yaml"), { content: join(REPO, "content"), template: "sandbox", version: "1.0.0", hosts: 3 });
+    const started = Date.now();
+    fleet = startFleet(["--cluster", "--stack", join(dir, "Pulumi.lc.yaml"), "--state-dir", join(dir, "state"), "--port", "0"]);
+    await fleet.waitFor(/rollout done: local-1, local-2, local-3/, 180_000);
+    process.stderr.write(`local cluster: 3 hosts joined and converged in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+    kube = KubeClient.fromKubeconfigFile(join(dir, "state", "kubeconfig"));
+  });
+
+  after(() => {
+    killFleet(fleet);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("prints the kubeconfig, and the hosts are Ready nodes of their pool", async () => {
+    assert.match(fleet?.output() ?? "", new RegExp(`kubeconfig: ${join(dir, "state", "kubeconfig")}`));
+    const nodes = await kube.get<Nodes>("/api/v1/nodes");
+    assert.deepEqual(nodes.items.map((n) => n.metadata.name).sort(), ["local-1", "local-2", "local-3"]);
+    for (const n of nodes.items) {
+      assert.equal(n.status.conditions?.find((c) => c.type === "Ready")?.status, "True", `${n.metadata.name} Ready`);
+      assert.equal(n.metadata.labels["winfleet.io/pool"], "local");
+    }
+  });
+
+  it("each agent reports on its own Node: WinfleetReady, its template and Events", async () => {
+    const nodes = await kube.waitFor(
+      async () => {
+        const n = await kube.get<Nodes>("/api/v1/nodes");
+        return n.items.every((x) => x.status.conditions?.some((c) => c.type === "WinfleetReady" && c.status === "True")) ? n : undefined;
+      },
+      60_000,
+      "every node to report WinfleetReady",
+    );
+    for (const n of nodes.items) assert.equal(n.metadata.annotations?.["winfleet.io/template-version"], "1.0.0", n.metadata.name);
+    const events = await kube.get<{ items: { reason: string; involvedObject: { name: string } }[] }>("/api/v1/events");
+    for (const host of ["local-1", "local-2", "local-3"]) assert.ok(events.items.some((e) => e.involvedObject.name === host && e.reason === "Converged"), `${host} posted Converged`);
+  });
+
+  it("the DaemonSet controller places an upgrader pod on every host", async () => {
+    const ds = await kube.waitFor(
+      async () => {
+        const d = await kube.getOrUndefined<{ status: { desiredNumberScheduled: number; currentNumberScheduled: number } }>("/apis/apps/v1/namespaces/winfleet-system/daemonsets/winfleet-agent-upgrader-local");
+        return d && d.status.currentNumberScheduled === 3 ? d : undefined;
+      },
+      60_000,
+      "the upgrader DaemonSet to schedule a pod per host",
+    );
+    assert.equal(ds.status.desiredNumberScheduled, 3);
+  });
+
+  it("winfleet local down stops everything it started, control plane included", async () => {
+    const port = Number(new URL(kube.server).port);
+    assert.equal(await portOpen(port), true);
+    const down = winfleet(["local", "down", "--state-dir", join(dir, "state")]);
+    assert.equal(down.code, 0, down.stderr);
+    assert.equal(await fleet?.exit, 0);
+    assert.equal(await portOpen(port), false, "the API server's port is closed");
+    assert.deepEqual(processesMentioning(join(dir, "state")), [], "no agent, etcd, kube-apiserver or kube-controller-manager is left");
+  });
+});
