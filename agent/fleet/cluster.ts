@@ -25,7 +25,7 @@ export interface LocalCluster {
   /** A cluster-admin kubeconfig for kubectl (`<state>/kubeconfig`). */
   readonly kubeconfig: string;
   /** Each joined host's own kubeconfig (its kubelet.conf), which its agent reports with. */
-  kubeconfigFor(host: string): string | undefined;
+  readonly kubeconfigFor: (host: string) => string | undefined;
   /** Stops the node stand-ins and the control plane. */
   stop(): Promise<void>;
 }
