@@ -153,17 +153,7 @@ export async function planApply(
   const unchanged: string[] = [];
   const ledger: Ledger["files"] = {};
 
-  const claimed = new Map<string, string>();
-
-  for (const entry of creationOrder(config)) {
-    const long = entry.path.split("/").find((name) => Buffer.byteLength(name) > NAME_MAX);
-    if (long !== undefined) throw new AgentError(AgentErrorCode.ApplyFailed, `${entry.at}.path: the name ${long.slice(0, 20)}… is longer than ${NAME_MAX} bytes`);
-    const path = resolveInRoot(entry.path, view.nodes(mapper), (text) => mapper.linkTarget(text), `${entry.at}.path (${entry.path})`);
-    const place: Place = { host: mapper.hostPath(path), at: mapper.locate(path) };
-    // Ignition refuses two entries that meet at one node once links are followed.
-    const other = claimed.get(place.host);
-    if (other !== undefined) throw conflict(entry, `resolves to ${path} after following links, where ${other} also resolves`);
-    claimed.set(place.host, entry.path);
+  for (const [entry, place] of resolvePlaces(creationOrder(config), mapper, view)) {
     const before = ops.length;
     ensureParents(entry, place, view, ops);
     const parentsMade = ops.length > before;
@@ -179,6 +169,25 @@ export async function planApply(
     (same && !parentsMade ? unchanged : changed).push(entry.path);
   }
   return { operations: ops, changed, unchanged, ledger };
+}
+
+/**
+ * Where every entry lands, resolved against the host as it is before anything
+ * is written, as Ignition resolves every path before it creates the first node;
+ * two entries that meet at one node are refused, as Ignition refuses them.
+ */
+function resolvePlaces(entries: readonly Entry[], mapper: PathMapper, view: VirtualHost): [Entry, Place][] {
+  const claimed = new Map<string, string>();
+  return entries.map((entry) => {
+    const long = entry.path.split("/").find((name) => Buffer.byteLength(name) > NAME_MAX);
+    if (long !== undefined) throw new AgentError(AgentErrorCode.ApplyFailed, `${entry.at}.path: the name ${long.slice(0, 20)}… is longer than ${NAME_MAX} bytes`);
+    const path = resolveInRoot(entry.path, view.nodes(mapper), (text) => mapper.linkTarget(text), `${entry.at}.path (${entry.path})`);
+    const place: Place = { host: mapper.hostPath(path), at: mapper.locate(path) };
+    const other = claimed.get(place.host);
+    if (other !== undefined) throw conflict(entry, `resolves to ${path} after following links, where ${other} also resolves`);
+    claimed.set(place.host, entry.path);
+    return [entry, place];
+  });
 }
 
 // The parents are resolved already: each is a directory, absent, or in the way;
