@@ -101,7 +101,7 @@ class VirtualHost {
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return { type: "absent" };
-      if (code === "ENOTDIR") return { type: "other" };
+      if (code === "ENOTDIR") return { type: "absent" }; // below a file: nothing can be there
       throw e;
     }
   }

@@ -144,6 +144,15 @@ describe("hard link targets resolve inside the root", () => {
     assert.equal(statSync(join(outside, "secret")).mode & 0o7777, 0o644);
   });
 
+  it("a target below a file fails before anything is written", async () => {
+    const { root, outside } = layout();
+    writeFileSync(join(root, "f"), "f");
+    const before = snapshotTree(root);
+    const error = await applyConfined(root, outside, { links: [{ path: "/new/h", target: "/f/x", hard: true }] });
+    assert.ok(error instanceof AgentError && /does not exist/.test(error.message), String(error));
+    assert.deepEqual(snapshotTree(root), before);
+  });
+
   it("a target with .. inside the root links the file it names there, as Ignition does", async () => {
     const { root, outside } = layout();
     await applyConfined(root, outside, { files: [{ path: "/f", contents: data("f") }], links: [{ path: "/h", target: "/a/../../f", hard: true }] });
