@@ -12,10 +12,11 @@
  * (Windows, where junctions and symbolic links both read as links, and other
  * POSIX hosts) each parent is checked with lstat just before the operation.
  */
-import { chmodSync, closeSync, existsSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, rmSync, symlinkSync, constants } from "node:fs";
+import { chmodSync, closeSync, existsSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readlinkSync, rmSync, symlinkSync, constants } from "node:fs";
 import { join } from "node:path";
 import { AgentError, AgentErrorCode } from "../common/errors";
-import { type HostRef, refPath } from "./paths";
+import { type HostRef, type PathMapper, refPath } from "./paths";
+import { type NodeLookup, resolveInRoot } from "./resolve";
 
 /** Path-based file operations confined to the parents a {@link HostRef} names. */
 export interface RootedFs {
@@ -164,4 +165,23 @@ class CheckedRoot implements RootedFs {
 /** The confined file operations for this host. */
 export function openRootedFs(platform: NodeJS.Platform = process.platform): RootedFs {
   return platform === "linux" && existsSync("/proc/self/fd") ? new ProcFdRoot() : new CheckedRoot();
+}
+
+/**
+ * Where a config path stands on the host now, its parents resolved inside the
+ * root as an apply resolves them: for code that removes or reads what an apply
+ * laid down. Throws an AgentError for a link loop or a link no root can contain.
+ */
+export function locateInRoot(mapper: PathMapper, configPath: string): HostRef {
+  const lookup: NodeLookup = (p) => {
+    const host = mapper.hostPath(p);
+    try {
+      const s = lstatSync(host);
+      if (s.isSymbolicLink()) return { type: "symlink", text: readlinkSync(host) };
+      return { type: s.isDirectory() ? "dir" : s.isFile() ? "file" : "other" };
+    } catch {
+      return { type: "absent" };
+    }
+  };
+  return mapper.locate(resolveInRoot(configPath, lookup, (text) => mapper.linkTarget(text)));
 }

@@ -15,6 +15,8 @@ import { applyIgnition, parseIgnition, rootedMapper } from "../../agent/ignition
 import { executePlan } from "../../agent/ignition/apply";
 import { emptyLedger } from "../../agent/ignition/ledger";
 import { planApply } from "../../agent/ignition/plan";
+import { removeComponentFiles } from "../../agent/lifecycle/files";
+import type { Recorded } from "../../agent/lifecycle/store";
 import { snapshotTree } from "../support/tree";
 
 const work = mkdtempSync(join(tmpdir(), "winfleet-confine-"));
@@ -157,5 +159,25 @@ describe("hard link targets resolve inside the root", () => {
     const { root, outside } = layout();
     await applyConfined(root, outside, { files: [{ path: "/f", contents: data("f") }], links: [{ path: "/h", target: "/a/../../f", hard: true }] });
     assert.equal(lstatSync(join(root, "h")).ino, lstatSync(join(root, "f")).ino);
+  });
+});
+
+describe("removing a component's files follows links inside the root", () => {
+  it("removes nothing outside the root through a link in a removed path's parents", async () => {
+    const { root, outside } = layout();
+    symlinkSync(outside, join(root, "opt"));
+    const version = { name: "app", version: "1.0.0", metadata: { files: ["/opt/d"] }, config: parseIgnition('{"ignition":{"version":"3.3.0"}}').config, paths: ["/opt/secret"] };
+    const before = snapshotTree(outside);
+    await removeComponentFiles(root, rootedMapper(root), version as unknown as Recorded, new Set());
+    assert.deepEqual(snapshotTree(outside), before);
+  });
+
+  it("removes what the apply laid down through that link, inside the root", async () => {
+    const { root, outside } = layout();
+    symlinkSync(outside, join(root, "opt"));
+    await apply(root, { files: [{ path: "/opt/app.txt", contents: data("x") }] });
+    const version = { name: "app", version: "1.0.0", metadata: { files: [] }, config: parseIgnition('{"ignition":{"version":"3.3.0"}}').config, paths: ["/opt/app.txt"] };
+    await removeComponentFiles(root, rootedMapper(root), version as unknown as Recorded, new Set());
+    assert.throws(() => lstatSync(join(root, outside, "app.txt")), /ENOENT/);
   });
 });
