@@ -4,6 +4,7 @@
  * conflicting config therefore writes nothing; a re-apply of an applied config
  * plans no operation at all.
  */
+import { mkdirSync } from "node:fs";
 import { AtomicWriteBatch } from "../common/atomic-file";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import { type FetchOptions, resolveResource } from "./fetch";
@@ -83,6 +84,8 @@ export async function executePlan(plan: ApplyPlan, durable: boolean, fs: RootedF
     batch = new AtomicWriteBatch(durable);
   };
   try {
+    // The root (of each drive) is trusted and made when missing, as a fresh --root directory is.
+    for (const base of new Set(plan.operations.map((op) => op.at.base))) mkdirSync(base, { recursive: true, mode: 0o755 });
     for (const op of plan.operations) {
       if (op.op === "write") {
         await batch.add(fs.pathOf(op.at), op.data, op.mode);

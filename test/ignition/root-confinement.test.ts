@@ -108,6 +108,12 @@ describe("links already in the root stay inside it", () => {
     assert.ok(error instanceof AgentError && /resolves to \/b\/x/.test(error.message), String(error));
   });
 
+  it("makes a root that does not exist yet", async () => {
+    const root = join(work, `fresh-${counter++}`, "root");
+    await apply(root, { files: [{ path: "/a/x", contents: data("hi") }] });
+    assert.equal(readFileSync(join(root, "a", "x"), "utf8"), "hi");
+  });
+
   it("stops at a link loop with an error naming the path", async () => {
     const { root, outside } = layout();
     symlinkSync("/b", join(root, "a"));
