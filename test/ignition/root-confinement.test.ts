@@ -15,7 +15,9 @@ import { applyIgnition, parseIgnition, rootedMapper } from "../../agent/ignition
 import { executePlan } from "../../agent/ignition/apply";
 import { emptyLedger } from "../../agent/ignition/ledger";
 import { planApply } from "../../agent/ignition/plan";
-import { removeComponentFiles } from "../../agent/lifecycle/files";
+import { ledgerPath, removeComponentFiles } from "../../agent/lifecycle/files";
+import { stateDir, writeJournal } from "../../agent/lifecycle/journal";
+import { verifyHost } from "../../agent/lifecycle/verify";
 import type { Recorded } from "../../agent/lifecycle/store";
 import { snapshotTree } from "../support/tree";
 
@@ -185,5 +187,23 @@ describe("removing a component's files follows links inside the root", () => {
     const version = { name: "app", version: "1.0.0", metadata: { files: [] }, config: parseIgnition('{"ignition":{"version":"3.3.0"}}').config, paths: ["/opt/app.txt"] };
     await removeComponentFiles(root, rootedMapper(root), version as unknown as Recorded, new Set());
     assert.throws(() => lstatSync(join(root, outside, "app.txt")), /ENOENT/);
+  });
+});
+
+describe("drift verification reads what the apply wrote, inside the root", () => {
+  it("finds a file written below a link where the apply put it, not outside the root", async () => {
+    const { root, outside } = layout();
+    symlinkSync(outside, join(root, "opt"));
+    const storage = { files: [{ path: "/opt/secret", contents: data("mine"), overwrite: true }] };
+    const ignition = JSON.stringify({ ignition: { version: "3.3.0" }, storage });
+    const { config } = parseIgnition(ignition);
+    await applyIgnition(config, { mapper: rootedMapper(root), ledgerPath: ledgerPath(root), durable: false });
+    const recorded = join(stateDir(root), "components", "app_1.0.0");
+    mkdirSync(recorded, { recursive: true });
+    writeFileSync(join(recorded, "component.ign"), ignition);
+    writeFileSync(join(recorded, "metadata.json"), JSON.stringify({ name: "app", version: "1.0.0", install: { priority: 1, commands: [] }, uninstall: { priority: 1, commands: [] } }));
+    await writeJournal(root, { format: 1, installed: [{ name: "app", version: "1.0.0", since: "2026-01-01T00:00:00.000Z" }], history: [] });
+    assert.deepEqual((await verifyHost(root, rootedMapper(root))).items, []);
+    assert.equal(readFileSync(join(outside, "secret"), "utf8"), "secret");
   });
 });
