@@ -80,7 +80,16 @@ export function resolveInRoot(path: string, lookup: NodeLookup, linkTarget: (tex
       if (target.sameDrive !== true) drive = next.drive;
       out.length = 0;
     }
-    todo.unshift(...next.names);
+    // Ignition cleans a link's target as text before it goes on (`x/../y` is `y`
+    // even when `x` is a link); a leading `..` leaves the link's own directory.
+    const names: string[] = [];
+    for (const n of next.names) {
+      if (n === "" || n === ".") continue;
+      if (n !== "..") names.push(n);
+      else if (names.length > 0) names.pop();
+      else out.pop();
+    }
+    todo.unshift(...names);
   }
   return last === "" ? joinConfigPath(drive, out) : joinConfigPath(drive, [...out, last]);
 }

@@ -116,6 +116,13 @@ describe("links already in the root stay inside it", () => {
     assert.equal(readFileSync(join(root, "a", "x"), "utf8"), "hi");
   });
 
+  it("cleans a link's target as text before following it, as Ignition does", async () => {
+    const { root, outside } = layout();
+    symlinkSync("a/../b", join(root, "a"));
+    assert.equal(await applyConfined(root, outside, { directories: [{ path: "/a/c" }] }), undefined);
+    assert.ok(statSync(join(root, "b", "c")).isDirectory());
+  });
+
   it("stops at a link loop with an error naming the path", async () => {
     const { root, outside } = layout();
     symlinkSync("/b", join(root, "a"));
