@@ -303,6 +303,13 @@ function planLink(entry: LinkEntry, place: Place, mapper: PathMapper, view: Virt
     // root and links in its parents are followed as if the root were `/`.
     const targetPath = resolveInRoot(entry.target, view.nodes(mapper), (text) => mapper.linkTarget(text), `${entry.at}.target`);
     const targetHost = mapper.hostPath(targetPath);
+    // A link to itself: Ignition finds the node the same file as its target and
+    // keeps it, unless overwrite removed it first and left nothing to link to.
+    if (targetHost === host) {
+      if (existing.type === "absent") throw conflict(entry, `hard link target ${entry.target} does not exist`);
+      if (entry.overwrite) throw conflict(entry, `hard link target ${entry.target} is the link's own path, which overwrite removes first`);
+      return true;
+    }
     const target = view.lookup(targetHost);
     if (target.type === "absent") throw conflict(entry, `hard link target ${entry.target} does not exist`);
     if (target.type === "dir") throw conflict(entry, "hard link target is a directory");

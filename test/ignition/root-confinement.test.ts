@@ -170,6 +170,17 @@ describe("hard link targets resolve inside the root", () => {
     assert.deepEqual(snapshotTree(root), before);
   });
 
+  it("a link to its own path is kept as the same file, or refused before writing when overwrite would remove it", async () => {
+    const { root, outside } = layout();
+    mkdirSync(join(root, "d"));
+    symlinkSync("/l", join(root, "l"));
+    assert.equal(await applyConfined(root, outside, { links: [{ path: "/d", target: "/d", hard: true }] }), undefined);
+    const before = snapshotTree(root);
+    const error = await applyConfined(root, outside, { links: [{ path: "/l", target: "/l", hard: true, overwrite: true }] });
+    assert.ok(error instanceof AgentError && /overwrite removes first/.test(error.message), String(error));
+    assert.deepEqual(snapshotTree(root), before);
+  });
+
   it("a target with .. inside the root links the file it names there, as Ignition does", async () => {
     const { root, outside } = layout();
     await applyConfined(root, outside, { files: [{ path: "/f", contents: data("f") }], links: [{ path: "/h", target: "/a/../../f", hard: true }] });
