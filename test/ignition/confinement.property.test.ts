@@ -11,8 +11,9 @@
  * path, and the trees must match (or both applies fail).
  *
  * 2,000 cases from a fixed seed by default; WINFLEET_PROPERTY_SEED=<n> or
- * =random and WINFLEET_PROPERTY_RUNS=<n> for longer, nightly-style runs (the
- * seed is printed, and a failure names it with fast-check's shrunk case).
+ * =random, WINFLEET_PROPERTY_RUNS=<n> and WINFLEET_PROPERTY_COMPARE_EVERY=<n>
+ * for longer, nightly-style runs (the seed is printed, and a failure names it
+ * with fast-check's shrunk case).
  */
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -31,8 +32,8 @@ const FIXED_SEED = 20261125;
 const seedText = process.env.WINFLEET_PROPERTY_SEED;
 const seed = seedText === undefined || seedText === "" ? FIXED_SEED : seedText === "random" ? (Date.now() ^ (Math.random() * 0x7fffffff)) | 0 : Number(seedText);
 const runs = Number(process.env.WINFLEET_PROPERTY_RUNS ?? 2000);
-/** CoreOS takes ~70 ms a run; comparing one case in this many keeps CI near a minute. */
-const COMPARE_EVERY = 8;
+/** CoreOS takes ~70 ms a run; comparing one case in this many keeps CI near a minute (1 compares every case). */
+const COMPARE_EVERY = Math.max(1, Number(process.env.WINFLEET_PROPERTY_COMPARE_EVERY ?? 8));
 const coreos = locate(IGNITION) !== undefined;
 
 const work = mkdtempSync(join(tmpdir(), "winfleet-confine-prop-"));
