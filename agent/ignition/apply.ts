@@ -4,7 +4,7 @@
  * conflicting config therefore writes nothing; a re-apply of an applied config
  * plans no operation at all.
  */
-import { chmod, link, mkdir, rm, symlink } from "node:fs/promises";
+import { mkdirSync } from "node:fs";
 import { AtomicWriteBatch } from "../common/atomic-file";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import { type FetchOptions, resolveResource } from "./fetch";
@@ -12,6 +12,7 @@ import { type Ledger, emptyLedger, readLedger, writeLedger } from "./ledger";
 import type { FileEntry, IgnitionConfig } from "./model";
 import type { PathMapper } from "./paths";
 import { type ApplyPlan, type Operation, type ResolvedFile, planApply } from "./plan";
+import { type RootedFs, openRootedFs } from "./rooted-fs";
 
 /** Options for {@link applyIgnition}. */
 export interface ApplyOptions extends FetchOptions {
@@ -71,42 +72,57 @@ async function hostErrors<T>(phase: string, work: () => Promise<T>): Promise<T> 
  * stages its temp file, and the batch is flushed (fsynced together, then
  * renamed in order) before any operation other than a write or a directory
  * creation, so that operation sees the tree the plan assumed, and at the end.
+ * Every operation reaches its path from the root without following a link
+ * ({@link RootedFs}); directories held open for staged writes are let go at each flush.
  */
-export async function executePlan(plan: ApplyPlan, durable: boolean): Promise<void> {
-  const batch = new AtomicWriteBatch(durable);
+export async function executePlan(plan: ApplyPlan, durable: boolean, fs: RootedFs = openRootedFs()): Promise<void> {
+  let batch = new AtomicWriteBatch(durable);
+  const flush = async (): Promise<void> => {
+    await batch.flush();
+    fs.release();
+    // A directory descriptor's number is reused once closed: start afresh.
+    batch = new AtomicWriteBatch(durable);
+  };
   try {
+    // The root (of each drive) is trusted and made when missing, as a fresh --root directory is.
+    for (const base of new Set(plan.operations.map((op) => op.at.base))) mkdirSync(base, { recursive: true, mode: 0o755 });
     for (const op of plan.operations) {
       if (op.op === "write") {
-        await batch.add(op.host, op.data, op.mode);
+        await batch.add(fs.pathOf(op.at), op.data, op.mode);
+        if (fs.held >= HELD_DIRECTORIES) await flush();
         continue;
       }
-      if (op.op !== "mkdir") await batch.flush();
-      await execute(op);
+      if (op.op !== "mkdir") await flush();
+      execute(op, fs);
     }
-    await batch.flush();
+    await flush();
   } catch (e) {
     batch.discard();
     throw e;
+  } finally {
+    fs.release();
   }
 }
 
-async function execute(op: Exclude<Operation, { op: "write" }>): Promise<void> {
+/** Directories held open for staged writes before the batch is flushed early. */
+const HELD_DIRECTORIES = 512;
+
+function execute(op: Exclude<Operation, { op: "write" }>, fs: RootedFs): void {
   switch (op.op) {
     case "mkdir":
-      await mkdir(op.host);
-      await chmod(op.host, op.mode);
+      fs.mkdir(op.at, op.mode);
       return;
     case "remove":
-      await rm(op.host, { recursive: true, force: true });
+      fs.remove(op.at);
       return;
     case "chmod":
-      await chmod(op.host, op.mode);
+      fs.chmod(op.at, op.mode);
       return;
     case "symlink":
-      await symlink(op.text, op.host);
+      fs.symlink(op.text, op.at);
       return;
     case "hardlink":
-      await link(op.existing, op.host);
+      fs.link(op.existing, op.at);
       return;
   }
 }

@@ -5,5 +5,6 @@ export { resolveResource, type FetchOptions, type RetryPolicy } from "./fetch";
 export { readLedger, sha512, type Ledger } from "./ledger";
 export type { DirectoryEntry, Entry, FileEntry, Hash, IgnitionConfig, LinkEntry, NotApplicable, Resource } from "./model";
 export { parseIgnition, SUPPORTED_VERSIONS, type ParseOptions, type ParsedIgnition } from "./parse";
-export { rootedMapper, type PathMapper } from "./paths";
+export { refPath, rootedMapper, type HostRef, type PathMapper } from "./paths";
+export { locateInRoot, openRootedFs, type RootedFs } from "./rooted-fs";
 export { renderV3 } from "./render";

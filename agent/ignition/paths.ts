@@ -4,31 +4,68 @@
  * The mapping sits behind {@link PathMapper} so the engine never branches on the OS.
  */
 import { join } from "node:path";
+import { splitConfigPath } from "./resolve";
+import { windowsLinkTarget } from "./paths.win32";
+
+/**
+ * How a link's text, read from the host, continues a walk: from the root (an
+ * absolute config path, `/a` or `D:/a`), from the link's directory (a relative
+ * path with `/` separators), or not at all (a target no root can contain, such
+ * as a network share). `sameDrive`: an absolute path without a drive that
+ * stays on the drive of the link (a Windows `\x`).
+ */
+export type LinkTarget =
+  | { readonly kind: "absolute" | "relative"; readonly path: string; readonly sameDrive?: boolean }
+  | { readonly kind: "refused"; readonly reason: string };
+
+/** A host path as a trusted base directory (a root) and the names below it, each to be opened without following links. */
+export interface HostRef {
+  readonly base: string;
+  readonly names: readonly string[];
+}
 
 /** Maps config paths to host paths. */
 export interface PathMapper {
   /** The host path of a config path (`/a/b` or `D:/a/b`). */
   hostPath(configPath: string): string;
+  /** {@link hostPath} as its root and the names below it. */
+  locate(configPath: string): HostRef;
   /** The text a symlink to config path `target` must contain on this host. */
   linkText(target: string): string;
+  /** Where a link whose text is `text` leads, in config paths. */
+  linkTarget(text: string): LinkTarget;
 }
 
-const DRIVE = /^([A-Z]):(\/.*)$/;
+/** The host path a {@link HostRef} names. */
+export function refPath(ref: HostRef): string {
+  return ref.names.length === 0 ? ref.base : join(ref.base, ...ref.names);
+}
+
+/** POSIX link texts: absolute from the root, anything else from the link's directory. */
+export function posixLinkTarget(text: string): LinkTarget {
+  return { kind: text.startsWith("/") ? "absolute" : "relative", path: text };
+}
 
 /**
  * Maps everything below `root`: `/a` → `root/a`; a path on the system drive
  * (`C:/a` with the default) maps like `/a`; another drive maps below `root/D:`.
  * Link targets are stored as written, as Ignition does: they resolve once `root`
- * is the host's root.
+ * is the host's root, and while it is not, the engine follows them as if it were.
  */
-export function rootedMapper(root: string, systemDrive = "C"): PathMapper {
+export function rootedMapper(
+  root: string,
+  systemDrive = "C",
+  linkTarget: (text: string) => LinkTarget = process.platform === "win32" ? windowsLinkTarget : posixLinkTarget,
+): PathMapper {
+  const locate = (configPath: string): HostRef => {
+    const { drive, names } = splitConfigPath(configPath);
+    const below = names.filter((n) => n !== "");
+    return { base: root, names: drive === "" || drive === `${systemDrive}:` ? below : [drive, ...below] };
+  };
   return {
-    hostPath(configPath) {
-      const m = DRIVE.exec(configPath);
-      if (!m) return join(root, configPath);
-      const [, drive = "", rest = "/"] = m;
-      return drive === systemDrive ? join(root, rest) : join(root, `${drive}:`, rest);
-    },
+    hostPath: (configPath) => refPath(locate(configPath)),
+    locate,
     linkText: (target) => target,
+    linkTarget,
   };
 }

@@ -5,13 +5,13 @@
  * operations that {@link executePlan} carries out.
  */
 import { createHash } from "node:crypto";
-import { lstatSync, readlinkSync, statSync } from "node:fs";
+import { lstatSync, readlinkSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { dirname } from "node:path";
 import { AgentError, AgentErrorCode } from "../common/errors";
 import { type Ledger, sha512 } from "./ledger";
 import type { DirectoryEntry, Entry, FileEntry, IgnitionConfig, LinkEntry } from "./model";
-import type { PathMapper } from "./paths";
+import { type HostRef, type PathMapper, refPath } from "./paths";
+import { type NodeLookup, resolveInRoot } from "./resolve";
 
 /** The longest file name ext4, XFS and NTFS all accept, checked before anything is written. */
 const NAME_MAX = 255;
@@ -19,14 +19,24 @@ const NAME_MAX = 255;
 /** The ledger's digest for a directory, which has no bytes. */
 export const DIRECTORY_DIGEST = "directory";
 
-/** One primitive change to the host. */
-export type Operation =
-  | { readonly op: "mkdir"; readonly host: string; readonly mode: number }
-  | { readonly op: "remove"; readonly host: string }
-  | { readonly op: "write"; readonly host: string; readonly data: Buffer; readonly mode: number }
-  | { readonly op: "chmod"; readonly host: string; readonly mode: number }
-  | { readonly op: "symlink"; readonly host: string; readonly text: string }
-  | { readonly op: "hardlink"; readonly host: string; readonly existing: string };
+/**
+ * One primitive change to the host: `host` is the path, `at` the same path as
+ * the root and the names below it that are opened without following links.
+ */
+export type Operation = { readonly host: string; readonly at: HostRef } & (
+  | { readonly op: "mkdir"; readonly mode: number }
+  | { readonly op: "remove" }
+  | { readonly op: "write"; readonly data: Buffer; readonly mode: number }
+  | { readonly op: "chmod"; readonly mode: number }
+  | { readonly op: "symlink"; readonly text: string }
+  | { readonly op: "hardlink"; readonly existing: HostRef }
+);
+
+/** Where an entry lands: its host path, and the same as root and names. */
+interface Place {
+  readonly host: string;
+  readonly at: HostRef;
+}
 
 /** Bytes resolved for one file entry. */
 export interface ResolvedFile {
@@ -56,15 +66,34 @@ type NodeState =
 class VirtualHost {
   private readonly planned = new Map<string, NodeState>();
   private readonly removed: string[] = [];
+  /** What the disk held, per path: resolution reads each parent once per entry. */
+  private readonly disk = new Map<string, NodeState>();
 
   // Synchronous: a stat costs microseconds, a trip through libuv's thread pool
-  // ten times that, and a plan makes one per entry and parent.
-  lookup(host: string, follow = false): NodeState {
+  // ten times that, and a plan makes one per entry and parent. Never follows a
+  // link: the paths looked up have resolved parents.
+  lookup(host: string): NodeState {
     const p = this.planned.get(host);
     if (p) return p;
     if (this.removed.some((r) => host === r || host.startsWith(`${r}/`) || host.startsWith(`${r}\\`))) return { type: "absent" };
+    const known = this.disk.get(host);
+    if (known) return known;
+    const state = this.stat(host);
+    this.disk.set(host, state);
+    return state;
+  }
+
+  /** Resolution's view of this host: config paths through `mapper`. */
+  nodes(mapper: PathMapper): NodeLookup {
+    return (configPath) => {
+      const state = this.lookup(mapper.hostPath(configPath));
+      return state.type === "symlink" ? state : { type: state.type };
+    };
+  }
+
+  private stat(host: string): NodeState {
     try {
-      const s = follow ? statSync(host) : lstatSync(host);
+      const s = lstatSync(host);
       if (s.isFile()) return { type: "file", mode: s.mode & 0o7777, ino: s.ino, read: () => readFile(host) };
       if (s.isDirectory()) return { type: "dir", mode: s.mode & 0o7777 };
       if (s.isSymbolicLink()) return { type: "symlink", text: readlinkSync(host) };
@@ -72,7 +101,7 @@ class VirtualHost {
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return { type: "absent" };
-      if (code === "ENOTDIR") return { type: "other" };
+      if (code === "ENOTDIR") return { type: "absent" }; // below a file: nothing can be there
       throw e;
     }
   }
@@ -124,50 +153,72 @@ export async function planApply(
   const unchanged: string[] = [];
   const ledger: Ledger["files"] = {};
 
-  for (const entry of creationOrder(config)) {
-    const host = mapper.hostPath(entry.path);
-    const long = entry.path.split("/").find((name) => Buffer.byteLength(name) > NAME_MAX);
-    if (long !== undefined) throw new AgentError(AgentErrorCode.ApplyFailed, `${entry.at}.path: the name ${long.slice(0, 20)}… is longer than ${NAME_MAX} bytes`);
+  for (const [entry, place] of resolvePlaces(creationOrder(config), mapper, view)) {
     const before = ops.length;
-    ensureParents(entry, host, view, ops);
+    ensureParents(entry, place, view, ops);
     const parentsMade = ops.length > before;
     let same: boolean;
     if (entry.kind === "file") {
       const r = resolved.get(entry) ?? { contents: undefined, append: [] };
-      same = await planFile(entry, host, r, view, ops, previous, ledger);
+      same = await planFile(entry, place, r, view, ops, previous, ledger);
     } else if (entry.kind === "directory") {
-      same = planDirectory(entry, host, view, ops, previous, ledger);
+      same = planDirectory(entry, place, view, ops, previous, ledger);
     } else {
-      same = planLink(entry, host, mapper, view, ops);
+      same = planLink(entry, place, mapper, view, ops);
     }
     (same && !parentsMade ? unchanged : changed).push(entry.path);
   }
   return { operations: ops, changed, unchanged, ledger };
 }
 
-function ensureParents(entry: Entry, host: string, view: VirtualHost, ops: Operation[]): void {
-  const missing: string[] = [];
-  for (let dir = dirname(host); dir !== dirname(dir); dir = dirname(dir)) {
-    const state = view.lookup(dir, true);
+/**
+ * Where every entry lands, resolved against the host as it is before anything
+ * is written, as Ignition resolves every path before it creates the first node;
+ * two entries that meet at one node are refused, as Ignition refuses them.
+ */
+function resolvePlaces(entries: readonly Entry[], mapper: PathMapper, view: VirtualHost): [Entry, Place][] {
+  const claimed = new Map<string, string>();
+  return entries.map((entry) => {
+    const long = entry.path.split("/").find((name) => Buffer.byteLength(name) > NAME_MAX);
+    if (long !== undefined) throw new AgentError(AgentErrorCode.ApplyFailed, `${entry.at}.path: the name ${long.slice(0, 20)}… is longer than ${NAME_MAX} bytes`);
+    const path = resolveInRoot(entry.path, view.nodes(mapper), (text) => mapper.linkTarget(text), `${entry.at}.path (${entry.path})`);
+    const place: Place = { host: mapper.hostPath(path), at: mapper.locate(path) };
+    const other = claimed.get(place.host);
+    if (other !== undefined) throw conflict(entry, `resolves to ${path} after following links, where ${other} also resolves`);
+    claimed.set(place.host, entry.path);
+    return [entry, place];
+  });
+}
+
+// The parents are resolved already: each is a directory, absent, or in the way;
+// none is a link. The root itself is never created.
+function ensureParents(entry: Entry, place: Place, view: VirtualHost, ops: Operation[]): void {
+  const missing: Place[] = [];
+  const { base, names } = place.at;
+  for (let n = names.length - 1; n > 0; n--) {
+    const at = { base, names: names.slice(0, n) };
+    const dir = refPath(at);
+    const state = view.lookup(dir);
     if (state.type === "dir") break;
     if (state.type !== "absent") throw conflict(entry, `${dir} exists and is not a directory`);
-    missing.unshift(dir);
+    missing.unshift({ host: dir, at });
   }
   for (const dir of missing) {
-    ops.push({ op: "mkdir", host: dir, mode: 0o755 });
-    view.set(dir, { type: "dir", mode: 0o755 });
+    ops.push({ op: "mkdir", ...dir, mode: 0o755 });
+    view.set(dir.host, { type: "dir", mode: 0o755 });
   }
 }
 
 async function planFile(
   entry: FileEntry,
-  host: string,
+  place: Place,
   r: ResolvedFile,
   view: VirtualHost,
   ops: Operation[],
   previous: Ledger,
   ledger: Ledger["files"],
 ): Promise<boolean> {
+  const { host } = place;
   const fp = fingerprint(entry, r);
   let existing = view.lookup(host);
   const record = previous.files[entry.path];
@@ -197,16 +248,16 @@ async function planFile(
     const sameBytes = (await current.read()).equals(data);
     if (sameBytes && current.mode === mode) return true;
     if (sameBytes) {
-      ops.push({ op: "chmod", host, mode });
+      ops.push({ op: "chmod", ...place, mode });
       view.set(host, { ...current, mode });
       return false;
     }
   } else if (existing.type !== "absent") {
-    ops.push({ op: "remove", host });
+    ops.push({ op: "remove", ...place });
     view.remove(host);
     existing = { type: "absent" };
   }
-  ops.push({ op: "write", host, data, mode });
+  ops.push({ op: "write", ...place, data, mode });
   view.set(host, { type: "file", mode, ino: -1, read: () => Promise.resolve(data) });
   return false;
 }
@@ -215,12 +266,13 @@ async function planFile(
 // Ignition, but a re-apply of the same entry must not wipe what the config put inside.
 function planDirectory(
   entry: DirectoryEntry,
-  host: string,
+  place: Place,
   view: VirtualHost,
   ops: Operation[],
   previous: Ledger,
   ledger: Ledger["files"],
 ): boolean {
+  const { host } = place;
   const existing = view.lookup(host);
   const fp = `directory:${entry.overwrite}:${entry.mode ?? "-"}`;
   const mode = entry.mode ?? (existing.type === "dir" ? existing.mode : 0o755);
@@ -228,35 +280,46 @@ function planDirectory(
   const reapplied = previous.files[entry.path]?.fingerprint === fp;
   if (existing.type === "dir" && (!entry.overwrite || reapplied)) {
     if (entry.mode === undefined || entry.mode === existing.mode) return true;
-    ops.push({ op: "chmod", host, mode: entry.mode });
+    ops.push({ op: "chmod", ...place, mode: entry.mode });
     view.set(host, { type: "dir", mode: entry.mode });
     return false;
   }
   if (existing.type !== "absent") {
     if (!entry.overwrite) throw conflict(entry, "a non-directory exists there already and overwrite is false");
-    ops.push({ op: "remove", host });
+    ops.push({ op: "remove", ...place });
     view.remove(host);
   }
-  ops.push({ op: "mkdir", host, mode: entry.mode ?? 0o755 });
+  ops.push({ op: "mkdir", ...place, mode: entry.mode ?? 0o755 });
   view.set(host, { type: "dir", mode: entry.mode ?? 0o755 });
   ledger[entry.path] = { fingerprint: fp, sha512: DIRECTORY_DIGEST, mode: entry.mode ?? 0o755, host };
   return false;
 }
 
-function planLink(entry: LinkEntry, host: string, mapper: PathMapper, view: VirtualHost, ops: Operation[]): boolean {
+function planLink(entry: LinkEntry, place: Place, mapper: PathMapper, view: VirtualHost, ops: Operation[]): boolean {
+  const { host } = place;
   const existing = view.lookup(host);
   if (entry.hard) {
-    const targetHost = mapper.hostPath(entry.target);
+    // The target resolves inside the root as the path does: `..` stops at the
+    // root and links in its parents are followed as if the root were `/`.
+    const targetPath = resolveInRoot(entry.target, view.nodes(mapper), (text) => mapper.linkTarget(text), `${entry.at}.target`);
+    const targetHost = mapper.hostPath(targetPath);
+    // A link to itself: Ignition finds the node the same file as its target and
+    // keeps it, unless overwrite removed it first and left nothing to link to.
+    if (targetHost === host) {
+      if (existing.type === "absent") throw conflict(entry, `hard link target ${entry.target} does not exist`);
+      if (entry.overwrite) throw conflict(entry, `hard link target ${entry.target} is the link's own path, which overwrite removes first`);
+      return true;
+    }
     const target = view.lookup(targetHost);
     if (target.type === "absent") throw conflict(entry, `hard link target ${entry.target} does not exist`);
     if (target.type === "dir") throw conflict(entry, "hard link target is a directory");
     if (existing.type === "file" && target.type === "file" && target.ino >= 0 && existing.ino === target.ino) return true;
     if (existing.type !== "absent") {
       if (!entry.overwrite) throw conflict(entry, "a file already exists at that path but is not the target and overwrite is false");
-      ops.push({ op: "remove", host });
+      ops.push({ op: "remove", ...place });
       view.remove(host);
     }
-    ops.push({ op: "hardlink", host, existing: targetHost });
+    ops.push({ op: "hardlink", ...place, existing: mapper.locate(targetPath) });
     view.set(host, target);
     return false;
   }
@@ -267,10 +330,10 @@ function planLink(entry: LinkEntry, host: string, mapper: PathMapper, view: Virt
       const what = existing.type === "symlink" ? `a symlink exists at that path but points to ${existing.text}, not ${text}` : "a non-symlink exists at that path";
       throw conflict(entry, `${what} and overwrite is false`);
     }
-    ops.push({ op: "remove", host });
+    ops.push({ op: "remove", ...place });
     view.remove(host);
   }
-  ops.push({ op: "symlink", host, text });
+  ops.push({ op: "symlink", ...place, text });
   view.set(host, { type: "symlink", text });
   return false;
 }

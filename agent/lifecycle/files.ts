@@ -7,7 +7,8 @@
  */
 import { lstat, rm, rmdir } from "node:fs/promises";
 import { join } from "node:path";
-import { type FetchOptions, type PathMapper, applyIgnition, readLedger } from "../ignition";
+import { AgentError } from "../common/errors";
+import { type FetchOptions, type PathMapper, applyIgnition, locateInRoot, openRootedFs, readLedger } from "../ignition";
 import { writeLedger } from "../ignition/ledger";
 import { stateDir } from "./journal";
 import type { Recorded } from "./store";
@@ -50,16 +51,29 @@ export async function removeComponentFiles(root: string, mapper: PathMapper, ver
 
 // Ignition paths go one by one (a directory only when empty); a metadata `files`
 // entry is the component's own (a log or state directory) and goes with what it holds.
+// Each path is found as the apply found it, links in its parents followed inside
+// the root, and reached without following a link: a removal never leaves the root.
 async function removePaths(root: string, mapper: PathMapper, paths: readonly string[], recursive: boolean): Promise<void> {
   // Deepest first, so a directory is empty by the time it is reached.
   const ordered = [...new Set(paths)].sort((a, b) => b.split("/").length - a.split("/").length || (a < b ? 1 : -1));
+  const rooted = openRootedFs();
   for (const p of ordered) {
-    const host = mapper.hostPath(p);
-    const s = await lstat(host).catch(() => undefined);
-    if (!s) continue;
-    if (s.isDirectory() && recursive) await rm(host, { recursive: true, force: true });
-    else if (s.isDirectory()) await rmdir(host).catch(() => undefined); // not empty: something else lives there
-    else await rm(host, { force: true });
+    try {
+      let host: string;
+      try {
+        host = rooted.pathOf(locateInRoot(mapper, p));
+      } catch (e) {
+        if (e instanceof AgentError) continue; // a parent is gone, or a link loops: nothing laid down is there
+        throw e;
+      }
+      const s = await lstat(host).catch(() => undefined);
+      if (!s) continue;
+      if (s.isDirectory() && recursive) await rm(host, { recursive: true, force: true });
+      else if (s.isDirectory()) await rmdir(host).catch(() => undefined); // not empty: something else lives there
+      else await rm(host, { force: true });
+    } finally {
+      rooted.release();
+    }
   }
   const file = ledgerPath(root);
   const ledger = await readLedger(file);

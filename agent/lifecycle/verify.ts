@@ -6,9 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { lstat, readFile, readlink, stat } from "node:fs/promises";
-import type { PathMapper } from "../ignition";
-import { readLedger } from "../ignition";
+import { lstat, readFile, readlink } from "node:fs/promises";
+import { type PathMapper, locateInRoot, readLedger, refPath } from "../ignition";
 import type { DriftItem } from "./events";
 import { ledgerPath } from "./files";
 import { readJournal } from "./journal";
@@ -37,15 +36,23 @@ export async function verifyHost(root: string, mapper: PathMapper, platform: Nod
   const ledger = await readLedger(ledgerPath(root));
   const checks: (() => Promise<DriftItem | undefined>)[] = [];
   const checkModes = platform !== "win32"; // NTFS has no POSIX modes to compare
+  // Where the apply put each path: links in its parents followed inside the root, never out of it.
+  const where = (path: string): string | undefined => {
+    try {
+      return refPath(locateInRoot(mapper, path));
+    } catch {
+      return undefined; // a link loop or one no root contains: the apply could not have written there
+    }
+  };
   for (const i of journal.installed) {
     if (i.pending === "remove") continue;
     const { config } = await recorded(root, i.name, i.version);
     const drift = (path: string, problem: DriftItem["problem"]): DriftItem => ({ component: i.name, path, problem });
     for (const f of config.files) {
       checks.push(async () => {
-        const host = mapper.hostPath(f.path);
-        const s = await lstat(host).catch(() => undefined);
-        if (!s) return drift(f.path, "missing");
+        const host = where(f.path);
+        const s = host === undefined ? undefined : await lstat(host).catch(() => undefined);
+        if (!s || host === undefined) return drift(f.path, "missing");
         if (!s.isFile()) return drift(f.path, "type");
         const expected = ledger.files[f.path];
         if (!expected) return undefined;
@@ -55,7 +62,8 @@ export async function verifyHost(root: string, mapper: PathMapper, platform: Nod
     }
     for (const d of config.directories) {
       checks.push(async () => {
-        const s = await lstat(mapper.hostPath(d.path)).catch(() => undefined);
+        const host = where(d.path);
+        const s = host === undefined ? undefined : await lstat(host).catch(() => undefined);
         if (!s) return drift(d.path, "missing");
         if (!s.isDirectory()) return drift(d.path, "type");
         const expected = ledger.files[d.path];
@@ -64,11 +72,12 @@ export async function verifyHost(root: string, mapper: PathMapper, platform: Nod
     }
     for (const l of config.links) {
       checks.push(async () => {
-        const host = mapper.hostPath(l.path);
-        const s = await lstat(host).catch(() => undefined);
-        if (!s) return drift(l.path, "missing");
+        const host = where(l.path);
+        const s = host === undefined ? undefined : await lstat(host).catch(() => undefined);
+        if (!s || host === undefined) return drift(l.path, "missing");
         if (l.hard) {
-          const target = await stat(mapper.hostPath(l.target)).catch(() => undefined);
+          const targetHost = where(l.target);
+          const target = targetHost === undefined ? undefined : await lstat(targetHost).catch(() => undefined);
           return target && target.ino === s.ino && target.dev === s.dev ? undefined : drift(l.path, "content");
         }
         if (!s.isSymbolicLink()) return drift(l.path, "type");
