@@ -2,6 +2,9 @@
 // Runs every *.test.ts in the repository with node's test runner (through tsx) and
 // ends with one plain summary line, "N passed, N failed, N skipped", that CI reads.
 // Usage: npm test [-- <path filter>...]
+//        npm run test:fast [-- <path filter>...]   the fast tier (--fast): the unit tests beside
+//        the code and the static checks of test/ci and test/content, without the end-to-end
+//        suites that start fleets, brokers, control planes and engines.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,7 +12,10 @@ import { join, relative } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
 const searched = ["agent", "components", "infra", "policy", "test"];
-const filters = process.argv.slice(2);
+const fast = process.argv.includes("--fast");
+const filters = process.argv.slice(2).filter((a) => a !== "--fast");
+/** Under test/, the fast tier keeps only these folders; every unit test beside the code is in it. */
+const FAST_TEST_DIRS = ["test/ci/", "test/content/"];
 
 function* walk(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -27,6 +33,7 @@ const files = searched
   .filter((d) => existsSync(join(root, d)))
   .flatMap((d) => [...walk(join(root, d))])
   .map((f) => relative(root, f))
+  .filter((f) => !fast || !f.startsWith("test/") || FAST_TEST_DIRS.some((d) => f.startsWith(d)))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort();
 if (files.length === 0) {
