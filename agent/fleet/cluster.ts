@@ -6,7 +6,7 @@
  * bootstrap with the bootstrap token the program created, then its own credential, which its
  * node stand-in keeps the Node and Lease alive with and its agent reports with.
  */
-import { randomBytes } from "node:crypto";
+import { randomInt } from "node:crypto";
 import { copyFile, mkdir, readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
@@ -33,9 +33,10 @@ export interface LocalCluster {
 const ENGINES = ["kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes"] as const;
 const STACK = "local";
 
+/** `n` characters of [a-z0-9], as bootstrap token ids and secrets are made of. */
 function random(n: number): string {
   const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-  return [...randomBytes(n)].map((b) => alphabet[b % alphabet.length]).join("");
+  return Array.from({ length: n }, () => alphabet[randomInt(alphabet.length)]).join("");
 }
 
 /**
