@@ -14,7 +14,7 @@ export interface AgentUpgraderArgs extends UpgraderArgs {
   /** Where the hosts go. */
   readonly target: AgentTarget;
   /** The deployed pools, a DaemonSet each. */
-  readonly pools: readonly { readonly name: string }[];
+  readonly pools: readonly { readonly name: string; readonly kind?: string }[];
 }
 
 /** The agent and content upgrader. */

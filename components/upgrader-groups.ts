@@ -22,8 +22,8 @@ export interface UpgraderArgs {
 }
 
 /** The agent upgrader's groups: one per deployed pool, selected by its pool label, running the upgrader image. */
-export function agentGroups(u: UpgraderConfig, pools: readonly { readonly name: string }[]): UpgraderGroup[] {
-  return pools.map((p) => ({ name: p.name, image: u.image, nodeSelector: { [POOL_LABEL]: p.name }, tolerations: [], config: {} }));
+export function agentGroups(u: UpgraderConfig, pools: readonly { readonly name: string; readonly kind?: string }[]): UpgraderGroup[] {
+  return pools.map((p) => ({ name: p.name, image: u.image, nodeSelector: { [POOL_LABEL]: p.name }, tolerations: [], config: {}, ...(p.kind === "local" ? { sandbox: true } : {}) }));
 }
 
 /** The wins upgrader's groups: the chart's `winsConfigs[]`, each with the broker config its hosts run. */

@@ -12,6 +12,7 @@
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../agent/common/canonical-json";
 import type { KubeObject } from "./kube-objects";
+import { renderSandboxUpgrader } from "./sandbox-upgrader-render";
 import { HOST_AGENT, HOST_NODE, IMAGE_AGENT, POD_CONFIG_DIR, POD_HOST_DIR, SAS_ENV, hostProcessAgentScript, hostProcessWinsScript, winsModeScript } from "./upgrader-scripts";
 
 /** What an upgrader rolls out: the agent and its content, or the broker's (wins) config. */
@@ -25,6 +26,8 @@ export interface UpgraderGroup {
   readonly tolerations: readonly Readonly<Record<string, unknown>>[];
   /** The wins-compatible config the group's hosts run (already key-fixed). */
   readonly config: Readonly<Record<string, unknown>>;
+  /** The group's hosts are the local fleet's sandbox hosts (POSIX commands; see sandbox-upgrader-render.ts). */
+  readonly sandbox?: boolean;
 }
 
 /** Where an agent upgrader takes its host. */
@@ -110,6 +113,7 @@ function probeCommand(args: UpgraderRenderArgs, sha256: string): string[] {
 /** Renders one group's upgrader. */
 export function renderUpgrader(args: UpgraderRenderArgs): RenderedUpgrader {
   const name = `winfleet-${args.kind}-upgrader-${args.group.name}`;
+  if (args.group.sandbox && args.target) return renderSandboxUpgrader({ ...args, target: args.target }, name, rolloutHash(args));
   const labels = { "app.kubernetes.io/name": "winfleet-upgrader", "app.kubernetes.io/component": args.kind, "winfleet.io/upgrader-group": args.group.name };
   const configFile = prefixed(args.pathPrefix, "etc\\rancher\\wins\\config");
   const upgradeExe = (args.masqueradeAs ?? prefixed(args.pathPrefix, "etc\\rancher\\wins\\winfleet-upgrade.exe")).replace(/\//g, "\\");

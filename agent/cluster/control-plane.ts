@@ -1,10 +1,11 @@
 /**
- * A throwaway Kubernetes control plane on loopback: etcd, kube-apiserver and
- * kube-controller-manager, the real binaries set-up builds, with a PKI made per run. The API
+ * A throwaway Kubernetes control plane on loopback: etcd, kube-apiserver,
+ * kube-controller-manager and kube-scheduler, the real binaries set-up builds, with a PKI made per run. The API
  * server authorizes as a production cluster does (`Node,RBAC`, the `NodeRestriction` admission
  * plugin, bootstrap-token authentication), and the controller manager runs the controllers a
  * Windows node's life depends on: DaemonSet rollouts, TLS bootstrap (CSR approving and signing,
- * the token cleaner), service-account tokens, namespace deletion and garbage collection.
+ * the token cleaner), service-account tokens, namespace deletion and garbage collection; the
+ * scheduler binds the pods the DaemonSet controller creates to their nodes.
  *
  * Used by the end-to-end tests and by `winfleet local up --cluster`.
  */
@@ -22,6 +23,7 @@ export interface ControlPlaneBinaries {
   readonly etcd: string;
   readonly kubeApiserver: string;
   readonly kubeControllerManager: string;
+  readonly kubeScheduler: string;
 }
 
 /** Options for {@link startControlPlane}. */
@@ -166,7 +168,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   let etcd: ChildProcess | undefined;
   let apiserver: ChildProcess | undefined;
   let controllers: ChildProcess | undefined;
+  let scheduler: ChildProcess | undefined;
   const stopAll = async () => {
+    await stopProcess(scheduler);
     await stopProcess(controllers);
     await stopProcess(apiserver);
     await stopProcess(etcd);
@@ -249,10 +253,28 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       ],
       logDir,
     );
-    // The controller manager serves nothing here; it is running once it has not died at start.
+    const schedulerKubeconfig = join(dir, "scheduler.kubeconfig");
+    await writeFile(schedulerKubeconfig, await clientKubeconfig(server, pki.caCert, pki.schedulerCert, pki.schedulerKey, "system:kube-scheduler"), { mode: 0o600 });
+    scheduler = startProcess(
+      "kube-scheduler",
+      options.binaries.kubeScheduler,
+      [
+        `--kubeconfig=${schedulerKubeconfig}`,
+        `--authentication-kubeconfig=${schedulerKubeconfig}`,
+        `--authorization-kubeconfig=${schedulerKubeconfig}`,
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        "--secure-port=0",
+        "--v=1",
+      ],
+      logDir,
+    );
+    // Neither serves anything here; each is running once it has not died at start.
     await sleep(500);
-    if (controllers.exitCode !== null) throw new Error(`kube-controller-manager exited at start:\n${logTail(logDir, "kube-controller-manager")}`);
-    log("kube-controller-manager started");
+    for (const [name, child] of [["kube-controller-manager", controllers], ["kube-scheduler", scheduler]] as const) {
+      if (child.exitCode !== null) throw new Error(`${name} exited at start:\n${logTail(logDir, name)}`);
+    }
+    log("kube-controller-manager and kube-scheduler started");
 
     const caPem = readFileSync(pki.caCert, "utf8");
     return {

@@ -1,7 +1,7 @@
 /**
  * The PKI of a throwaway control plane, made per run by openssl: one CA that signs the API
- * server's serving certificate, the client certificates of the administrator and of
- * kube-controller-manager, and (as kubeadm's cluster CA does) node certificates through the CSR
+ * server's serving certificate, the client certificates of the administrator,
+ * kube-controller-manager and kube-scheduler, and (as kubeadm's cluster CA does) node certificates through the CSR
  * signer; and the service-account key pair. Nothing is written outside `dir`; keys are 0600.
  */
 import { execFile } from "node:child_process";
@@ -22,6 +22,8 @@ export interface ControlPlanePki {
   readonly adminKey: string;
   readonly controllerManagerCert: string;
   readonly controllerManagerKey: string;
+  readonly schedulerCert: string;
+  readonly schedulerKey: string;
   readonly serviceAccountKey: string;
   readonly serviceAccountPub: string;
 }
@@ -61,9 +63,10 @@ export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki>
   await openssl(dir, ["x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "apiserver.crt", "-days", "7", "-extfile", "apiserver.ext"]);
   await clientCert(dir, "admin", "/O=system:masters/CN=kubernetes-admin");
   await clientCert(dir, "controller-manager", "/CN=system:kube-controller-manager");
+  await clientCert(dir, "scheduler", "/CN=system:kube-scheduler");
   await openssl(dir, ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key"]);
   await openssl(dir, ["pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
-  for (const key of ["ca.key", "apiserver.key", "admin.key", "controller-manager.key", "sa.key"]) await chmod(join(dir, key), 0o600);
+  for (const key of ["ca.key", "apiserver.key", "admin.key", "controller-manager.key", "scheduler.key", "sa.key"]) await chmod(join(dir, key), 0o600);
   const p = (f: string) => join(dir, f);
   return {
     dir,
@@ -75,6 +78,8 @@ export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki>
     adminKey: p("admin.key"),
     controllerManagerCert: p("controller-manager.crt"),
     controllerManagerKey: p("controller-manager.key"),
+    schedulerCert: p("scheduler.crt"),
+    schedulerKey: p("scheduler.key"),
     serviceAccountKey: p("sa.key"),
     serviceAccountPub: p("sa.pub"),
   };

@@ -13,6 +13,7 @@ import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { type ControlPlane, startControlPlane } from "../cluster/control-plane";
 import { findEngines } from "../cluster/engines";
 import { NodeStandIn, tlsBootstrap } from "../cluster/node-stand-in";
+import { PodRunner } from "../cluster/pod-runner";
 import { pulumiProject } from "../cluster/pulumi-project";
 import { AgentError, AgentErrorCode } from "../common/errors";
 import { AGENT_VERSION as VERSION } from "../version";
@@ -26,6 +27,11 @@ export interface LocalCluster {
   readonly kubeconfig: string;
   /** Each joined host's own kubeconfig (its kubelet.conf), which its agent reports with. */
   readonly kubeconfigFor: (host: string) => string | undefined;
+  /**
+   * Starts running the pods bound to each host (the upgraders), once the hosts' agents have
+   * their configs: from then on a version rolls through the DaemonSet controller.
+   */
+  startPods(agentEntry: string): void;
   /** Stops the node stand-ins and the control plane. */
   stop(): Promise<void>;
 }
@@ -65,12 +71,14 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
   const started = Date.now();
   const cp = await startControlPlane({
     dir: join(dir, "control-plane"),
-    binaries: { etcd: etcd.binaries.etcd ?? "", kubeApiserver: k8s.binaries["kube-apiserver"] ?? "", kubeControllerManager: k8s.binaries["kube-controller-manager"] ?? "" },
+    binaries: { etcd: etcd.binaries.etcd ?? "", kubeApiserver: k8s.binaries["kube-apiserver"] ?? "", kubeControllerManager: k8s.binaries["kube-controller-manager"] ?? "", kubeScheduler: k8s.binaries["kube-scheduler"] ?? "" },
     log,
   });
-  const nodes: NodeStandIn[] = [];
+  const nodes = new Map<string, NodeStandIn>();
+  const runners: PodRunner[] = [];
   const stop = async () => {
-    for (const n of nodes) await n.stop();
+    for (const r of runners) await r.stop();
+    for (const n of nodes.values()) await n.stop();
     await cp.stop({ keepDir: true });
   };
   try {
@@ -104,13 +112,26 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
       hostNames(spec.pool, spec.hosts).map(async (name) => {
         const credential = await tlsBootstrap({ server: cp.server, caPem: cp.caPem, bootstrapToken: `${tokenId}.${tokenSecret}`, nodeName: name, labels, dir: join(hostPaths(stateDir, name).dir, "node") });
         const node = new NodeStandIn({ server: cp.server, caPem: cp.caPem, credential, nodeName: name, labels, onError: (e) => log(`${name}: heartbeat failed: ${String(e)}`) });
-        nodes.push(node);
+        nodes.set(name, node);
         await node.start();
         joined.set(name, credential.kubeconfig);
       }),
     );
     log(`${joined.size} hosts joined by TLS bootstrap in ${((Date.now() - started) / 1000).toFixed(1)} s; kubeconfig: ${kubeconfig}`);
-    return { server: cp.server, kubeconfig, kubeconfigFor: (host) => joined.get(host), stop };
+    const startPods = (agentEntry: string) => {
+      for (const [name, node] of nodes) {
+        const paths = hostPaths(stateDir, name);
+        const runner = new PodRunner(node.client, name, {
+          dir: join(paths.dir, "pods"),
+          env: { WINFLEET_AGENT_CONFIG: paths.config, WINFLEET_BROKER: paths.broker, WINFLEET_NODE_NAME: name },
+          commands: { "winfleet-agent": [process.execPath, agentEntry] },
+          log,
+        });
+        runners.push(runner);
+        runner.start();
+      }
+    };
+    return { server: cp.server, kubeconfig, kubeconfigFor: (host) => joined.get(host), startPods, stop };
   } catch (e) {
     await stop();
     throw e;

@@ -105,6 +105,7 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
     if (cluster) out.write(`kubeconfig: ${cluster.kubeconfig}  (kubectl --kubeconfig ${cluster.kubeconfig} get nodes)\n`);
     const started = Date.now();
     const result = await Promise.race([manager.apply(spec), stopped.then(() => undefined), remote.then(() => undefined)]);
+    if (result?.kind === "done") cluster?.startPods(options.agentEntry);
     if (result) {
       display.settle(manager.status().hosts);
       out.write(`${describeResult(result)} (${((Date.now() - started) / 1000).toFixed(1)} s)\nthe fleet keeps running: Ctrl-C (or \`winfleet local down\`) stops it\n`);

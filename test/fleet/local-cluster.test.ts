@@ -75,16 +75,23 @@ describe("winfleet local up --cluster", { skip: typeof engines === "string" ? en
     for (const host of ["local-1", "local-2", "local-3"]) assert.ok(events.items.some((e) => e.involvedObject.name === host && e.reason === "Converged"), `${host} posted Converged`);
   });
 
-  it("the DaemonSet controller places an upgrader pod on every host", async () => {
+  it("the DaemonSet controller places an upgrader pod on every host, which runs there and turns Ready once its host converged", async () => {
+    type Ds = { status: { desiredNumberScheduled: number; currentNumberScheduled: number; numberReady?: number; numberAvailable?: number } };
     const ds = await kube.waitFor(
       async () => {
-        const d = await kube.getOrUndefined<{ status: { desiredNumberScheduled: number; currentNumberScheduled: number } }>("/apis/apps/v1/namespaces/winfleet-system/daemonsets/winfleet-agent-upgrader-local");
-        return d && d.status.currentNumberScheduled === 3 ? d : undefined;
+        const d = await kube.getOrUndefined<Ds>("/apis/apps/v1/namespaces/winfleet-system/daemonsets/winfleet-agent-upgrader-local");
+        return d && d.status.numberReady === 3 ? d : undefined;
       },
-      60_000,
-      "the upgrader DaemonSet to schedule a pod per host",
+      120_000,
+      "the upgrader DaemonSet's three pods to be Ready",
     );
     assert.equal(ds.status.desiredNumberScheduled, 3);
+    const pods = await kube.get<{ items: { spec: { nodeName: string }; status: { phase: string; initContainerStatuses?: { state: { terminated?: { exitCode: number } } }[] } }[] }>("/api/v1/namespaces/winfleet-system/pods");
+    assert.deepEqual(pods.items.map((p) => p.spec.nodeName).sort(), ["local-1", "local-2", "local-3"]);
+    for (const p of pods.items) {
+      assert.equal(p.status.phase, "Running");
+      assert.equal(p.status.initContainerStatuses?.[0]?.state.terminated?.exitCode, 0, "the upgrade init container ran on the host and succeeded");
+    }
   });
 
   it("winfleet local down stops everything it started, control plane included", async () => {

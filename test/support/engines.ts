@@ -34,6 +34,7 @@ export async function startTestControlPlane(engines: Record<string, Engine>): Pr
       etcd: etcd.binaries.etcd ?? "",
       kubeApiserver: k8s.binaries["kube-apiserver"] ?? "",
       kubeControllerManager: k8s.binaries["kube-controller-manager"] ?? "",
+      kubeScheduler: k8s.binaries["kube-scheduler"] ?? "",
     },
   });
 }

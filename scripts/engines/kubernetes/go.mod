@@ -160,6 +160,7 @@ require (
 tool (
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
+	k8s.io/kubernetes/cmd/kube-scheduler
 )
 
 // k8s.io/kubernetes replaces each staging module with a path inside its own tree;

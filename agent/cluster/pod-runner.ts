@@ -1,0 +1,270 @@
+/**
+ * The node stand-in's pod runner: the pods the scheduler or a controller binds to this node run
+ * as processes on the host, the way HostProcess containers run on Windows. Each pod gets a
+ * directory (its `CONTAINER_SANDBOX_MOUNT_POINT` and working directory) holding its ConfigMap
+ * volumes; init containers run in order, then the containers; the readiness probe the pod
+ * declares is executed on its period; and the pod's status is written with the node's own
+ * credential. A pod being deleted has its processes killed and is then removed, as a kubelet
+ * finishes a graceful deletion.
+ *
+ * Commands are the pod's own: `image` is ignored, the first word may be mapped to a host
+ * command (`winfleet-agent` to the host's agent), and `$(NAME)` is expanded from the container's
+ * environment and the host's. Not supported: hostPath, secret and projected volumes, liveness
+ * and startup probes, resource limits, restarts of exited containers.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { KubeClient } from "./kube-client";
+
+/** One container of a pod spec, as far as the runner reads it. */
+interface Container {
+  readonly name: string;
+  readonly image?: string;
+  readonly command?: readonly string[];
+  readonly args?: readonly string[];
+  readonly env?: readonly { readonly name: string; readonly value?: string }[];
+  readonly readinessProbe?: { readonly exec?: { readonly command: readonly string[] }; readonly periodSeconds?: number; readonly timeoutSeconds?: number };
+}
+
+/** A pod, as far as the runner reads it. */
+interface Pod {
+  readonly metadata: { readonly name: string; readonly namespace: string; readonly uid: string; readonly deletionTimestamp?: string };
+  readonly spec: {
+    readonly initContainers?: readonly Container[];
+    readonly containers: readonly Container[];
+    readonly volumes?: readonly { readonly name: string; readonly configMap?: { readonly name: string } }[];
+  };
+}
+
+/** What the host gives its pods. */
+export interface PodHost {
+  /** Where pod directories are made. */
+  readonly dir: string;
+  /** Variables every container sees (the host's, as a HostProcess container does). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Host commands a pod's first word maps to, e.g. `winfleet-agent` → `[node, agent.js]`. */
+  readonly commands: Readonly<Record<string, readonly string[]>>;
+  /** How often pods bound to the node are listed. @default 1000 */
+  readonly pollMs?: number;
+  readonly log?: (line: string) => void;
+}
+
+interface Running {
+  readonly pod: Pod;
+  readonly processes: ChildProcess[];
+  stopped: boolean;
+  ready: boolean;
+  probeTimer?: NodeJS.Timeout;
+  readonly startedAt: string;
+  initialized: boolean;
+  initError?: string;
+}
+
+const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, "Z");
+
+/** Expands `$(NAME)` as a kubelet does; an unknown name stays as written. */
+export function expand(word: string, env: Readonly<Record<string, string>>): string {
+  return word.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (all, name: string) => env[name] ?? all);
+}
+
+/** Runs the pods bound to one node. */
+export class PodRunner {
+  private readonly pods = new Map<string, Running>();
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly api: KubeClient,
+    private readonly nodeName: string,
+    private readonly host: PodHost,
+  ) {}
+
+  /** Starts listing the node's pods. */
+  start(): void {
+    const tick = () => {
+      this.polling = this.poll().catch((e: unknown) => this.host.log?.(`${this.nodeName}: listing pods failed: ${String(e)}`));
+    };
+    tick();
+    this.timer = setInterval(tick, this.host.pollMs ?? 1000);
+    this.timer.unref();
+  }
+
+  /** Stops every pod's processes (the pods stay bound, as when a kubelet stops). */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.polling;
+    await Promise.all([...this.pods.values()].map((r) => this.kill(r)));
+  }
+
+  private async poll(): Promise<void> {
+    const list = await this.api.get<{ items: Pod[] }>(`/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.nodeName}`)}`);
+    const seen = new Set<string>();
+    for (const pod of list.items) {
+      seen.add(pod.metadata.uid);
+      const running = this.pods.get(pod.metadata.uid);
+      if (pod.metadata.deletionTimestamp) {
+        if (running) await this.kill(running);
+        this.pods.delete(pod.metadata.uid);
+        // The kubelet's last word on a graceful deletion: the containers are gone, remove it now.
+        await this.api.call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } }).catch(() => undefined);
+        continue;
+      }
+      if (!running) {
+        const r: Running = { pod, processes: [], stopped: false, ready: false, startedAt: now(), initialized: false };
+        this.pods.set(pod.metadata.uid, r);
+        void this.run(r).catch((e: unknown) => this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ${String(e)}`));
+      }
+    }
+    for (const [uid, r] of this.pods) {
+      if (!seen.has(uid)) {
+        await this.kill(r);
+        this.pods.delete(uid);
+      }
+    }
+  }
+
+  private podDir(r: Running): string {
+    return join(this.host.dir, r.pod.metadata.uid);
+  }
+
+  private async run(r: Running): Promise<void> {
+    const dir = this.podDir(r);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    for (const v of r.pod.spec.volumes ?? []) {
+      if (!v.configMap) continue;
+      const cm = await this.api.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>(`/api/v1/namespaces/${r.pod.metadata.namespace}/configmaps/${v.configMap.name}`);
+      await mkdir(join(dir, v.name), { recursive: true });
+      for (const [k, text] of Object.entries(cm.data ?? {})) await writeFile(join(dir, v.name, k), text);
+      for (const [k, b64] of Object.entries(cm.binaryData ?? {})) await writeFile(join(dir, v.name, k), Buffer.from(b64, "base64"));
+    }
+    await this.report(r);
+    // Init containers run in order; a failed one runs again after a pause, as with restartPolicy Always.
+    for (const c of r.pod.spec.initContainers ?? []) {
+      for (;;) {
+        if (r.stopped) return;
+        const code = await this.exec(r, c, this.command(c), 0);
+        if (code === 0) break;
+        r.initError = `init container ${c.name} exited ${code}`;
+        this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: ${r.initError}`);
+        await this.report(r);
+        await new Promise((res) => setTimeout(res, 5000));
+      }
+    }
+    r.initialized = true;
+    r.initError = undefined;
+    for (const c of r.pod.spec.containers) r.processes.push(this.spawn(r, c, this.command(c)));
+    await this.report(r);
+    const probed = r.pod.spec.containers.find((c) => c.readinessProbe?.exec);
+    if (!probed?.readinessProbe?.exec) {
+      r.ready = true;
+      await this.report(r);
+      return;
+    }
+    const probe = probed.readinessProbe;
+    const exec = probe.exec;
+    if (!exec) return;
+    const check = async () => {
+      if (r.stopped) return;
+      const ok = (await this.exec(r, probed, [...exec.command], (probe.timeoutSeconds ?? 1) * 1000)) === 0;
+      if (ok !== r.ready) {
+        r.ready = ok;
+        await this.report(r);
+      }
+      if (!r.stopped) r.probeTimer = setTimeout(() => void check().catch(() => undefined), (probe.periodSeconds ?? 10) * 1000);
+    };
+    await check();
+  }
+
+  private command(c: Container): string[] {
+    return [...(c.command ?? []), ...(c.args ?? [])];
+  }
+
+  private envOf(r: Running, c: Container): Record<string, string> {
+    const env: Record<string, string> = { ...this.host.env, CONTAINER_SANDBOX_MOUNT_POINT: this.podDir(r) };
+    for (const e of c.env ?? []) if (e.value !== undefined) env[e.name] = expand(e.value, env);
+    return env;
+  }
+
+  private spawn(r: Running, c: Container, words: readonly string[]): ChildProcess {
+    const env = this.envOf(r, c);
+    const [first = "", ...rest] = words.map((w) => expand(w, env));
+    const mapped = this.host.commands[first];
+    const [cmd = first, ...pre] = mapped ?? [first];
+    const child = spawn(cmd, [...pre, ...rest], { cwd: this.podDir(r), env: { PATH: process.env.PATH ?? "", ...env }, stdio: "ignore" });
+    child.on("error", () => undefined);
+    return child;
+  }
+
+  /** Runs a command to its end (bounded by `timeoutMs` when not 0); its exit code, 127 when it cannot start. */
+  private async exec(r: Running, c: Container, words: readonly string[], timeoutMs: number): Promise<number> {
+    const child = this.spawn(r, c, words);
+    r.processes.push(child);
+    return new Promise((resolve) => {
+      const timer = timeoutMs > 0 ? setTimeout(() => child.kill("SIGKILL"), timeoutMs) : undefined;
+      child.once("error", () => resolve(127));
+      child.once("exit", (code) => {
+        if (timer) clearTimeout(timer);
+        const i = r.processes.indexOf(child);
+        if (i >= 0) r.processes.splice(i, 1);
+        resolve(code ?? 1);
+      });
+    });
+  }
+
+  private async kill(r: Running): Promise<void> {
+    r.stopped = true;
+    if (r.probeTimer) clearTimeout(r.probeTimer);
+    await Promise.all(
+      r.processes.map(
+        (p) =>
+          new Promise<void>((resolve) => {
+            if (p.exitCode !== null || p.signalCode !== null) return resolve();
+            p.once("exit", () => resolve());
+            p.kill("SIGTERM");
+            setTimeout(() => p.kill("SIGKILL"), 5000).unref();
+          }),
+      ),
+    );
+    await rm(this.podDir(r), { recursive: true, force: true });
+  }
+
+  /** Writes the pod's status as a kubelet would: phase, conditions and each container's state. */
+  private async report(r: Running): Promise<void> {
+    const t = now();
+    const cond = (type: string, ok: boolean, reason?: string) => ({ type, status: ok ? "True" : "False", lastTransitionTime: t, ...(reason && !ok ? { reason } : {}) });
+    const containerStatus = (c: Container) => ({
+      name: c.name,
+      image: c.image ?? "",
+      imageID: "",
+      ready: r.initialized && r.ready,
+      restartCount: 0,
+      started: r.initialized,
+      state: r.initialized ? { running: { startedAt: r.startedAt } } : { waiting: { reason: "PodInitializing" } },
+    });
+    const status = {
+      phase: r.initialized ? "Running" : "Pending",
+      hostIP: "127.0.0.1",
+      podIP: "127.0.0.1",
+      startTime: r.startedAt,
+      conditions: [
+        cond("PodScheduled", true),
+        cond("Initialized", r.initialized, "ContainersNotInitialized"),
+        cond("ContainersReady", r.initialized && r.ready, "ContainersNotReady"),
+        cond("Ready", r.initialized && r.ready, "ContainersNotReady"),
+      ],
+      initContainerStatuses: (r.pod.spec.initContainers ?? []).map((c) => ({
+        name: c.name,
+        image: c.image ?? "",
+        imageID: "",
+        ready: r.initialized,
+        restartCount: 0,
+        state: r.initialized ? { terminated: { exitCode: 0, reason: "Completed" } } : r.initError ? { waiting: { reason: "CrashLoopBackOff", message: r.initError } } : { running: { startedAt: r.startedAt } },
+      })),
+      containerStatuses: r.pod.spec.containers.map(containerStatus),
+    };
+    await this.api.patch(`/api/v1/namespaces/${r.pod.metadata.namespace}/pods/${r.pod.metadata.name}/status`, { status }, "strategic").catch((e: unknown) => {
+      this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: status not written: ${String(e)}`);
+    });
+  }
+}
