@@ -7,7 +7,7 @@
  * node stand-in keeps the Node and Lease alive with and its agent reports with.
  */
 import { randomInt } from "node:crypto";
-import { copyFile, mkdir, readFile, rm } from "node:fs/promises";
+import { cp as cp_, copyFile, mkdir, readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { type ControlPlane, startControlPlane } from "../cluster/control-plane";
@@ -32,6 +32,11 @@ export interface LocalCluster {
    * their configs: from then on a version rolls through the DaemonSet controller.
    */
   startPods(agentEntry: string): void;
+  /**
+   * Deploys `spec` (a new template version, new content) to the cluster side with the real
+   * engine again: the upgraders' pod templates change and the DaemonSet controller rolls them.
+   */
+  readonly deploy: (spec: FleetSpec) => Promise<void>;
   /** Stops the node stand-ins and the control plane. */
   stop(): Promise<void>;
 }
@@ -90,6 +95,7 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
     const tokenSecret = random(16);
     const project = pulumiProject(engines, join(dir, "pulumi"), { KUBECONFIG: cp.adminKubeconfig });
     project.writeStack(STACK, await clusterStackYaml(spec, cp, tokenId));
+    const contentCopy = join(project.dir, "content");
     const { LocalWorkspace, PulumiCommand } = (await import("@pulumi/pulumi")).automation;
     const cli = engines.pulumi?.binaries.pulumi ?? "pulumi";
     const envVars = Object.fromEntries(Object.entries(project.env).filter((e): e is [string, string] => e[1] !== undefined));
@@ -98,13 +104,26 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
       { envVars, pulumiCommand: await PulumiCommand.get({ root: dirname(dirname(cli)), skipVersionCheck: true }) },
     );
     await stack.setConfig("winfleet:bootstrapTokenSecret", { value: tokenSecret, secret: true });
+    const up = async () => {
+      const output: string[] = [];
+      try {
+        await stack.up({ onOutput: (line) => output.push(line) });
+      } catch (e) {
+        throw new AgentError(AgentErrorCode.ApplyFailed, `pulumi up of the cluster side failed:\n${output.join("").split("\n").slice(-30).join("\n")}`, { cause: e });
+      }
+    };
     log("deploying the cluster side with pulumi up (namespace, RBAC, bootstrap token, content, upgraders)…");
-    const output: string[] = [];
-    try {
-      await stack.up({ onOutput: (line) => output.push(line) });
-    } catch (e) {
-      throw new AgentError(AgentErrorCode.ApplyFailed, `pulumi up of the cluster side failed:\n${output.join("").split("\n").slice(-30).join("\n")}`, { cause: e });
-    }
+    await up();
+    const deploy = async (next: FleetSpec) => {
+      // The program builds the content bundle from its copy of the project: bring the copy's content up to date first.
+      await rm(contentCopy, { recursive: true, force: true });
+      await cp_(next.content, contentCopy, { recursive: true });
+      project.writeStack(STACK, await clusterStackYaml(next, cp, tokenId));
+      // Rewriting the stack file dropped the secret set beside the fleet: set it again.
+      await stack.setConfig("winfleet:bootstrapTokenSecret", { value: tokenSecret, secret: true });
+      log(`deploying ${next.template} ${next.templateVersion} to the cluster side with pulumi up…`);
+      await up();
+    };
 
     const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool };
     const joined = new Map<string, string>();
@@ -131,7 +150,7 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
         runner.start();
       }
     };
-    return { server: cp.server, kubeconfig, kubeconfigFor: (host) => joined.get(host), startPods, stop };
+    return { server: cp.server, kubeconfig, kubeconfigFor: (host) => joined.get(host), startPods, deploy, stop };
   } catch (e) {
     await stop();
     throw e;

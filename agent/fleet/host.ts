@@ -74,6 +74,13 @@ export class Host {
     return this.target;
   }
 
+  /** Records `target` as the host's own when something else (an upgrader pod) moved it there. */
+  adopt(target: HostTarget): void {
+    this.target = target;
+    this.view.desired = { name: target.template, version: target.templateVersion };
+    this.listener.changed(this);
+  }
+
   /** Writes the host's config for `target` (atomically); a running agent is told at once. */
   async configure(target: HostTarget): Promise<void> {
     this.target = target;

@@ -97,8 +97,7 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
   try {
     token = (await claim(options.stateDir, spec, port)).token;
     if (spec.cluster) cluster = await startLocalCluster(spec, options.stateDir, (line) => out.write(`cluster: ${line}\n`));
-    const kubeconfigFor = cluster?.kubeconfigFor;
-    manager = new FleetManager(spec, { stateDir: options.stateDir, agentEntry: options.agentEntry, ...(kubeconfigFor ? { kubeconfigFor } : {}) });
+    manager = new FleetManager(spec, { stateDir: options.stateDir, agentEntry: options.agentEntry, ...(cluster ? { kubeconfigFor: cluster.kubeconfigFor, deploy: cluster.deploy } : {}) });
     const display = new FleetDisplay(out, options.json);
     manager.subscribe((e) => display.event(e));
     out.write(`winfleet local: stack ${spec.stack} (${spec.stackFile}): ${spec.template} ${spec.templateVersion} on ${spec.hosts} hosts\nstatus page: http://127.0.0.1:${port}/\n`);

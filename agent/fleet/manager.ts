@@ -37,6 +37,11 @@ export interface ManagerOptions {
   readonly hostTimeoutMs?: number;
   /** A joined host's own kubeconfig (cluster mode), which its agent reports with. */
   readonly kubeconfigFor?: (host: string) => string | undefined;
+  /**
+   * Cluster mode: deploys a spec to the cluster side, whose upgrader pods then move the hosts
+   * (the DaemonSet controller rolls them, `maxUnavailable` at a time); the fleet only watches.
+   */
+  readonly deploy?: (spec: FleetSpec) => Promise<void>;
 }
 
 const TIMELINE_LIMIT = 300;
@@ -145,7 +150,16 @@ export class FleetManager {
       }
       // New hosts have nothing to keep available: install them all at once.
       const installs = fresh.map((h) => this.move(h, target));
-      const pending = existing.filter((h) => !sameTarget(h.desired, target));
+      // In cluster mode the upgraders retarget hosts to content they unpacked themselves: the same
+      // template and version is the same target whatever the content's path.
+      const pending = existing.filter((h) => !sameTarget(h.desired, target, this.options.deploy !== undefined));
+      if (this.options.deploy && pending.length > 0) {
+        this.emit({ type: "rollout", state: "started", text: `${spec.template} ${spec.templateVersion}: ${pending.length} to roll through the DaemonSet controller (maxUnavailable ${spec.maxUnavailable})` });
+        const result = await this.rollThroughCluster(spec, target, pending, this.options.deploy);
+        this.last = result;
+        this.emit({ type: "rollout", state: "finished", text: describeResult(result), result });
+        return result;
+      }
       this.emit({ type: "rollout", state: "started", text: `${spec.template} ${spec.templateVersion}: ${fresh.length} new, ${pending.length} to roll (maxUnavailable ${spec.maxUnavailable})` });
       const rolled = await rollOut(
         pending.map((h) => ({ name: h.name, apply: () => this.move(h, target) })),
@@ -169,8 +183,38 @@ export class FleetManager {
     }
   }
 
-  /** Configures a host for `target` and waits until its agent converged there or failed. */
-  private move(host: Host, target: HostTarget): Promise<HostOutcome> {
+  /**
+   * Cluster mode: deploys `spec`, then watches each pending host's agent as the upgrader pods move
+   * it. The first failure halts the rollout, as the DaemonSet controller stops there: the hosts
+   * not converged yet are reported as not started.
+   */
+  private async rollThroughCluster(spec: FleetSpec, target: HostTarget, pending: readonly Host[], deploy: (spec: FleetSpec) => Promise<void>): Promise<RolloutResult> {
+    const done: string[] = [];
+    const watches = pending.map((h) => this.move(h, target, false).then((o) => ({ host: h.name, o })));
+    try {
+      await deploy(spec);
+    } catch (e) {
+      return { kind: "halted", host: "(cluster)", step: "pulumi up", error: String(e instanceof Error ? e.message : e), done, untouched: pending.map((h) => h.name) };
+    }
+    return new Promise<RolloutResult>((resolve) => {
+      let left = watches.length;
+      for (const w of watches) {
+        void w.then(({ host, o }) => {
+          if (!o.ok) {
+            resolve({ kind: "halted", host, step: o.step, error: o.error, done: [...done], untouched: pending.map((h) => h.name).filter((n) => n !== host && !done.includes(n)) });
+            return;
+          }
+          this.emit({ type: "rollout", state: "host", text: `${host} converged to ${spec.template} ${spec.templateVersion}` });
+          this.hosts.get(host)?.adopt(target);
+          done.push(host);
+          if (--left === 0) resolve({ kind: "done", hosts: [...done] });
+        });
+      }
+    });
+  }
+
+  /** Configures a host for `target` (unless `configure` is false: something else moves it) and waits until its agent converged there or failed. */
+  private move(host: Host, target: HostTarget, configure = true): Promise<HostOutcome> {
     return new Promise<HostOutcome>((resolve) => {
       const timeoutMs = this.options.hostTimeoutMs ?? 5 * 60_000;
       const finish = (o: HostOutcome): void => {
@@ -185,6 +229,7 @@ export class FleetManager {
         else if (e.type === "apply-failed") finish({ ok: false, step: `${e.component} ${e.phase}: ${e.command}`, error: `exit ${String(e.exitCode)}${e.errorTail.trim() ? `: ${e.errorTail.trim().split("\n").slice(-3).join(" | ")}` : ""}` });
       };
       this.waiters.add(waiter);
+      if (!configure) return;
       const running = host.view.pid !== undefined;
       host.configure(target).then(
         () => {
@@ -196,8 +241,8 @@ export class FleetManager {
   }
 }
 
-function sameTarget(a: HostTarget, b: HostTarget): boolean {
-  return a.content === b.content && a.template === b.template && a.templateVersion === b.templateVersion;
+function sameTarget(a: HostTarget, b: HostTarget, ignoreContentPath = false): boolean {
+  return (ignoreContentPath || a.content === b.content) && a.template === b.template && a.templateVersion === b.templateVersion;
 }
 
 async function readTarget(configFile: string): Promise<HostTarget | undefined> {

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { KubeClient } from "../../agent/cluster/kube-client";
-import { enginesOrSkip } from "../support/engines";
+import { enginesOrSkip, runCommand } from "../support/engines";
 import { type Fleet, REPO, killFleet, processesMentioning, startFleet, winfleet, writeStack } from "./support";
 
 const engines = enginesOrSkip("kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes");
@@ -80,10 +80,11 @@ describe("winfleet local up --cluster", { skip: typeof engines === "string" ? en
     const ds = await kube.waitFor(
       async () => {
         const d = await kube.getOrUndefined<Ds>("/apis/apps/v1/namespaces/winfleet-system/daemonsets/winfleet-agent-upgrader-local");
-        return d && d.status.numberReady === 3 ? d : undefined;
+        // Available: Ready for minReadySeconds, what the controller counts when it rolls.
+        return d && d.status.numberReady === 3 && d.status.numberAvailable === 3 ? d : undefined;
       },
       120_000,
-      "the upgrader DaemonSet's three pods to be Ready",
+      "the upgrader DaemonSet's three pods to be Ready and available",
     );
     assert.equal(ds.status.desiredNumberScheduled, 3);
     const pods = await kube.get<{ items: { spec: { nodeName: string }; status: { phase: string; initContainerStatuses?: { state: { terminated?: { exitCode: number } } }[] } }[] }>("/api/v1/namespaces/winfleet-system/pods");
@@ -92,6 +93,37 @@ describe("winfleet local up --cluster", { skip: typeof engines === "string" ? en
       assert.equal(p.status.phase, "Running");
       assert.equal(p.status.initContainerStatuses?.[0]?.state.terminated?.exitCode, 0, "the upgrade init container ran on the host and succeeded");
     }
+  });
+
+  it("a templateVersion bump rolls through the DaemonSet controller, never more than maxUnavailable hosts unconverged", async () => {
+    writeStack(join(dir, "Pulumi.lc.yaml"), { content: join(REPO, "content"), template: "sandbox", version: "1.1.0", hosts: 3 });
+    let worst = 0;
+    let watching = true;
+    const samples: string[] = [];
+    // The invariant is checked as the rollout runs, at every status the DaemonSet and the nodes show.
+    const watch = (async () => {
+      while (watching) {
+        const d = await kube.getOrUndefined<{ status: { numberUnavailable?: number; updatedNumberScheduled?: number } }>("/apis/apps/v1/namespaces/winfleet-system/daemonsets/winfleet-agent-upgrader-local");
+        const nodes = await kube.get<Nodes>("/api/v1/nodes");
+        const unconverged = nodes.items.filter((n) => n.status.conditions?.find((c) => c.type === "WinfleetReady")?.status !== "True").length;
+        const unavailable = d?.status.numberUnavailable ?? 0;
+        worst = Math.max(worst, unconverged, unavailable);
+        samples.push(`${unavailable}/${unconverged}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    // Asynchronously, so the watch above keeps sampling while the rollout runs.
+    const roll = await runCommand(process.execPath, [join(REPO, "bin", "winfleet.js"), "local", "up", "--cluster", "--stack", join(dir, "Pulumi.lc.yaml"), "--state-dir", join(dir, "state")], { cwd: REPO, timeoutMs: 300_000 });
+    watching = false;
+    await watch;
+    assert.equal(roll.code, 0, roll.stdout + roll.stderr);
+    assert.match(roll.stdout, /rollout done: local-\d, local-\d, local-\d/);
+    assert.ok(worst <= 1, `at most one host unconverged or unavailable at a time (unavailable/unconverged samples: ${samples.join(" ")})`);
+    assert.ok(samples.some((x) => x !== "0/0"), "the rollout was watched while it ran");
+    const nodes = await kube.get<Nodes>("/api/v1/nodes");
+    for (const n of nodes.items) assert.equal(n.metadata.annotations?.["winfleet.io/template-version"], "1.1.0", n.metadata.name);
+    const ds = await kube.get<{ status: { updatedNumberScheduled: number; numberReady: number } }>("/apis/apps/v1/namespaces/winfleet-system/daemonsets/winfleet-agent-upgrader-local");
+    assert.equal(ds.status.updatedNumberScheduled, 3);
   });
 
   it("winfleet local down stops everything it started, control plane included", async () => {
