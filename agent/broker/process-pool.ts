@@ -75,6 +75,8 @@ export class ProcessPool {
     private readonly host: ProcessHost,
     private readonly firewall: Firewall,
     private readonly log: Logger,
+    /** What every child inherits (see environment.ts); the broker's own environment is never passed whole. */
+    private readonly baseEnv: Readonly<Record<string, string>> = {},
   ) {}
 
   private recordFile(name: string): string {
@@ -115,7 +117,7 @@ export class ProcessPool {
     await this.killStale(spec.name);
     const child = spawn(spec.binary, [...spec.args], {
       cwd: spec.dir,
-      env: { ...process.env, ...spec.env },
+      env: { ...this.baseEnv, ...spec.env },
       stdio: ["ignore", "pipe", "pipe"],
       // Its own process group, so the whole tree can be killed at once.
       detached: process.platform !== "win32",

@@ -12,6 +12,7 @@ import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import type { Logger } from "../common/log";
 import { type AgentStatus, agentService } from "./agent-service";
 import { type BrokerConfig, endpointPath, parseBrokerConfig } from "./config";
+import { EnvPolicy, baseEnvironment } from "./environment";
 import { AgentService } from "./generated/winfleet/agent_pb";
 import { type Firewall, noFirewall } from "./firewall";
 import { TunnelService } from "./generated/winfleet/proxy_pb";
@@ -101,14 +102,14 @@ export class Broker {
   static async start(options: BrokerOptions): Promise<Broker> {
     const platform = options.platform ?? process.platform;
     const { config, log } = options;
-    const pool = new ProcessPool(options.stateDir, options.host ?? linuxProcessHost, options.firewall ?? noFirewall, log);
+    const pool = new ProcessPool(options.stateDir, options.host ?? linuxProcessHost, options.firewall ?? noFirewall, log, baseEnvironment(process.env, platform));
     const stale = await pool.cleanStale();
     if (stale.length > 0) log.warn("killed processes left by an earlier broker", { count: stale.length, names: stale.join(",") });
     if (config.whiteList.allowAll) log.warn("allowAll is set: any host binary may be started");
     else if (config.whiteList.processPaths.length === 0) log.warn("the process whitelist is empty: prc run will refuse every path");
 
     // The whitelist and proxy ports in force; ReloadConfig replaces them as one.
-    let live = { config, policy: new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform), sha256: "" };
+    let live = { config, policy: new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform), env: new EnvPolicy(config.whiteList.envs, platform), sha256: "" };
     if (options.configFile) live.sha256 = createHash("sha256").update(await readFile(options.configFile)).digest("hex");
     const policy = { check: (path: string) => live.policy.check(path) };
     const reload = async (path: string | undefined): Promise<{ processPaths: number; proxyPorts: number; sha256: string }> => {
@@ -121,14 +122,14 @@ export class Broker {
       if (next.listen !== live.config.listen || next.proxy !== live.config.proxy) {
         throw new AgentError(AgentErrorCode.InvalidInput, `${file} changes listen or proxy, which only a restart applies; nothing was changed`);
       }
-      live = { config: next, policy: new ProcessPathPolicy(next.whiteList.processPaths, next.whiteList.allowAll, platform), sha256: createHash("sha256").update(text).digest("hex") };
+      live = { config: next, policy: new ProcessPathPolicy(next.whiteList.processPaths, next.whiteList.allowAll, platform), env: new EnvPolicy(next.whiteList.envs, platform), sha256: createHash("sha256").update(text).digest("hex") };
       log.info("broker config reloaded", { file, processPaths: next.whiteList.processPaths.length, proxyPorts: next.whiteList.proxyPorts.join(",") });
       return { processPaths: next.whiteList.processPaths.length, proxyPorts: next.whiteList.proxyPorts.length, sha256: live.sha256 };
     };
     const server = new grpc.Server();
     server.addService(grpcService(ApplicationService), applicationService(options.entryFile));
     server.addService(grpcService(HostService), hostService());
-    server.addService(grpcService(ProcessService), processService(pool, policy, log));
+    server.addService(grpcService(ProcessService), processService(pool, policy, () => live.env, log));
     server.addService(grpcService(NetworkService), unavailableService(["Get"], `NetworkService ${WINDOWS_ONLY}`));
     server.addService(grpcService(HnsService), unavailableService(["GetNetwork"], `HnsService ${WINDOWS_ONLY}`));
     server.addService(grpcService(RouteService), unavailableService(["Add"], `RouteService ${WINDOWS_ONLY}`));
