@@ -13,6 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { stringify } from "yaml";
+import { AgentError } from "../../agent/common/errors";
+import { resolveResource } from "../../agent/ignition/fetch";
+import type { Resource } from "../../agent/ignition/model";
 import { MAX_RESPONSE_BYTES, NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
 
 const dir = mkdtempSync(join(tmpdir(), "winfleet-bounded-"));
@@ -139,5 +142,42 @@ describe("bounded reads from the API server", () => {
     await api.close();
     assert.ok(Date.now() - started < 3000);
     assert.match(e.message, /within 1000 ms/);
+  });
+});
+
+describe("bounded reads of Ignition's http sources", () => {
+  const resource = (source: string): Resource => ({ source, compression: undefined, httpHeaders: [], hash: undefined, at: "storage.files[0].contents" });
+
+  it("cancels a 1 GiB body at the size limit, naming the resource's path", async () => {
+    const api = await serve((res) => {
+      res.writeHead(200);
+      stream(res, GIB);
+    });
+    const e = await resolveResource(resource(`${api.url}/big`), { allowUnverifiedHttp: true, retry: { maxBytes: 8 * 1024 * 1024 } }).then(() => undefined, (x: unknown) => x);
+    await api.close();
+    assert.ok(e instanceof AgentError, String(e));
+    assert.match(e.message, /^storage\.files\[0\]\.contents\.source: GET .* over the 8388608-byte limit/);
+    assert.ok(api.sent() < 256 * 1024 * 1024, `the server sent ${api.sent()} bytes`);
+  });
+
+  it("ends an attempt whose body trickles in at its deadline, and says so after the last attempt", async () => {
+    let timers: NodeJS.Timeout[] = [];
+    const api = await serve((res) => {
+      res.writeHead(200);
+      let ticks = 0;
+      const t = setInterval(() => {
+        if (++ticks > 100 || res.destroyed) return void clearInterval(t);
+        res.write(" ");
+      }, 100);
+      timers.push(t);
+    });
+    const started = Date.now();
+    const e = await resolveResource(resource(`${api.url}/slow`), { allowUnverifiedHttp: true, sleep: () => Promise.resolve(), retry: { attempts: 2, attemptTimeoutMs: 700 } }).then(() => undefined, (x: unknown) => x);
+    timers.forEach(clearInterval);
+    timers = [];
+    await api.close();
+    assert.ok(e instanceof AgentError, String(e));
+    assert.match(e.message, /after 2 attempts: no complete answer within 700 ms/);
+    assert.ok(Date.now() - started < 5000);
   });
 });
