@@ -4,7 +4,7 @@
  * by an earlier broker; stopping it ends every host process it started.
  */
 import { createHash } from "node:crypto";
-import { chmod, mkdir, readFile, rm } from "node:fs/promises";
+import { chmod, readFile, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { dirname } from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -25,6 +25,7 @@ import { RouteService } from "./generated/wins/route_pb";
 import { grpcService } from "./grpc-adapter";
 import { type ProcessHost, linuxProcessHost } from "./process-host";
 import { ProcessPool } from "./process-pool";
+import { ensurePrivateDir, withPrivateUmask } from "./private-dir";
 import { tunnelService } from "./proxy-service";
 import { type ProxySocket, listenProxySocket } from "./proxy-socket";
 import { applicationService, hostService, processService, unavailableService } from "./services";
@@ -62,24 +63,31 @@ async function listening(path: string): Promise<boolean> {
   });
 }
 
-/** Makes `path` ready to listen on: its directory, and no socket file left by a broker that died. */
-async function prepare(path: string, platform: NodeJS.Platform): Promise<void> {
+/**
+ * Makes `path` ready to listen on: a private directory (see private-dir.ts),
+ * and no socket file left by a broker that died.
+ */
+async function prepare(path: string, platform: NodeJS.Platform, log: Logger): Promise<void> {
   if (platform === "win32") return;
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const dir = dirname(path);
+  if ((await ensurePrivateDir(dir, process.getuid?.() ?? 0)) === "repaired") {
+    log.warn("the socket directory was open to other users; made it private (0700)", { dir });
+  }
   if (await listening(path)) throw new AgentError(AgentErrorCode.AlreadyExists, `another broker is already listening on ${path}`);
   await rm(path, { force: true });
 }
 
-async function listenOn(path: string, platform: NodeJS.Platform, listen: () => Promise<void>): Promise<void> {
-  await prepare(path, platform);
-  await listen().catch((e: unknown) => {
+async function listenOn(path: string, platform: NodeJS.Platform, log: Logger, listen: () => Promise<void>): Promise<void> {
+  await prepare(path, platform, log);
+  const bound = platform === "win32" ? listen() : withPrivateUmask(listen);
+  await bound.catch((e: unknown) => {
     throw new AgentError(AgentErrorCode.ApplyFailed, `cannot listen on ${path}: ${errorMessage(e)}`);
   });
   if (platform !== "win32") await chmod(path, 0o600);
 }
 
-async function bind(server: grpc.Server, path: string, platform: NodeJS.Platform): Promise<void> {
-  await listenOn(path, platform, () => new Promise<void>((resolve, reject) => {
+async function bind(server: grpc.Server, path: string, platform: NodeJS.Platform, log: Logger): Promise<void> {
+  await listenOn(path, platform, log, () => new Promise<void>((resolve, reject) => {
     server.bindAsync(`unix:${path}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve()));
   }));
 }
@@ -139,12 +147,12 @@ export class Broker {
 
     const listenPath = endpointPath(config.listen, platform, options.runDir);
     const proxyPath = endpointPath(config.proxy, platform, options.runDir);
-    await bind(server, listenPath, platform);
+    await bind(server, listenPath, platform, log);
     let proxySocket: ProxySocket | undefined;
     try {
       // The proxy socket serves gRPC (TunnelService) and the stream tunnel on one listener.
       const injector = proxy.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-      await listenOn(proxyPath, platform, async () => {
+      await listenOn(proxyPath, platform, log, async () => {
         proxySocket = await listenProxySocket(proxyPath, { ports: () => live.config.whiteList.proxyPorts, injectGrpc: (c) => injector.injectConnection(c), log });
       });
     } catch (e) {

@@ -3,7 +3,8 @@
  * wins-compatible client a container runs). The client exits with the host
  * process's exit code.
  */
-import { join, resolve } from "node:path";
+import { tmpdir } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { errorMessage } from "../common/errors";
 import { createLogger } from "../common/log";
@@ -21,9 +22,17 @@ const proxyClient = (): typeof ProxyClient => require("../broker/proxy-client") 
 const brokerServer = (): typeof Server => require("../broker/server") as typeof Server;
 /* eslint-enable @typescript-eslint/no-require-imports */
 
-/** Where relative socket names live on Linux. */
-export function defaultRunDir(): string {
-  return process.env.WINFLEET_RUN_DIR ?? (process.getuid?.() === 0 ? "/run/winfleet" : join(process.env.XDG_RUNTIME_DIR ?? "/tmp", "winfleet"));
+/**
+ * Where relative socket names live on Linux: /run/winfleet for root; for
+ * another user their runtime directory, else a directory of their own under
+ * the temporary directory (a shared name there could be made first by anyone).
+ * The broker refuses any of these it finds owned by someone else.
+ */
+export function defaultRunDir(env: NodeJS.ProcessEnv = process.env, uid: number | undefined = process.getuid?.()): string {
+  if (env.WINFLEET_RUN_DIR) return env.WINFLEET_RUN_DIR;
+  if (uid === 0) return "/run/winfleet";
+  if (env.XDG_RUNTIME_DIR && isAbsolute(env.XDG_RUNTIME_DIR)) return join(env.XDG_RUNTIME_DIR, "winfleet");
+  return join(tmpdir(), `winfleet-${uid ?? "user"}`);
 }
 
 const socketOf = (name: string): string => endpointPath(name, process.platform, defaultRunDir());
