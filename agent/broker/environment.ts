@@ -9,7 +9,10 @@
  * loads (PATH, SystemRoot) are refused whatever the allow-list says: with them a
  * whitelisted binary would run anything at all.
  */
+import { baseEnvironment } from "../common/child-environment";
 import { AgentError, AgentErrorCode } from "../common/errors";
+
+export { baseEnvironment };
 
 /**
  * Names (or `PREFIX*` patterns) no client may set and no config may allow,
@@ -38,18 +41,6 @@ export const DEFAULT_CLIENT_ENV: readonly string[] = [
   "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "WINFLEET_CONTENT_SAS",
 ];
 
-/** What every child inherits from the broker, when the broker has it. */
-const BASE_POSIX = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME"];
-const BASE_WINDOWS = [
-  "SystemRoot", "SystemDrive", "windir", "ComSpec", "PATH", "PATHEXT", "TEMP", "TMP", "ProgramData", "ProgramFiles",
-  "ProgramFiles(x86)", "ProgramW6432", "CommonProgramFiles", "CommonProgramFiles(x86)", "CommonProgramW6432",
-  "ALLUSERSPROFILE", "PUBLIC", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "COMPUTERNAME", "USERNAME", "USERDOMAIN",
-  "NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE", "PROCESSOR_IDENTIFIER", "PROCESSOR_LEVEL", "PROCESSOR_REVISION",
-  "OS", "PSModulePath", "DriverData",
-];
-const BASE_PROXY = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
-const POSIX_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 /** A name or a `PREFIX*` pattern, as the allow-list and deny-list are written. */
 export const ENV_PATTERN = /^[A-Za-z_][A-Za-z0-9_()]*\*?$/;
 
@@ -74,23 +65,6 @@ export function allowEntryProblem(entry: string): string | undefined {
     ? DENIED_ENV_PATTERNS.find((p) => matches(entry, p.replace(/\*$/, ""), true) || matches(p, entry.slice(0, -1), true))
     : deniedBy(entry);
   return hit === undefined ? undefined : `${entry} would allow ${hit}, which makes a loader or interpreter run code a client chooses`;
-}
-
-/** The base environment for children, taken from the broker's. */
-export function baseEnvironment(parent: NodeJS.ProcessEnv, platform: NodeJS.Platform): Record<string, string> {
-  const windows = platform === "win32";
-  const names = [...(windows ? BASE_WINDOWS : BASE_POSIX), ...BASE_PROXY];
-  const lookup = new Map<string, string>();
-  for (const [k, v] of Object.entries(parent)) {
-    if (v !== undefined) lookup.set(windows ? k.toUpperCase() : k, v);
-  }
-  const env: Record<string, string> = {};
-  for (const name of names) {
-    const value = lookup.get(windows ? name.toUpperCase() : name);
-    if (value !== undefined) env[name] = value;
-  }
-  if (!windows && env.PATH === undefined) env.PATH = POSIX_DEFAULT_PATH;
-  return env;
 }
 
 /** Checks a client's `NAME=value` items against the allow-list. */
