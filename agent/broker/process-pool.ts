@@ -11,6 +11,7 @@ import { mkdir, readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { writeFileAtomic } from "../common/atomic-file";
+import { baseEnvironment } from "../common/child-environment";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import type { Logger } from "../common/log";
 import type { Expose, Firewall } from "./firewall";
@@ -76,7 +77,7 @@ export class ProcessPool {
     private readonly firewall: Firewall,
     private readonly log: Logger,
     /** What every child inherits (see environment.ts); the broker's own environment is never passed whole. */
-    private readonly baseEnv: Readonly<Record<string, string>> = {},
+    private readonly baseEnv: Readonly<Record<string, string>> = baseEnvironment(process.env, process.platform),
   ) {}
 
   private recordFile(name: string): string {

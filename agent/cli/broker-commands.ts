@@ -59,7 +59,7 @@ export function registerBrokerCommands(program: Command): void {
   program
     .command("broker")
     .description("serve the wins-compatible host-process API and the port proxy")
-    .requiredOption("--config <file>", "wins-style config (YAML or JSON): listen, proxy, white_list.processPaths/proxyPorts, allowAll")
+    .requiredOption("--config <file>", "wins-style config (YAML or JSON): listen, proxy, white_list.processPaths/proxyPorts/envs, allowAll (docs/security.md)")
     .option("--state-dir <dir>", "where process records live (default: stateDir from the config, else <run dir>/broker-state)")
     .action(async (opts: { config: string; stateDir?: string }) => {
       try {
@@ -94,7 +94,7 @@ export function registerBrokerCommands(program: Command): void {
     .requiredOption("--path <path>", "the binary, at the same absolute path on host and container")
     .option("--args <list>", "arguments, space-separated; quotes group (and are kept)", "")
     .option("--exposes <list>", "ports to open in the host firewall, e.g. \"TCP:443 UDP:4789-4790\"", "")
-    .option("--envs <list>", "environment, e.g. \"A=1 B=2\"", "")
+    .option("--envs <list>", "environment, e.g. \"A=1 B=2\": only names the broker's whiteList.envs allows", "")
     .option("--dir <dir>", "working directory (default: the binary's directory)", "")
     .action(async (opts: { path: string; args: string; exposes: string; envs: string; dir: string; server: string }) => {
       try {

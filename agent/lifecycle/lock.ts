@@ -3,12 +3,15 @@
  * operating system gives to one process only and takes back when that process
  * ends, however it ends: an abstract Unix socket on Linux, a named pipe
  * (created as its first instance) on Windows, both named after the root's
- * state directory. No agent ever judges another dead and takes its lock, so
- * any number starting at once cannot both hold it. `<root>/.winfleet/lock`
+ * state directory and a random key kept in it. No agent ever judges another
+ * dead and takes its lock, so any number starting at once cannot both hold it.
+ * Abstract sockets and pipe names have no permissions of their own: the key
+ * (`lock-key`, readable by the agent's user only) keeps another local user
+ * from computing the name and holding it first. `<root>/.winfleet/lock`
  * only names the holder (pid, command, since) for the message others see.
  */
-import { createHash } from "node:crypto";
-import { mkdir, readFile, realpath, rm } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
+import { link, mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { type Server, createServer } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -40,8 +43,8 @@ export interface Lock {
  * The endpoint that is the lock for a state directory (its real path, so two
  * spellings of one root share one lock; case-folded on Windows).
  */
-export function lockEndpoint(realStateDir: string, platform: NodeJS.Platform = process.platform): string {
-  const digest = createHash("sha256").update(platform === "win32" ? realStateDir.toLowerCase() : realStateDir).digest("hex");
+export function lockEndpoint(realStateDir: string, key: string, platform: NodeJS.Platform = process.platform): string {
+  const digest = createHash("sha256").update(key).update("\0").update(platform === "win32" ? realStateDir.toLowerCase() : realStateDir).digest("hex");
   return platform === "win32" ? `\\\\.\\pipe\\winfleet-lock-${digest}` : `\0winfleet-lock-${digest}`;
 }
 
@@ -61,7 +64,7 @@ export async function acquireLock(root: string, command: string, probe: ProcessP
   const dir = stateDir(root);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const file = join(dir, "lock");
-  const server = await listen(lockEndpoint(await realpath(dir))).catch((e: unknown) => {
+  const server = await listen(lockEndpoint(await realpath(dir), await lockKey(dir))).catch((e: unknown) => {
     throw new AgentError(AgentErrorCode.ApplyFailed, `cannot take the lock for ${dir}: ${errorMessage(e)}`);
   });
   if (!server) throw new AgentError(AgentErrorCode.AlreadyExists, `another winfleet-agent holds ${file}: ${await describeHolder(file, probe)}. Wait for it to finish, or stop it.`);
@@ -80,6 +83,26 @@ export async function acquireLock(root: string, command: string, probe: ProcessP
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * The state directory's lock key, made once: written to a temp file and linked
+ * into place, so agents starting together all end up reading the same key.
+ */
+async function lockKey(dir: string): Promise<string> {
+  const file = join(dir, "lock-key");
+  const existing = await readFile(file, "utf8").catch(() => undefined);
+  if (existing?.trim()) return existing.trim();
+  const temp = join(dir, `.lock-key.${randomBytes(6).toString("hex")}`);
+  await writeFile(temp, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600 });
+  try {
+    await link(temp, file).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "EEXIST") throw e;
+    });
+  } finally {
+    await rm(temp, { force: true });
+  }
+  return (await readFile(file, "utf8")).trim();
 }
 
 /** The holder as its record names it, when that record is its (it may be a dead one's, not yet replaced). */

@@ -6,12 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { linuxProcessHost } from "../../agent/broker/process-host";
-import { acquireLock } from "../../agent/lifecycle/lock";
+import { acquireLock, lockEndpoint } from "../../agent/lifecycle/lock";
 
 const WORKER = join(__dirname, "lock-worker.ts");
 
@@ -65,6 +66,24 @@ describe("the apply lock", () => {
       assert.equal(held.length, 1, `trial ${trial}: ${held.length} holders`);
       await Promise.all(held.map((h) => h.value.release()));
       rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("names its endpoint with a key only the agent's user can read, so no one else can hold it first", async () => {
+    const root = mkdtempSync(join(tmpdir(), "winfleet-lock-"));
+    const lock = await acquireLock(root, "test", linuxProcessHost);
+    await lock.release();
+    const key = join(root, ".winfleet", "lock-key");
+    assert.equal(statSync(key).mode & 0o777, 0o600);
+    const dir = realpathSync(join(root, ".winfleet"));
+    assert.notEqual(lockEndpoint(dir, readFileSync(key, "utf8").trim(), "linux"), lockEndpoint(dir, "another key", "linux"));
+    // A squatter on the name a key-less scheme would use does not block the lock.
+    const squat = createServer();
+    await new Promise<void>((r) => squat.listen(lockEndpoint(dir, "", "linux"), r));
+    try {
+      await (await acquireLock(root, "test", linuxProcessHost)).release();
+    } finally {
+      squat.close();
     }
   });
 
