@@ -65,6 +65,7 @@ function send(url: URL, options: https.RequestOptions, data: string, bounds: { m
       outcome();
     };
     const fail = (message: string, status?: number): void => {
+      if (settled) return; // a late "close" after the answer was complete
       settle(() => reject(new NodeApiError(`${what}: ${message}`, status)));
       req.destroy();
     };
