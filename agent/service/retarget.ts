@@ -49,19 +49,23 @@ const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
 /** How long one download may take in all, so a server trickling bytes cannot hold the upgrade. */
 const DOWNLOAD_TIMEOUT_MS = 10 * 60 * 1000;
 
-async function defaultDownload(url: string, headers: Record<string, string>): Promise<Buffer> {
+/**
+ * GETs `url` into memory, at most `bounds.maxBytes`, within `bounds.timeoutMs`
+ * in all; every failure is a FETCH_FAILED error naming the URL without its query (a SAS).
+ */
+export async function downloadBounded(url: string, headers: Record<string, string>, bounds = { maxBytes: MAX_DOWNLOAD_BYTES, timeoutMs: DOWNLOAD_TIMEOUT_MS }): Promise<Buffer> {
   const shown = url.split("?")[0] ?? url;
-  const signal = AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS);
+  const signal = AbortSignal.timeout(bounds.timeoutMs);
   try {
     const res = await fetch(url, { headers, signal });
     if (!res.ok) {
       await res.body?.cancel().catch(() => undefined);
       throw new AgentError(AgentErrorCode.FetchFailed, `GET ${shown} answered ${res.status} ${res.statusText}`);
     }
-    return await readBodyLimited(res, MAX_DOWNLOAD_BYTES);
+    return await readBodyLimited(res, bounds.maxBytes);
   } catch (e) {
     if (e instanceof AgentError) throw e;
-    const why = signal.aborted ? `no complete answer within ${DOWNLOAD_TIMEOUT_MS} ms` : errorMessage(e);
+    const why = signal.aborted ? `no complete answer within ${bounds.timeoutMs} ms` : errorMessage(e);
     throw new AgentError(AgentErrorCode.FetchFailed, `GET ${shown}: ${why}`);
   }
 }
@@ -86,7 +90,7 @@ export async function retarget(req: RetargetRequest): Promise<RetargetResult> {
     try {
       if (req.archive.kind === "file") await copyFile(req.archive.path, partial);
       else {
-        const download = req.download ?? defaultDownload;
+        const download = req.download ?? ((u: string, h: Record<string, string>) => downloadBounded(u, h));
         const headers = req.archive.auth === "managedIdentity" ? await storageHeaders(download) : {};
         const url = req.archive.sas ? `${req.archive.url}?${req.archive.sas.replace(/^\?/, "")}` : req.archive.url;
         await writeFile(partial, await download(url, headers));

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { parseBrokerConfig } from "../../agent/broker/config";
+import { baseEnvironment } from "../../agent/common/child-environment";
 import type { Broker } from "../../agent/broker/server";
 import { ValidationError } from "../../agent/common/errors";
 import { type WaitMessage, call, script, startBroker, tempDir, winsClient } from "./harness";
@@ -133,5 +134,17 @@ describe("the config's environment allow-list", () => {
 
   it("accepts names and prefixes", () => {
     assert.deepEqual(parseBrokerConfig(JSON.stringify({ white_list: { envs: ["APP_MODE", "FEATURE_*"] } })).whiteList.envs, ["APP_MODE", "FEATURE_*"]);
+  });
+});
+
+describe("the base environment", () => {
+  it("takes Windows' system variables whatever their case, and nothing else", () => {
+    const env = baseEnvironment({ Path: "C:\\Windows\\system32", SYSTEMROOT: "C:\\Windows", ComSpec: "C:\\Windows\\system32\\cmd.exe", TEMP: "C:\\Temp", WINFLEET_CONTENT_SAS: "sv=secret", NODE_OPTIONS: "--require x" }, "win32");
+    assert.deepEqual(env, { SystemRoot: "C:\\Windows", ComSpec: "C:\\Windows\\system32\\cmd.exe", PATH: "C:\\Windows\\system32", TEMP: "C:\\Temp" });
+  });
+
+  it("gives a POSIX child a PATH even when the broker has none", () => {
+    assert.match(baseEnvironment({ SECRET: "x" }, "linux").PATH ?? "", /\/usr\/bin/);
+    assert.deepEqual(Object.keys(baseEnvironment({ SECRET: "x", HOME: "/root", LANG: "C.UTF-8" }, "linux")).sort(), ["HOME", "LANG", "PATH"]);
   });
 });

@@ -3,7 +3,8 @@
  * loopback sockets: a 1 GiB answer (streamed by the server from one reused
  * buffer, never allocated) is cut off at the size limit, a server that
  * trickles a byte at a time is cut off at the request's deadline, and both are
- * rejected errors, not exceptions that would end the process.
+ * rejected errors, not exceptions that would end the process. Ignition's
+ * http sources and the content archive download are held to the same bounds.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -17,6 +18,7 @@ import { AgentError } from "../../agent/common/errors";
 import { resolveResource } from "../../agent/ignition/fetch";
 import type { Resource } from "../../agent/ignition/model";
 import { MAX_RESPONSE_BYTES, NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
+import { downloadBounded } from "../../agent/service/retarget";
 
 const dir = mkdtempSync(join(tmpdir(), "winfleet-bounded-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -179,5 +181,40 @@ describe("bounded reads of Ignition's http sources", () => {
     assert.ok(e instanceof AgentError, String(e));
     assert.match(e.message, /after 2 attempts: no complete answer within 700 ms/);
     assert.ok(Date.now() - started < 5000);
+  });
+});
+
+describe("bounded reads of the content archive download", () => {
+  it("cancels a 1 GiB archive at the size limit and names the URL without its query (a SAS)", async () => {
+    const api = await serve((res) => {
+      res.writeHead(200);
+      stream(res, GIB);
+    });
+    const e = await downloadBounded(`${api.url}/content.tgz?sig=secret-sas`, {}, { maxBytes: 8 * 1024 * 1024, timeoutMs: 60_000 }).then(() => undefined, (x: unknown) => x);
+    await api.close();
+    assert.ok(e instanceof AgentError, String(e));
+    assert.equal(e.code, "FETCH_FAILED");
+    assert.match(e.message, /content\.tgz: the answer is over the 8388608-byte limit/);
+    assert.doesNotMatch(e.message, /secret-sas/);
+    assert.ok(api.sent() < 256 * 1024 * 1024, `the server sent ${api.sent()} bytes`);
+  });
+
+  it("ends a download that trickles in at its deadline", async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const api = await serve((res) => {
+      res.writeHead(200);
+      let ticks = 0;
+      timer = setInterval(() => {
+        if (++ticks > 100 || res.destroyed) return void clearInterval(timer);
+        res.write(" ");
+      }, 100);
+    });
+    const started = Date.now();
+    const e = await downloadBounded(`${api.url}/content.tgz`, {}, { maxBytes: 1024 * 1024, timeoutMs: 700 }).then(() => undefined, (x: unknown) => x);
+    clearInterval(timer);
+    await api.close();
+    assert.ok(e instanceof AgentError, String(e));
+    assert.match(e.message, /no complete answer within 700 ms/);
+    assert.ok(Date.now() - started < 3000);
   });
 });
