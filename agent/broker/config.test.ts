@@ -6,7 +6,7 @@ import { endpointPath, parseBrokerConfig } from "./config";
 describe("broker config", () => {
   it("reads wins >= 0.1.2's white_list with camelCase keys", () => {
     const c = parseBrokerConfig("white_list:\n  processPaths: [C:/etc/a.exe]\n  proxyPorts: [9796]\n");
-    assert.deepEqual(c.whiteList, { processPaths: ["C:/etc/a.exe"], proxyPorts: [9796], allowAll: false, envs: [] });
+    assert.deepEqual(c.whiteList, { processPaths: ["C:/etc/a.exe"], proxyPorts: [9796], allowAll: false });
     assert.equal(c.listen, "rancher_wins");
   });
 

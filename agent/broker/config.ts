@@ -17,6 +17,12 @@ import { allowEntryProblem } from "./environment";
 export const DEFAULT_LISTEN = "rancher_wins";
 export const DEFAULT_PROXY = "rancher_wins_proxy";
 
+/** An environment allow-list entry: a name or a `PREFIX*`, never one that covers a loader or interpreter variable. */
+const envEntry = z.string().trim().superRefine((entry, ctx) => {
+  const problem = allowEntryProblem(entry);
+  if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+});
+
 const brokerSchema = z.strictObject({
   debug: z.boolean().default(false),
   listen: z.string().trim().min(1, "must not be blank").default(DEFAULT_LISTEN),
@@ -31,12 +37,12 @@ const brokerSchema = z.strictObject({
        * `PREFIX*`); empty means the built-in list (proxy variables and the content
        * SAS token). Loader and interpreter variables can never be allowed.
        */
-      envs: z.array(z.string().trim().superRefine((entry, ctx) => {
-        const problem = allowEntryProblem(entry);
-        if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
-      })).default([]),
+      // Absent rather than defaulted, so a config without them reads as it did before they existed.
+      envs: z.array(envEntry).optional(),
+      /** winfleet: more variables one binary's clients may set, by its path (as in processPaths). */
+      processEnvs: z.record(z.string(), z.array(envEntry)).optional(),
     })
-    .default({ processPaths: [], proxyPorts: [], allowAll: false, envs: [] }),
+    .default({ processPaths: [], proxyPorts: [], allowAll: false }),
   /** winfleet: where the broker keeps its process records (for stale-process cleanup). */
   stateDir: z.string().optional(),
 });
@@ -51,7 +57,7 @@ const TOP_KEYS: Record<string, string> = {
 };
 const LIST_KEYS: Record<string, string> = {
   processpaths: "processPaths", process_paths: "processPaths", proxyports: "proxyPorts", proxy_ports: "proxyPorts",
-  allowall: "allowAll", allow_all: "allowAll", envs: "envs",
+  allowall: "allowAll", allow_all: "allowAll", envs: "envs", processenvs: "processEnvs", process_envs: "processEnvs",
 };
 // Sections wins reads that the broker does not implement; accepted and ignored so existing files load.
 const IGNORED = new Set(["upgrade", "systemagent", "agentstricttlsmode", "csi-proxy", "tls-config"]);

@@ -10,7 +10,8 @@
  * whitelisted binary would run anything at all.
  */
 import { baseEnvironment } from "../common/child-environment";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+import { normaliseHostPath } from "./whitelist";
 
 export { baseEnvironment };
 
@@ -70,19 +71,37 @@ export function allowEntryProblem(entry: string): string | undefined {
 /** Checks a client's `NAME=value` items against the allow-list. */
 export class EnvPolicy {
   private readonly allowed: readonly string[];
+  /** Normalised, lower-cased binary path → the names allowed for it besides `allowed`. */
+  private readonly perPath: ReadonlyMap<string, readonly string[]>;
 
-  /** `allowed`: names or `PREFIX*` patterns (already validated by the config). */
-  constructor(allowed: readonly string[], private readonly platform: NodeJS.Platform = process.platform) {
-    this.allowed = allowed.length === 0 ? DEFAULT_CLIENT_ENV : allowed;
+  /**
+   * `allowed`: names or `PREFIX*` patterns for every binary; `perPath`: more of
+   * them for one binary, by its path (all already validated by the config).
+   */
+  constructor(
+    allowed: readonly string[] | undefined,
+    private readonly platform: NodeJS.Platform = process.platform,
+    perPath: Readonly<Record<string, readonly string[]>> | undefined = {},
+  ) {
+    this.allowed = allowed === undefined || allowed.length === 0 ? DEFAULT_CLIENT_ENV : allowed;
+    this.perPath = new Map(Object.entries(perPath).map(([path, names]) => {
+      try {
+        return [normaliseHostPath(path, platform).toLowerCase(), names];
+      } catch (e) {
+        throw new AgentError(AgentErrorCode.InvalidInput, `whiteList.processEnvs[${JSON.stringify(path)}]: ${errorMessage(e)}`);
+      }
+    }));
   }
 
   /**
-   * The variables `items` set; throws PERMISSION_DENIED naming the first
-   * variable that is denied or not allowed, INVALID_ARGUMENT for a malformed item.
+   * The variables `items` set for the binary at `path`; throws PERMISSION_DENIED
+   * naming the first variable that is denied or not allowed, INVALID_ARGUMENT
+   * for a malformed item.
    */
-  check(items: readonly string[]): Record<string, string> {
+  check(items: readonly string[], path?: string): Record<string, string> {
     const env: Record<string, string> = {};
     const windows = this.platform === "win32";
+    const allowed = [...this.allowed, ...(path === undefined ? [] : (this.perPath.get(normaliseHostPath(path, this.platform).toLowerCase()) ?? []))];
     for (const [i, item] of items.entries()) {
       const eq = item.indexOf("=");
       if (eq <= 0) throw new AgentError(AgentErrorCode.InvalidInput, `Envs[${i}] ${JSON.stringify(item)} is not NAME=value`);
@@ -93,8 +112,8 @@ export class EnvPolicy {
       if (denied !== undefined) {
         throw new AgentError(AgentErrorCode.PermissionDenied, `Envs[${i}]: ${name} may not be set by a client (it matches ${denied}: loader, interpreter and system-path variables are refused)`);
       }
-      if (!this.allowed.some((p) => matches(p, name, windows))) {
-        throw new AgentError(AgentErrorCode.PermissionDenied, `Envs[${i}]: ${name} is not in the broker's environment allow-list (whiteList.envs: ${this.allowed.join(", ")})`);
+      if (!allowed.some((p) => matches(p, name, windows))) {
+        throw new AgentError(AgentErrorCode.PermissionDenied, `Envs[${i}]: ${name} is not in the broker's environment allow-list for this binary (whiteList.envs and processEnvs: ${allowed.join(", ")})`);
       }
       env[name] = value;
     }

@@ -117,7 +117,7 @@ export class Broker {
     else if (config.whiteList.processPaths.length === 0) log.warn("the process whitelist is empty: prc run will refuse every path");
 
     // The whitelist and proxy ports in force; ReloadConfig replaces them as one.
-    let live = { config, policy: new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform), env: new EnvPolicy(config.whiteList.envs, platform), sha256: "" };
+    let live = { config, policy: new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform), env: new EnvPolicy(config.whiteList.envs, platform, config.whiteList.processEnvs), sha256: "" };
     if (options.configFile) live.sha256 = createHash("sha256").update(await readFile(options.configFile)).digest("hex");
     const policy = { check: (path: string) => live.policy.check(path) };
     const reload = async (path: string | undefined): Promise<{ processPaths: number; proxyPorts: number; sha256: string }> => {
@@ -130,7 +130,7 @@ export class Broker {
       if (next.listen !== live.config.listen || next.proxy !== live.config.proxy) {
         throw new AgentError(AgentErrorCode.InvalidInput, `${file} changes listen or proxy, which only a restart applies; nothing was changed`);
       }
-      live = { config: next, policy: new ProcessPathPolicy(next.whiteList.processPaths, next.whiteList.allowAll, platform), env: new EnvPolicy(next.whiteList.envs, platform), sha256: createHash("sha256").update(text).digest("hex") };
+      live = { config: next, policy: new ProcessPathPolicy(next.whiteList.processPaths, next.whiteList.allowAll, platform), env: new EnvPolicy(next.whiteList.envs, platform, next.whiteList.processEnvs), sha256: createHash("sha256").update(text).digest("hex") };
       log.info("broker config reloaded", { file, processPaths: next.whiteList.processPaths.length, proxyPorts: next.whiteList.proxyPorts.join(",") });
       return { processPaths: next.whiteList.processPaths.length, proxyPorts: next.whiteList.proxyPorts.length, sha256: live.sha256 };
     };

@@ -79,7 +79,7 @@ export function processService(
 ): grpc.UntypedServiceImplementation {
   const Start = unary<ProcessStartRequest, ProcessStartResponse>(async (req) => {
     await policy.check(req.Path);
-    const env = envPolicy().check(req.Envs);
+    const env = envPolicy().check(req.Envs, req.Path);
     const binary = await prepareBinary(req.Path, req.Checksum);
     const name = processName(req.Path);
     const exposes: Expose[] = req.Exposes.map((e) => {

@@ -22,6 +22,7 @@ let tool: string;
 let marker: string;
 let plain: { broker: Broker; socket: string };
 let custom: { broker: Broker; socket: string };
+let perBinary: { broker: Broker; socket: string };
 const sha1 = (f: string): string => createHash("sha1").update(readFileSync(f)).digest("hex");
 
 before(async () => {
@@ -32,10 +33,11 @@ before(async () => {
   process.env[SECRET] = "broker-secret";
   plain = await startBroker({ processPaths: [tool] });
   custom = await startBroker({ processPaths: [tool], envs: ["APP_MODE", "FEATURE_*"] });
+  perBinary = await startBroker({ processPaths: [tool], processEnvs: { [tool]: ["ONLY_FOR_TOOL"], "/usr/bin/other": ["FOR_OTHER"] } });
 });
 after(async () => {
   delete process.env[SECRET];
-  await Promise.all([plain.broker.stop(), custom.broker.stop()]);
+  await Promise.all([plain.broker.stop(), custom.broker.stop(), perBinary.broker.stop()]);
 });
 
 /** Runs the tool with `envs`; resolves with its environment as NAME → value, or the ServiceError. */
@@ -115,6 +117,14 @@ describe("prc run's environment", () => {
     assert.equal(e.code, grpc.status.PERMISSION_DENIED);
   });
 
+  it("passes a variable allowed for this binary only, on top of the default list", async () => {
+    const env = await run(perBinary.socket, ["ONLY_FOR_TOOL=1", "NO_PROXY=.local"]);
+    assert.ok(env instanceof Map, env instanceof Map ? "" : env.details);
+    assert.equal(env.get("ONLY_FOR_TOOL"), "1");
+    const e = refused(await run(perBinary.socket, ["FOR_OTHER=1"]));
+    assert.equal(e.code, grpc.status.PERMISSION_DENIED);
+  });
+
   it("refuses a malformed item with INVALID_ARGUMENT", async () => {
     const e = refused(await run(plain.socket, ["=x"]));
     assert.equal(e.code, grpc.status.INVALID_ARGUMENT);
@@ -131,6 +141,14 @@ describe("the config's environment allow-list", () => {
       });
     });
   }
+
+  it("refuses a loader variable allowed for one binary, naming its path", () => {
+    assert.throws(() => parseBrokerConfig(JSON.stringify({ whiteList: { processEnvs: { "/opt/x": ["OK", "LD_PRELOAD"] } } })), /whiteList\.processEnvs\.\/opt\/x\[1\]|whiteList\.processEnvs\["\/opt\/x"\]\[1\]/);
+  });
+
+  it("reads a config without envs as before they existed", () => {
+    assert.deepEqual(parseBrokerConfig("white_list:\n  processPaths: [C:/a.exe]\n").whiteList, { processPaths: ["C:/a.exe"], proxyPorts: [], allowAll: false });
+  });
 
   it("accepts names and prefixes", () => {
     assert.deepEqual(parseBrokerConfig(JSON.stringify({ white_list: { envs: ["APP_MODE", "FEATURE_*"] } })).whiteList.envs, ["APP_MODE", "FEATURE_*"]);

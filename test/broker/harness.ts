@@ -111,7 +111,7 @@ export async function startBroker(whiteList: Partial<BrokerConfig["whiteList"]>,
     debug: false,
     listen: join(dir, "run", "wins.sock"),
     proxy: join(dir, "run", "proxy.sock"),
-    whiteList: { processPaths: [], proxyPorts: [], allowAll: false, envs: [], ...whiteList },
+    whiteList: { processPaths: [], proxyPorts: [], allowAll: false, ...whiteList },
     stateDir: join(dir, "state"),
   };
   const broker = await Broker.start({ config, runDir: join(dir, "run"), stateDir: join(dir, "state"), entryFile: AGENT, log: silentLogger });

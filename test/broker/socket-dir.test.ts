@@ -18,7 +18,7 @@ const isRoot = process.getuid?.() === 0;
 
 function start(runDir: string, stateDir: string): Promise<Broker> {
   return Broker.start({
-    config: { debug: false, listen: "wins", proxy: "proxy", whiteList: { processPaths: [], proxyPorts: [], allowAll: false, envs: [] } },
+    config: { debug: false, listen: "wins", proxy: "proxy", whiteList: { processPaths: [], proxyPorts: [], allowAll: false } },
     runDir, stateDir, entryFile: AGENT, log: silentLogger,
   });
 }
@@ -87,7 +87,7 @@ describe("the broker's socket directory", () => {
     chownSync(shared, 65534, 65534);
     chmodSync(shared, 0o1777);
     const e = await refusal(Broker.start({
-      config: { debug: false, listen: join(shared, "wins.sock"), proxy: join(shared, "proxy.sock"), whiteList: { processPaths: [], proxyPorts: [], allowAll: false, envs: [] } },
+      config: { debug: false, listen: join(shared, "wins.sock"), proxy: join(shared, "proxy.sock"), whiteList: { processPaths: [], proxyPorts: [], allowAll: false } },
       runDir: shared, stateDir: join(dir, "state"), entryFile: AGENT, log: silentLogger,
     }));
     assert.equal(e.code, "PERMISSION_DENIED");
