@@ -58,10 +58,15 @@ export async function ensurePrivateDir(dir: string, uid: number, fs: PrivateDirF
  * creation and the chmod that follows.
  */
 export async function withPrivateUmask<T>(bind: () => Promise<T>): Promise<T> {
-  const previous = process.umask(0o077);
+  let previous: number | undefined;
+  try {
+    previous = process.umask(0o077);
+  } catch {
+    // A worker thread cannot set the umask: the private directory still keeps the socket from others.
+  }
   try {
     return await bind();
   } finally {
-    process.umask(previous);
+    if (previous !== undefined) process.umask(previous);
   }
 }
