@@ -1,11 +1,15 @@
 /**
- * The directory a broker socket lives in must be private to the broker's user:
+ * Only the broker's user may write to the directory a broker socket lives in:
  * whoever can write to it can replace the socket with their own and read the
  * requests clients send (paths, arguments, environment), or take the broker's
  * place. A missing directory is created 0700; an existing one must be a real
- * directory (not a symbolic link) owned by us, and one that is group- or
- * world-writable (or readable) is repaired to 0700 — after which nobody else
- * can add an entry, and the socket path is removed and bound afresh.
+ * directory (not a symbolic link) owned by us. One that group or others may
+ * write to loses those write bits — after which nobody else can add or replace
+ * an entry, and the socket path is removed and bound afresh — unless it is a
+ * shared directory (sticky and writable by others, as /tmp): that is refused,
+ * never changed. Read and search access for others is left alone (the sockets
+ * themselves are 0600), so naming a socket in a system directory such as /run
+ * changes nothing there.
  */
 import { chmod, lstat, mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
@@ -46,9 +50,10 @@ export async function ensurePrivateDir(dir: string, uid: number, fs: PrivateDirF
   if (st.isSymbolicLink()) refuse(dir, "is a symbolic link");
   if (!st.isDirectory()) refuse(dir, "is not a directory");
   if (st.uid !== uid) refuse(dir, `is owned by uid ${st.uid}, not by the broker's user (uid ${uid})`);
-  if ((st.mode & 0o077) === 0) return created ? "created" : "ok";
+  if ((st.mode & 0o022) === 0) return created ? "created" : "ok";
+  if ((st.mode & 0o1000) !== 0) refuse(dir, "is a shared directory (sticky and writable by others)");
   // Ours, so ours to fix (a directory made under a permissive umask, or by hand).
-  await fs.chmod(dir, 0o700);
+  await fs.chmod(dir, st.mode & 0o755);
   return created ? "created" : "repaired";
 }
 

@@ -71,7 +71,7 @@ async function prepare(path: string, platform: NodeJS.Platform, log: Logger): Pr
   if (platform === "win32") return;
   const dir = dirname(path);
   if ((await ensurePrivateDir(dir, process.getuid?.() ?? 0)) === "repaired") {
-    log.warn("the socket directory was open to other users; made it private (0700)", { dir });
+    log.warn("other users could write to the socket directory; removed their write access", { dir });
   }
   if (await listening(path)) throw new AgentError(AgentErrorCode.AlreadyExists, `another broker is already listening on ${path}`);
   await rm(path, { force: true });

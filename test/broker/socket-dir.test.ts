@@ -34,14 +34,14 @@ async function refusal(p: Promise<Broker>): Promise<AgentError> {
 }
 
 describe("the broker's socket directory", () => {
-  it("makes an existing world-writable directory private before listening, and binds 0600 sockets", async () => {
+  it("takes write access to an existing directory from group and others before listening, and binds 0600 sockets", async () => {
     const dir = tempDir("sockdir-");
     const run = join(dir, "run");
     mkdirSync(run);
     chmodSync(run, 0o777);
     const broker = await start(run, join(dir, "state"));
     try {
-      assert.equal(statSync(run).mode & 0o777, 0o700);
+      assert.equal(statSync(run).mode & 0o777, 0o755);
       assert.equal(statSync(broker.listenPath).mode & 0o777, 0o600);
       assert.equal(statSync(broker.proxyPath).mode & 0o777, 0o600);
     } finally {
@@ -80,7 +80,27 @@ describe("the broker's socket directory", () => {
     assert.equal(lstatSync(run).uid, 65534);
   });
 
-  it("refuses a socket named in a shared directory such as the temporary directory", async () => {
+  it("refuses a shared directory it owns (sticky and world-writable, as /tmp), and leaves its mode alone", async () => {
+    const dir = tempDir("sockdir-");
+    const shared = join(dir, "shared");
+    mkdirSync(shared);
+    chmodSync(shared, 0o1777);
+    const e = await refusal(start(shared, join(dir, "state")));
+    assert.match(e.message, /is a shared directory/);
+    assert.equal(statSync(shared).mode & 0o7777, 0o1777);
+  });
+
+  it("leaves a system directory's read access alone (0755 stays 0755)", async () => {
+    const dir = tempDir("sockdir-");
+    const run = join(dir, "run");
+    mkdirSync(run);
+    chmodSync(run, 0o755);
+    const broker = await start(run, join(dir, "state"));
+    await broker.stop();
+    assert.equal(statSync(run).mode & 0o777, 0o755);
+  });
+
+  it("refuses a socket named in another user's shared directory", async () => {
     const dir = tempDir("sockdir-");
     const shared = join(dir, "shared");
     mkdirSync(shared);
