@@ -11,10 +11,17 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ValidationError } from "../common/errors";
 import { zodIssues } from "../common/zod-issues";
+import { allowEntryProblem } from "./environment";
 
 /** Default names, as wins: pipes on Windows; on Linux a name becomes a socket in the run directory. */
 export const DEFAULT_LISTEN = "rancher_wins";
 export const DEFAULT_PROXY = "rancher_wins_proxy";
+
+/** An environment allow-list entry: a name or a `PREFIX*`, never one that covers a loader or interpreter variable. */
+const envEntry = z.string().trim().superRefine((entry, ctx) => {
+  const problem = allowEntryProblem(entry);
+  if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+});
 
 const brokerSchema = z.strictObject({
   debug: z.boolean().default(false),
@@ -25,6 +32,15 @@ const brokerSchema = z.strictObject({
       processPaths: z.array(z.string().trim().min(1, "must not be blank")).default([]),
       proxyPorts: z.array(z.number().int().min(1).max(65_535)).default([]),
       allowAll: z.boolean().default(false),
+      /**
+       * winfleet: the variables a client may set with `prc run --envs` (names or
+       * `PREFIX*`); empty means the built-in list (proxy variables and the content
+       * SAS token). Loader and interpreter variables can never be allowed.
+       */
+      // Absent rather than defaulted, so a config without them reads as it did before they existed.
+      envs: z.array(envEntry).optional(),
+      /** winfleet: more variables one binary's clients may set, by its path (as in processPaths). */
+      processEnvs: z.record(z.string(), z.array(envEntry)).optional(),
     })
     .default({ processPaths: [], proxyPorts: [], allowAll: false }),
   /** winfleet: where the broker keeps its process records (for stale-process cleanup). */
@@ -41,7 +57,7 @@ const TOP_KEYS: Record<string, string> = {
 };
 const LIST_KEYS: Record<string, string> = {
   processpaths: "processPaths", process_paths: "processPaths", proxyports: "proxyPorts", proxy_ports: "proxyPorts",
-  allowall: "allowAll", allow_all: "allowAll",
+  allowall: "allowAll", allow_all: "allowAll", envs: "envs", processenvs: "processEnvs", process_envs: "processEnvs",
 };
 // Sections wins reads that the broker does not implement; accepted and ignored so existing files load.
 const IGNORED = new Set(["upgrade", "systemagent", "agentstricttlsmode", "csi-proxy", "tls-config"]);

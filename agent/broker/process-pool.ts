@@ -12,6 +12,7 @@ import { mkdir, readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { writeFileAtomic } from "../common/atomic-file";
+import { baseEnvironment } from "../common/child-environment";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import type { Logger } from "../common/log";
 import type { Expose, Firewall } from "./firewall";
@@ -118,6 +119,8 @@ export class ProcessPool {
     private readonly host: ProcessHost,
     private readonly firewall: Firewall,
     private readonly log: Logger,
+    /** What every child inherits (see environment.ts); the broker's own environment is never passed whole. */
+    private readonly baseEnv: Readonly<Record<string, string>> = baseEnvironment(process.env, process.platform),
   ) {}
 
   private recordFile(name: string): string {
@@ -199,7 +202,7 @@ export class ProcessPool {
     await this.killStale(spec.name);
     const child = spawn(spec.binary, [...spec.args], {
       cwd: spec.dir,
-      env: { ...process.env, ...spec.env },
+      env: { ...this.baseEnv, ...spec.env },
       stdio: ["ignore", "pipe", "pipe"],
       // Its own process group, so the whole tree can be killed at once.
       detached: process.platform !== "win32",

@@ -5,7 +5,7 @@
  * stopping it ends every host process it started.
  */
 import { createHash } from "node:crypto";
-import { chmod, mkdir, readFile, rm } from "node:fs/promises";
+import { chmod, readFile, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { dirname } from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -13,6 +13,7 @@ import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import type { Logger } from "../common/log";
 import { type AgentStatus, agentService } from "./agent-service";
 import { type BrokerConfig, endpointPath, parseBrokerConfig } from "./config";
+import { EnvPolicy, baseEnvironment } from "./environment";
 import { AgentService } from "./generated/winfleet/agent_pb";
 import { type Firewall, noFirewall } from "./firewall";
 import { TunnelService } from "./generated/winfleet/proxy_pb";
@@ -25,6 +26,7 @@ import { RouteService } from "./generated/wins/route_pb";
 import { grpcService } from "./grpc-adapter";
 import { type ProcessHost, linuxProcessHost } from "./process-host";
 import { ProcessPool } from "./process-pool";
+import { ensurePrivateDir, withPrivateUmask } from "./private-dir";
 import { tunnelService } from "./proxy-service";
 import { type ProxySocket, listenProxySocket } from "./proxy-socket";
 import { applicationService, hostService, processService, unavailableService } from "./services";
@@ -62,24 +64,31 @@ async function listening(path: string): Promise<boolean> {
   });
 }
 
-/** Makes `path` ready to listen on: its directory, and no socket file left by a broker that died. */
-async function prepare(path: string, platform: NodeJS.Platform): Promise<void> {
+/**
+ * Makes `path` ready to listen on: a private directory (see private-dir.ts),
+ * and no socket file left by a broker that died.
+ */
+async function prepare(path: string, platform: NodeJS.Platform, log: Logger): Promise<void> {
   if (platform === "win32") return;
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const dir = dirname(path);
+  if ((await ensurePrivateDir(dir, process.getuid?.() ?? 0)) === "repaired") {
+    log.warn("other users could write to the socket directory; removed their write access", { dir });
+  }
   if (await listening(path)) throw new AgentError(AgentErrorCode.AlreadyExists, `another broker is already listening on ${path}`);
   await rm(path, { force: true });
 }
 
-async function listenOn(path: string, platform: NodeJS.Platform, listen: () => Promise<void>): Promise<void> {
-  await prepare(path, platform);
-  await listen().catch((e: unknown) => {
+async function listenOn(path: string, platform: NodeJS.Platform, log: Logger, listen: () => Promise<void>): Promise<void> {
+  await prepare(path, platform, log);
+  const bound = platform === "win32" ? listen() : withPrivateUmask(listen);
+  await bound.catch((e: unknown) => {
     throw new AgentError(AgentErrorCode.ApplyFailed, `cannot listen on ${path}: ${errorMessage(e)}`);
   });
   if (platform !== "win32") await chmod(path, 0o600);
 }
 
-async function bind(server: grpc.Server, path: string, platform: NodeJS.Platform): Promise<void> {
-  await listenOn(path, platform, () => new Promise<void>((resolve, reject) => {
+async function bind(server: grpc.Server, path: string, platform: NodeJS.Platform, log: Logger): Promise<void> {
+  await listenOn(path, platform, log, () => new Promise<void>((resolve, reject) => {
     server.bindAsync(`unix:${path}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve()));
   }));
 }
@@ -102,14 +111,14 @@ export class Broker {
   static async start(options: BrokerOptions): Promise<Broker> {
     const platform = options.platform ?? process.platform;
     const { config, log } = options;
-    const pool = new ProcessPool(options.stateDir, options.host ?? linuxProcessHost, options.firewall ?? noFirewall, log);
+    const pool = new ProcessPool(options.stateDir, options.host ?? linuxProcessHost, options.firewall ?? noFirewall, log, baseEnvironment(process.env, platform));
     const orphans = await pool.adoptRecords();
     if (orphans.length > 0) log.warn("processes left by an earlier broker are still running (prc ls; prc kill --orphans ends them)", { count: orphans.length, names: orphans.join(",") });
     if (config.whiteList.allowAll) log.warn("allowAll is set: any host binary may be started");
     else if (config.whiteList.processPaths.length === 0) log.warn("the process whitelist is empty: prc run will refuse every path");
 
     // The whitelist and proxy ports in force; ReloadConfig replaces them as one.
-    let live = { config, policy: new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform), sha256: "" };
+    let live = { config, policy: new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform), env: new EnvPolicy(config.whiteList.envs, platform, config.whiteList.processEnvs), sha256: "" };
     if (options.configFile) live.sha256 = createHash("sha256").update(await readFile(options.configFile)).digest("hex");
     const policy = { check: (path: string) => live.policy.check(path) };
     const reload = async (path: string | undefined): Promise<{ processPaths: number; proxyPorts: number; sha256: string }> => {
@@ -122,14 +131,14 @@ export class Broker {
       if (next.listen !== live.config.listen || next.proxy !== live.config.proxy) {
         throw new AgentError(AgentErrorCode.InvalidInput, `${file} changes listen or proxy, which only a restart applies; nothing was changed`);
       }
-      live = { config: next, policy: new ProcessPathPolicy(next.whiteList.processPaths, next.whiteList.allowAll, platform), sha256: createHash("sha256").update(text).digest("hex") };
+      live = { config: next, policy: new ProcessPathPolicy(next.whiteList.processPaths, next.whiteList.allowAll, platform), env: new EnvPolicy(next.whiteList.envs, platform, next.whiteList.processEnvs), sha256: createHash("sha256").update(text).digest("hex") };
       log.info("broker config reloaded", { file, processPaths: next.whiteList.processPaths.length, proxyPorts: next.whiteList.proxyPorts.join(",") });
       return { processPaths: next.whiteList.processPaths.length, proxyPorts: next.whiteList.proxyPorts.length, sha256: live.sha256 };
     };
     const server = new grpc.Server();
     server.addService(grpcService(ApplicationService), applicationService(options.entryFile));
     server.addService(grpcService(HostService), hostService());
-    server.addService(grpcService(ProcessService), processService(pool, policy, log));
+    server.addService(grpcService(ProcessService), processService(pool, policy, () => live.env, log));
     server.addService(grpcService(NetworkService), unavailableService(["Get"], `NetworkService ${WINDOWS_ONLY}`));
     server.addService(grpcService(HnsService), unavailableService(["GetNetwork"], `HnsService ${WINDOWS_ONLY}`));
     server.addService(grpcService(RouteService), unavailableService(["Add"], `RouteService ${WINDOWS_ONLY}`));
@@ -145,12 +154,12 @@ export class Broker {
 
     const listenPath = endpointPath(config.listen, platform, options.runDir);
     const proxyPath = endpointPath(config.proxy, platform, options.runDir);
-    await bind(server, listenPath, platform);
+    await bind(server, listenPath, platform, log);
     let proxySocket: ProxySocket | undefined;
     try {
       // The proxy socket serves gRPC (TunnelService) and the stream tunnel on one listener.
       const injector = proxy.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-      await listenOn(proxyPath, platform, async () => {
+      await listenOn(proxyPath, platform, log, async () => {
         proxySocket = await listenProxySocket(proxyPath, { ports: () => live.config.whiteList.proxyPorts, injectGrpc: (c) => injector.injectConnection(c), log });
       });
     } catch (e) {

@@ -12,6 +12,7 @@ import { AgentError, AgentErrorCode } from "../common/errors";
 import type { Logger } from "../common/log";
 import { AGENT_VERSION } from "../version";
 import { prepareBinary, processName } from "./binary";
+import type { EnvPolicy } from "./environment";
 import type { Expose } from "./firewall";
 import { ApplicationInfoResponseSchema, ApplicationInfoSchema } from "./generated/wins/application_pb";
 import { HostGetVersionResponseSchema, HostVersionSchema } from "./generated/wins/host_pb";
@@ -69,28 +70,23 @@ export function unavailableService(methods: readonly string[], reason: string): 
   return Object.fromEntries(methods.map((m) => [m, refuse]));
 }
 
-/** Parses `NAME=value` items. */
-function parseEnvs(items: readonly string[]): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const item of items) {
-    const eq = item.indexOf("=");
-    if (eq <= 0) throw new AgentError(AgentErrorCode.InvalidInput, `env item ${JSON.stringify(item)} is not NAME=value`);
-    env[item.slice(0, eq)] = item.slice(eq + 1);
-  }
-  return env;
-}
-
 /** `ProcessService`: Start, Wait, KeepAlive with wins's semantics, fixed where wins was wrong. */
-export function processService(pool: ProcessPool, policy: Pick<ProcessPathPolicy, "check">, log: Logger): grpc.UntypedServiceImplementation {
+export function processService(
+  pool: ProcessPool,
+  policy: Pick<ProcessPathPolicy, "check">,
+  envPolicy: () => Pick<EnvPolicy, "check">,
+  log: Logger,
+): grpc.UntypedServiceImplementation {
   const Start = unary<ProcessStartRequest, ProcessStartResponse>(async (req) => {
     await policy.check(req.Path);
+    const env = envPolicy().check(req.Envs, req.Path);
     const binary = await prepareBinary(req.Path, req.Checksum);
     const name = processName(req.Path);
     const exposes: Expose[] = req.Exposes.map((e) => {
       if (e.Port < 0 || e.Port > 65_535) throw new AgentError(AgentErrorCode.InvalidInput, `expose port ${e.Port} is out of range`);
       return { protocol: e.Protocol === RunExposeProtocol.UDP ? "UDP" : "TCP", port: e.Port };
     });
-    await pool.start({ name, binary, args: req.Args, env: parseEnvs(req.Envs), dir: req.Dir || dirname(req.Path), exposes });
+    await pool.start({ name, binary, args: req.Args, env, dir: req.Dir || dirname(req.Path), exposes });
     return create(ProcessStartResponseSchema, { Data: { Value: name } });
   });
 

@@ -3,7 +3,8 @@
  * wins-compatible client a container runs). The client exits with the host
  * process's exit code.
  */
-import { join, resolve } from "node:path";
+import { tmpdir } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { errorMessage } from "../common/errors";
 import { createLogger } from "../common/log";
@@ -21,9 +22,17 @@ const proxyClient = (): typeof ProxyClient => require("../broker/proxy-client") 
 const brokerServer = (): typeof Server => require("../broker/server") as typeof Server;
 /* eslint-enable @typescript-eslint/no-require-imports */
 
-/** Where relative socket names live on Linux. */
-export function defaultRunDir(): string {
-  return process.env.WINFLEET_RUN_DIR ?? (process.getuid?.() === 0 ? "/run/winfleet" : join(process.env.XDG_RUNTIME_DIR ?? "/tmp", "winfleet"));
+/**
+ * Where relative socket names live on Linux: /run/winfleet for root; for
+ * another user their runtime directory, else a directory of their own under
+ * the temporary directory (a shared name there could be made first by anyone).
+ * The broker refuses any of these it finds owned by someone else.
+ */
+export function defaultRunDir(env: NodeJS.ProcessEnv = process.env, uid: number | undefined = process.getuid?.()): string {
+  if (env.WINFLEET_RUN_DIR) return env.WINFLEET_RUN_DIR;
+  if (uid === 0) return "/run/winfleet";
+  if (env.XDG_RUNTIME_DIR && isAbsolute(env.XDG_RUNTIME_DIR)) return join(env.XDG_RUNTIME_DIR, "winfleet");
+  return join(tmpdir(), `winfleet-${uid ?? "user"}`);
 }
 
 const socketOf = (name: string): string => endpointPath(name, process.platform, defaultRunDir());
@@ -78,7 +87,7 @@ export function registerBrokerCommands(program: Command): void {
   program
     .command("broker")
     .description("serve the wins-compatible host-process API and the port proxy")
-    .requiredOption("--config <file>", "wins-style config (YAML or JSON): listen, proxy, white_list.processPaths/proxyPorts, allowAll")
+    .requiredOption("--config <file>", "wins-style config (YAML or JSON): listen, proxy, white_list.processPaths/proxyPorts/envs, allowAll (docs/security.md)")
     .option("--state-dir <dir>", "where process records live (default: stateDir from the config, else <run dir>/broker-state)")
     .action(async (opts: { config: string; stateDir?: string }) => {
       try {
@@ -113,7 +122,7 @@ export function registerBrokerCommands(program: Command): void {
     .requiredOption("--path <path>", "the binary, at the same absolute path on host and container")
     .option("--args <list>", "arguments, space-separated; quotes group (and are kept)", "")
     .option("--exposes <list>", "ports to open in the host firewall, e.g. \"TCP:443 UDP:4789-4790\"", "")
-    .option("--envs <list>", "environment, e.g. \"A=1 B=2\"", "")
+    .option("--envs <list>", "environment, e.g. \"A=1 B=2\": only names the broker's whiteList.envs allows", "")
     .option("--dir <dir>", "working directory (default: the binary's directory)", "")
     .action(async (opts: { path: string; args: string; exposes: string; envs: string; dir: string; server: string }) => {
       try {

@@ -13,6 +13,7 @@ import { ed25519KeyProblem } from "../common/ed25519-key";
 import { AgentError, AgentErrorCode, ValidationError, formatIssues } from "../common/errors";
 import type { ShellKind } from "../content/schema";
 import { rootedMapper } from "../ignition";
+import { baseEnvironment } from "../common/child-environment";
 import { WITHHELD } from "../lifecycle/environment";
 import type { EngineDeps } from "../lifecycle/engine";
 import type { LifecycleObserver } from "../lifecycle/events";
@@ -88,7 +89,8 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
   const variables = { ...(config?.variables ?? {}), ...parseVars(opts.var ?? []) };
   const secrets = config?.secrets ?? {};
   const reboot = rebootExecutor(config?.reboot);
-  const baseEnv = { ...process.env };
+  // Commands get a minimal environment plus their step's values, never the agent's own (a SAS token, say).
+  const baseEnv = baseEnvironment(process.env, process.platform);
   for (const name of WITHHELD) delete baseEnv[name];
   const shell = (kind: ShellKind): Shell => (kind === "sh" ? new ShSession({ env: baseEnv, cwd: root }) : new PowerShellSession({ env: baseEnv, cwd: root }));
   const probe = process.platform === "win32" ? windowsProcessHost : linuxProcessHost;

@@ -3,6 +3,11 @@
  * and a server-sent event stream `/api/events`), and the control API another
  * `winfleet local` invocation uses (`POST /api/apply`, `POST /api/shutdown`),
  * which wants the bearer token from the state directory's `fleet.json`.
+ *
+ * Only requests that name this server in `Host` are answered (421 otherwise):
+ * a web page the user visits can point its own host name at 127.0.0.1 (DNS
+ * rebinding) and would then read fleet state and error output as same-origin.
+ * Event streams are capped, so no client can hold connections without end.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import { AgentError, AgentErrorCode } from "../common/errors";
@@ -28,6 +33,16 @@ async function body(req: IncomingMessage): Promise<unknown> {
   return text === "" ? {} : (JSON.parse(text) as unknown);
 }
 
+/** The most event streams open at once; the page needs one per open tab. */
+export const MAX_EVENT_STREAMS = 16;
+/** Unsent event data past which a stream whose reader has stalled is closed (EventSource reconnects). */
+const STALLED_STREAM_BYTES = 1024 * 1024;
+
+/** The Host values that name this server: its loopback address, or localhost, with its port. */
+export function allowedHosts(port: number): ReadonlySet<string> {
+  return new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
+}
+
 function json(res: ServerResponse, status: number, value: unknown): void {
   res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
   res.end(`${JSON.stringify(value)}\n`);
@@ -35,8 +50,9 @@ function json(res: ServerResponse, status: number, value: unknown): void {
 
 /** Starts the server; rejects with a clear error when the port is taken. */
 export async function startServer(port: number, hooks: ServerHooks): Promise<{ server: Server; port: number }> {
+  const state: ServerState = { hosts: new Set(), streams: 0 };
   const server = createServer((req, res) => {
-    void handle(req, res, hooks).catch((e: unknown) => {
+    void handle(req, res, hooks, state).catch((e: unknown) => {
       if (!res.headersSent) json(res, 500, { error: e instanceof Error ? e.message : String(e) });
       else res.end();
     });
@@ -52,10 +68,19 @@ export async function startServer(port: number, hooks: ServerHooks): Promise<{ s
     server.listen(port, "127.0.0.1", () => resolve());
   });
   const address = server.address();
-  return { server, port: typeof address === "object" && address ? address.port : port };
+  const bound = typeof address === "object" && address ? address.port : port;
+  state.hosts = allowedHosts(bound);
+  return { server, port: bound };
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, hooks: ServerHooks): Promise<void> {
+interface ServerState {
+  hosts: ReadonlySet<string>;
+  streams: number;
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, hooks: ServerHooks, state: ServerState): Promise<void> {
+  const host = (req.headers.host ?? "").toLowerCase();
+  if (!state.hosts.has(host)) return json(res, 421, { error: `this server answers only to ${[...state.hosts].join(", ")}, not Host ${JSON.stringify(req.headers.host ?? "")}` });
   const url = new URL(req.url ?? "/", "http://127.0.0.1");
   const manager = hooks.manager();
   if (req.method === "GET" && url.pathname === "/") {
@@ -68,12 +93,23 @@ async function handle(req: IncomingMessage, res: ServerResponse, hooks: ServerHo
     return json(res, 200, manager.status());
   }
   if (req.method === "GET" && url.pathname === "/api/events") {
+    if (state.streams >= MAX_EVENT_STREAMS) {
+      res.setHeader("retry-after", "5");
+      return json(res, 503, { error: `${MAX_EVENT_STREAMS} event streams are open already; close a page and try again` });
+    }
+    state.streams++;
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
-    const send = (data: unknown): boolean => res.write(`data: ${JSON.stringify(data)}\n\n`);
+    res.flushHeaders(); // the stream is open now, not at its first event
+    const write = (text: string): void => {
+      if (res.writableLength > STALLED_STREAM_BYTES) res.destroy();
+      else res.write(text);
+    };
+    const send = (data: unknown): void => write(`data: ${JSON.stringify(data)}\n\n`);
     if (manager) send({ type: "snapshot", status: manager.status() });
     const unsubscribe = manager?.subscribe((e) => send(e));
-    const ping = setInterval(() => res.write(": ping\n\n"), 15_000);
-    req.on("close", () => {
+    const ping = setInterval(() => write(": ping\n\n"), 15_000);
+    res.on("close", () => {
+      state.streams--;
       clearInterval(ping);
       unsubscribe?.();
     });

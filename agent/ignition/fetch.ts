@@ -8,6 +8,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { gunzip } from "node:zlib";
 import { promisify } from "node:util";
+import { BodyTooLargeError, readBodyLimited } from "../common/bounded-body";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import { bundlePath, urlScheme } from "./checks";
 import { decodeDataUrl } from "./data-url";
@@ -25,6 +26,13 @@ export interface RetryPolicy {
   readonly maxDelayMs: number;
   /** How long to wait for response headers per attempt. @default 10000 */
   readonly headerTimeoutMs: number;
+  /**
+   * How long one attempt may take in all, body included: a server that
+   * trickles bytes is cut off here, not kept for ever. @default 600000
+   */
+  readonly attemptTimeoutMs: number;
+  /** The largest body (and, for gzip, the largest decompressed file) accepted. @default 1 GiB */
+  readonly maxBytes: number;
 }
 
 /** Where and how resources may be fetched from. */
@@ -38,13 +46,14 @@ export interface FetchOptions {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
-const DEFAULT_RETRY: RetryPolicy = { attempts: 8, initialDelayMs: 100, maxDelayMs: 5000, headerTimeoutMs: 10_000 };
+const DEFAULT_RETRY: RetryPolicy = { attempts: 8, initialDelayMs: 100, maxDelayMs: 5000, headerTimeoutMs: 10_000, attemptTimeoutMs: 600_000, maxBytes: 1024 * 1024 * 1024 };
 
 /** Fetches, decompresses and verifies one resource. A resource without a source yields undefined. */
 export async function resolveResource(r: Resource, options: FetchOptions = {}): Promise<Buffer | undefined> {
   if (r.source === undefined) return undefined;
   const where = `${r.at}.source`;
   const scheme = urlScheme(r.source);
+  const policy = { ...DEFAULT_RETRY, ...options.retry };
   let raw: Buffer;
   switch (scheme) {
     case "data":
@@ -58,7 +67,7 @@ export async function resolveResource(r: Resource, options: FetchOptions = {}): 
           `${where}: refusing ${r.source} without verification.hash (set allowUnverifiedHttp to permit unverified downloads)`,
         );
       }
-      raw = await fetchHttp(r, { ...DEFAULT_RETRY, ...options.retry }, options.sleep ?? defaultSleep);
+      raw = await fetchHttp(r, policy, options.sleep ?? defaultSleep);
       break;
     case "bundle": {
       const rel = bundlePath(r.source);
@@ -78,7 +87,7 @@ export async function resolveResource(r: Resource, options: FetchOptions = {}): 
   let data = raw;
   if (r.compression === "gzip") {
     try {
-      data = await gunzipAsync(raw);
+      data = await gunzipAsync(raw, { maxOutputLength: policy.maxBytes });
     } catch (e) {
       throw new AgentError(AgentErrorCode.FetchFailed, `${where}: cannot gunzip: ${errorMessage(e)}`);
     }
@@ -112,10 +121,13 @@ async function fetchHttp(r: Resource, policy: RetryPolicy, sleep: (ms: number) =
   let last = "";
   for (let attempt = 1; attempt <= policy.attempts; attempt++) {
     const abort = new AbortController();
+    let headersIn = false;
     const timer = setTimeout(() => abort.abort(), policy.headerTimeoutMs);
+    const deadline = setTimeout(() => abort.abort(), policy.attemptTimeoutMs);
     try {
       const response = await fetch(url, { headers, signal: abort.signal, redirect: "follow" });
       clearTimeout(timer);
+      headersIn = true;
       if (response.status >= 500) {
         last = `HTTP ${response.status}`;
         await response.body?.cancel();
@@ -123,12 +135,16 @@ async function fetchHttp(r: Resource, policy: RetryPolicy, sleep: (ms: number) =
         await response.body?.cancel();
         throw new AgentError(AgentErrorCode.FetchFailed, `${r.at}.source: GET ${url} answered HTTP ${response.status}`);
       } else {
-        return Buffer.from(await response.arrayBuffer());
+        return await readBodyLimited(response, policy.maxBytes);
       }
     } catch (e) {
-      clearTimeout(timer);
       if (e instanceof AgentError) throw e;
-      last = abort.signal.aborted ? `no response headers within ${policy.headerTimeoutMs} ms` : errorMessage(e);
+      if (e instanceof BodyTooLargeError) throw new AgentError(AgentErrorCode.FetchFailed, `${r.at}.source: GET ${url}: ${e.message}`);
+      const late = headersIn ? `no complete answer within ${policy.attemptTimeoutMs} ms` : `no response headers within ${policy.headerTimeoutMs} ms`;
+      last = abort.signal.aborted ? late : errorMessage(e);
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(deadline);
     }
     if (attempt < policy.attempts) {
       await sleep(delay);

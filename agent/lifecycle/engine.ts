@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { AgentError, AgentErrorCode } from "../common/errors";
 import { type Catalog, loadCatalog } from "../content/catalog";
-import { missingVariables } from "./environment";
+import { declaredSecretNames, missingVariables, splitDeclaredSecrets } from "./environment";
 import { type ExecutorDeps, type RunOutcome, executeRun } from "./executor";
 import { type Journal, type Run, readJournal, remember, writeJournal } from "./journal";
 import { type ProcessProbe, acquireLock } from "./lock";
@@ -80,8 +80,10 @@ export async function apply(req: ApplyRequest, deps: EngineDeps): Promise<RunOut
     }
     const installed = await installedComponents(deps.root, journal);
     const plan = planLifecycle(installed, target.components);
-    const variables = { ...target.template.variables, ...deps.variables };
-    refuseMissing(missingVariables(planComponents(plan, target, installed), { variables, secrets: deps.secrets }));
+    const given = { ...target.template.variables, ...deps.variables };
+    const names = declaredSecretNames([...target.components.map((d) => d.metadata), ...installed.map((c) => c.metadata)]);
+    const { variables } = splitDeclaredSecrets(given, names);
+    refuseMissing(missingVariables(planComponents(plan, target, installed), { variables: given, secrets: deps.secrets }));
     const at = (deps.now ?? (() => new Date()))().toISOString();
     const ref = { name: target.template.name, version: target.template.version };
     if (plan.steps.length === 0) {
@@ -114,7 +116,7 @@ export async function apply(req: ApplyRequest, deps: EngineDeps): Promise<RunOut
     };
     journal = remember({ ...journal, run }, "apply-planned", `${ref.name} ${ref.version}: ${plan.steps.length} steps`, at);
     await writeJournal(deps.root, journal);
-    return await executeRun(journal, deps);
+    return await executeRun(journal, { ...deps, variables: given });
   } finally {
     await lock.release();
   }
@@ -132,12 +134,13 @@ export async function uninstall(deps: EngineDeps): Promise<RunOutcome> {
     }
     const installed = await installedComponents(deps.root, journal);
     const plan = planLifecycle(installed, []);
-    const variables = { ...(journal.applied?.variables ?? {}), ...deps.variables };
+    const given = { ...(journal.applied?.variables ?? {}), ...deps.variables };
+    const { variables } = splitDeclaredSecrets(given, declaredSecretNames(installed.map((c) => c.metadata)));
     const at = (deps.now ?? (() => new Date()))().toISOString();
     const run: Run = { id: runId(at), kind: "uninstall", target: null, contentDir: null, contentDigest: null, variables, startedAt: at, order: [], steps: [...plan.steps], next: 0, status: "running", rebootRequests: [], results: [] };
     journal = remember({ ...journal, run }, "uninstall-planned", `${plan.steps.length} steps for ${installed.length} components`, at);
     await writeJournal(deps.root, journal);
-    return await executeRun(journal, deps);
+    return await executeRun(journal, { ...deps, variables: given });
   } finally {
     await lock.release();
   }

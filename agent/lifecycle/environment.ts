@@ -71,7 +71,27 @@ export function secretValues(components: readonly ComponentMetadata[], values: R
       if (spec.secret && v !== undefined) out.add(v);
     }
   }
-  return [...out].filter((v) => v.length >= 4).sort((a, b) => b.length - a.length);
+  // However short: a three-character secret is still a secret, and masking it too often is the lesser harm.
+  return [...out].filter((v) => v.length > 0).sort((a, b) => b.length - a.length);
+}
+
+/** The variable names any of `components` declares `secret`. */
+export function declaredSecretNames(components: readonly ComponentMetadata[]): Set<string> {
+  const names = new Set<string>();
+  for (const m of components) for (const [name, spec] of Object.entries(m.variables)) if (spec.secret) names.add(name);
+  return names;
+}
+
+/**
+ * Splits variables into those that may be journaled and those a component
+ * declares secret (whichever way they were given: template, agent config,
+ * `--var`), which are handled as secrets and never written down.
+ */
+export function splitDeclaredSecrets(variables: Readonly<Record<string, string>>, names: ReadonlySet<string>): { variables: Record<string, string>; secrets: Record<string, string> } {
+  const plain: Record<string, string> = {};
+  const secret: Record<string, string> = {};
+  for (const [k, v] of Object.entries(variables)) (names.has(k) ? secret : plain)[k] = v;
+  return { variables: plain, secrets: secret };
 }
 
 /** Replaces every occurrence of a secret value with `***`. */

@@ -11,7 +11,7 @@ import type { ShellKind } from "../content/schema";
 import type { FetchOptions, PathMapper } from "../ignition";
 import type { Shell } from "../shell/shell";
 import type { LifecycleObserver } from "./events";
-import { type HostFacts, type RunValues, masker, secretValues } from "./environment";
+import { type HostFacts, type RunValues, declaredSecretNames, masker, secretValues, splitDeclaredSecrets } from "./environment";
 import { type Journal, type Run, remember, writeJournal } from "./journal";
 import { type DesiredComponent, type InstalledComponent, type Step, describeStep, groupOf } from "./model";
 import { applyEffect } from "./planner";
@@ -26,6 +26,11 @@ export interface ExecutorDeps {
   readonly facts: HostFacts;
   /** Secrets for this run (never journaled). */
   readonly secrets: Readonly<Record<string, string>>;
+  /**
+   * Variables given to this invocation (agent config, `--var`): those a
+   * component declares secret are not in the journaled run, so they come from here.
+   */
+  readonly variables?: Readonly<Record<string, string>>;
   readonly shell: (kind: ShellKind) => Shell;
   readonly reboot: RebootExecutor;
   readonly observer: LifecycleObserver;
@@ -51,8 +56,13 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
   let run: Run = start.run;
   let installed = await installedComponents(deps.root, journal);
   const desired = await desiredIndex(deps.root, run);
-  const values: RunValues = { variables: run.variables, secrets: deps.secrets };
-  const mask = masker(secretValues([...[...desired.values()].map((d) => d.metadata), ...installed.map((c) => c.metadata)], values));
+  const metadata = [...[...desired.values()].map((d) => d.metadata), ...installed.map((c) => c.metadata)];
+  const names = declaredSecretNames(metadata);
+  // A journal written before declared secrets were kept out of it may still hold some: out they go.
+  const fromRun = splitDeclaredSecrets(run.variables, names);
+  run = { ...run, variables: fromRun.variables };
+  const values: RunValues = { variables: fromRun.variables, secrets: { ...fromRun.secrets, ...splitDeclaredSecrets(deps.variables ?? {}, names).secrets, ...deps.secrets } };
+  const mask = masker(secretValues(metadata, values));
 
   const save = async (): Promise<void> => {
     journal = { ...journal, installed: toJournal(installed, journal, now()), run };

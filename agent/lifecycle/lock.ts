@@ -1,14 +1,22 @@
 /**
- * One apply at a time per root: `<root>/.winfleet/lock` names its holder (pid,
- * the process's start identity, command, since). A lock whose holder is dead —
- * or whose pid now belongs to another process — is taken over; a live one is
- * refused with a message that says who holds it.
+ * One apply at a time per root. The lock itself is a listening endpoint the
+ * operating system gives to one process only and takes back when that process
+ * ends, however it ends: an abstract Unix socket on Linux, a named pipe
+ * (created as its first instance) on Windows, both named after the root's
+ * state directory and a random key kept in it. No agent ever judges another
+ * dead and takes its lock, so any number starting at once cannot both hold it.
+ * Abstract sockets and pipe names have no permissions of their own: the key
+ * (`lock-key`, readable by the agent's user only) keeps another local user
+ * from computing the name and holding it first. `<root>/.winfleet/lock`
+ * only names the holder (pid, command, since) for the message others see.
  */
-import { randomBytes } from "node:crypto";
-import { link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
+import { link, mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { type Server, createServer } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { writeFileAtomic } from "../common/atomic-file";
+import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import { stateDir } from "./journal";
 
 /** Who holds a lock. */
@@ -31,41 +39,79 @@ export interface Lock {
   release(): Promise<void>;
 }
 
+/**
+ * The endpoint that is the lock for a state directory (its real path, so two
+ * spellings of one root share one lock; case-folded on Windows).
+ */
+export function lockEndpoint(realStateDir: string, key: string, platform: NodeJS.Platform = process.platform): string {
+  const digest = createHash("sha256").update(key).update("\0").update(platform === "win32" ? realStateDir.toLowerCase() : realStateDir).digest("hex");
+  return platform === "win32" ? `\\\\.\\pipe\\winfleet-lock-${digest}` : `\0winfleet-lock-${digest}`;
+}
+
+function listen(endpoint: string): Promise<Server | undefined> {
+  return new Promise((resolve, reject) => {
+    const server = createServer((c) => c.destroy());
+    server.once("error", (e: NodeJS.ErrnoException) => (e.code === "EADDRINUSE" ? resolve(undefined) : reject(e)));
+    server.listen(endpoint, () => {
+      server.unref(); // the lock must not keep the agent running
+      resolve(server);
+    });
+  });
+}
+
 /** Takes the lock or throws an {@link AgentError} naming its holder. */
 export async function acquireLock(root: string, command: string, probe: ProcessProbe): Promise<Lock> {
   const dir = stateDir(root);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const file = join(dir, "lock");
+  const server = await listen(lockEndpoint(await realpath(dir), await lockKey(dir))).catch((e: unknown) => {
+    throw new AgentError(AgentErrorCode.ApplyFailed, `cannot take the lock for ${dir}: ${errorMessage(e)}`);
+  });
+  if (!server) throw new AgentError(AgentErrorCode.AlreadyExists, `another winfleet-agent holds ${file}: ${await describeHolder(file, probe)}. Wait for it to finish, or stop it.`);
   const me: Holder = { pid: process.pid, identity: await probe.identity(process.pid), command, host: hostname(), since: new Date().toISOString() };
   const text = `${JSON.stringify(me)}\n`;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const temp = join(dir, `.lock.${randomBytes(6).toString("hex")}`);
-    await writeFile(temp, text, { mode: 0o600 });
-    try {
-      await link(temp, file); // fails if a lock exists: the atomic "create if absent"
-      await rm(temp, { force: true });
-      return { release: async () => releaseIfMine(file, text) };
-    } catch (e) {
-      await rm(temp, { force: true });
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-    }
-    const held = await readFile(file, "utf8").catch(() => undefined);
-    if (held === undefined) continue; // released meanwhile: try again
-    const holder = parseHolder(held);
-    if (holder && (await alive(holder, probe))) {
-      throw new AgentError(
-        AgentErrorCode.AlreadyExists,
-        `another winfleet-agent holds ${file}: pid ${holder.pid} (${holder.command}) on ${holder.host} since ${holder.since}. Wait for it to finish, or stop it.`,
-      );
-    }
-    // Dead holder: move its lock aside, but only if it is still the one we judged.
-    const aside = join(dir, `.lock.stale.${randomBytes(6).toString("hex")}`);
-    await rename(file, aside).catch(() => undefined);
-    const moved = await readFile(aside, "utf8").catch(() => undefined);
-    if (moved !== undefined && moved !== held) await link(aside, file).catch(() => undefined); // a newer holder's: put it back
-    await rm(aside, { force: true });
+  try {
+    await writeFileAtomic(file, text, { mode: 0o600 });
+  } catch (e) {
+    server.close();
+    throw e;
   }
-  throw new AgentError(AgentErrorCode.AlreadyExists, `could not take ${file}: other agents keep taking it`);
+  return {
+    release: async () => {
+      // The record goes first: once the endpoint closes, the next holder writes its own.
+      await rm(file, { force: true });
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * The state directory's lock key, made once: written to a temp file and linked
+ * into place, so agents starting together all end up reading the same key.
+ */
+async function lockKey(dir: string): Promise<string> {
+  const file = join(dir, "lock-key");
+  const existing = await readFile(file, "utf8").catch(() => undefined);
+  if (existing?.trim()) return existing.trim();
+  const temp = join(dir, `.lock-key.${randomBytes(6).toString("hex")}`);
+  await writeFile(temp, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600 });
+  try {
+    await link(temp, file).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "EEXIST") throw e;
+    });
+  } finally {
+    await rm(temp, { force: true });
+  }
+  return (await readFile(file, "utf8")).trim();
+}
+
+/** The holder as its record names it, when that record is its (it may be a dead one's, not yet replaced). */
+async function describeHolder(file: string, probe: ProcessProbe): Promise<string> {
+  const h = parseHolder(await readFile(file, "utf8").catch(() => ""));
+  if (h && h.host === hostname() && (await probe.identity(h.pid)) !== undefined && (h.identity === undefined || h.identity === (await probe.identity(h.pid)))) {
+    return `pid ${h.pid} (${h.command}) on ${h.host} since ${h.since}`;
+  }
+  return "a process that has not recorded itself yet";
 }
 
 function parseHolder(text: string): Holder | undefined {
@@ -73,18 +119,6 @@ function parseHolder(text: string): Holder | undefined {
     const h = JSON.parse(text) as Partial<Holder>;
     return typeof h.pid === "number" ? (h as Holder) : undefined;
   } catch {
-    return undefined; // a torn or foreign lock file: treat its holder as dead
+    return undefined;
   }
-}
-
-async function alive(h: Holder, probe: ProcessProbe): Promise<boolean> {
-  if (h.host !== hostname()) return true; // a shared root on another host: never steal it
-  const now = await probe.identity(h.pid);
-  if (now === undefined) return false;
-  return h.identity === undefined || h.identity === now;
-}
-
-async function releaseIfMine(file: string, mine: string): Promise<void> {
-  const held = await readFile(file, "utf8").catch(() => undefined);
-  if (held === mine) await rm(file, { force: true });
 }

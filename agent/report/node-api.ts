@@ -39,6 +39,59 @@ export interface NodeApi {
   patchNodeStatus(name: string, patch: Record<string, unknown>): Promise<void>;
 }
 
+/**
+ * The most of a response body the agent reads. It sends patches and Events, so
+ * an answer is one Node or Event object; a Node with a long image list is well
+ * under a MiB, and only an error's first few hundred characters are ever shown.
+ */
+export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * One request, bounded in time and size: the whole exchange (connect, headers,
+ * body) must end within `timeoutMs` — an idle timer alone lets a server that
+ * trickles a byte at a time hold a request for ever — and a body over `limit`
+ * bytes (declared or sent) ends it. Every failure is a rejected NodeApiError;
+ * none escapes as an exception.
+ */
+function send(url: URL, options: https.RequestOptions, data: string, bounds: { method: string; timeoutMs: number; limit: number }): Promise<{ status: number; text: string }> {
+  const { method, timeoutMs, limit } = bounds;
+  const what = `${method} ${url.pathname}`;
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (outcome: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      outcome();
+    };
+    const fail = (message: string, status?: number): void => {
+      if (settled) return; // a late "close" after the answer was complete
+      settle(() => reject(new NodeApiError(`${what}: ${message}`, status)));
+      req.destroy();
+    };
+    const req = (url.protocol === "https:" ? https : http).request(url, options, (res) => {
+      const status = res.statusCode ?? 0;
+      const declared = Number(res.headers["content-length"] ?? "0");
+      // Unretryable would leave a report stuck; a server this broken may recover, so no status is kept.
+      if (declared > limit) return fail(`the answer (HTTP ${status}) declares ${declared} bytes, over the ${limit}-byte limit`);
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on("data", (c: Buffer) => {
+        size += c.length;
+        if (size > limit) fail(`the answer (HTTP ${status}) is over the ${limit}-byte limit`);
+        else chunks.push(c);
+      });
+      res.on("end", () => settle(() => resolve({ status, text: Buffer.concat(chunks).toString("utf8") })));
+      res.on("error", (e) => fail(e.message));
+      res.on("close", () => fail("the connection closed before the answer was complete"));
+    });
+    const deadline = setTimeout(() => fail(`no complete answer within ${timeoutMs} ms`), timeoutMs);
+    req.on("timeout", () => fail(`no answer within ${timeoutMs} ms`));
+    req.on("error", (e) => fail(e.message));
+    req.end(data);
+  });
+}
+
 /** The API through the kubeconfig at `file` (kubeconfig.ts says what of it is supported). */
 export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run?: ExecRunner): Promise<NodeApi> {
   const kc = loadKubeconfig(file, await readFile(file, "utf8"));
@@ -53,17 +106,7 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
     const headers = { ...c.headers, "content-type": contentType, accept: "application/json" };
     const tls: ServerTls = { ...(c.ca ? { ca: c.ca } : {}), ...(c.cert ? { cert: c.cert, key: c.key } : {}), ...(c.servername ? { servername: c.servername } : {}), rejectUnauthorized: c.rejectUnauthorized };
     const options: https.RequestOptions = kc.proxy ? proxied(url, kc.proxy, tls, { method, headers, timeout: timeoutMs }, timeoutMs) : { method, headers, timeout: timeoutMs, ...tls };
-    return new Promise((resolve, reject) => {
-      const req = (url.protocol === "https:" ? https : http).request(url, options, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
-        res.on("error", (e) => reject(new NodeApiError(e.message, undefined)));
-      });
-      req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-      req.on("error", (e) => reject(new NodeApiError(`${method} ${url.pathname}: ${e.message}`, undefined)));
-      req.end(data);
-    });
+    return send(url, options, data, { method, timeoutMs, limit: MAX_RESPONSE_BYTES });
   };
   const request = async (method: string, path: string, contentType: string, body: unknown): Promise<{ status: number; text: string }> => {
     const data = JSON.stringify(body);

@@ -130,11 +130,14 @@ export class Reporter implements LifecycleObserver {
         this.dirty = false;
         await this.run();
       }
-    })().finally(() => {
-      this.loop = undefined;
-      // Something arrived between the last pass and this one ending.
-      if (this.dirty && !this.stopping) this.kick();
-    });
+    })()
+      // Nothing the API server sends may end the process: a failure here leaves the reports queued.
+      .catch((e: unknown) => this.o.log.warn("report loop failed; reports stay queued", { error: errorMessage(e), queued: this.queue.length }))
+      .finally(() => {
+        this.loop = undefined;
+        // Something arrived between the last pass and this one ending.
+        if (this.dirty && !this.stopping) this.kick();
+      });
   }
 
   private async run(): Promise<void> {

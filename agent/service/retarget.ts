@@ -13,6 +13,7 @@ import { copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promis
 import { dirname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { writeFileAtomic } from "../common/atomic-file";
+import { readBodyLimited } from "../common/bounded-body";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import { untar } from "../common/untar";
 import { loadAgentConfig } from "./config";
@@ -43,10 +44,30 @@ export interface RetargetResult {
 
 const IMDS_STORAGE = "http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fstorage.azure.com%2F";
 
-async function defaultDownload(url: string, headers: Record<string, string>): Promise<Buffer> {
-  const res = await fetch(url, { headers });
-  if (!res.ok) throw new AgentError(AgentErrorCode.FetchFailed, `GET ${url.split("?")[0] ?? url} answered ${res.status} ${res.statusText}`);
-  return Buffer.from(await res.arrayBuffer());
+/** The largest content archive, or token answer, accepted; a bundle of scripts and templates is far smaller. */
+const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
+/** How long one download may take in all, so a server trickling bytes cannot hold the upgrade. */
+const DOWNLOAD_TIMEOUT_MS = 10 * 60 * 1000;
+
+/**
+ * GETs `url` into memory, at most `bounds.maxBytes`, within `bounds.timeoutMs`
+ * in all; every failure is a FETCH_FAILED error naming the URL without its query (a SAS).
+ */
+export async function downloadBounded(url: string, headers: Record<string, string>, bounds = { maxBytes: MAX_DOWNLOAD_BYTES, timeoutMs: DOWNLOAD_TIMEOUT_MS }): Promise<Buffer> {
+  const shown = url.split("?")[0] ?? url;
+  const signal = AbortSignal.timeout(bounds.timeoutMs);
+  try {
+    const res = await fetch(url, { headers, signal });
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => undefined);
+      throw new AgentError(AgentErrorCode.FetchFailed, `GET ${shown} answered ${res.status} ${res.statusText}`);
+    }
+    return await readBodyLimited(res, bounds.maxBytes);
+  } catch (e) {
+    if (e instanceof AgentError) throw e;
+    const why = signal.aborted ? `no complete answer within ${bounds.timeoutMs} ms` : errorMessage(e);
+    throw new AgentError(AgentErrorCode.FetchFailed, `GET ${shown}: ${why}`);
+  }
 }
 
 async function storageHeaders(download: NonNullable<RetargetRequest["download"]>): Promise<Record<string, string>> {
@@ -69,7 +90,7 @@ export async function retarget(req: RetargetRequest): Promise<RetargetResult> {
     try {
       if (req.archive.kind === "file") await copyFile(req.archive.path, partial);
       else {
-        const download = req.download ?? defaultDownload;
+        const download = req.download ?? ((u: string, h: Record<string, string>) => downloadBounded(u, h));
         const headers = req.archive.auth === "managedIdentity" ? await storageHeaders(download) : {};
         const url = req.archive.sas ? `${req.archive.url}?${req.archive.sas.replace(/^\?/, "")}` : req.archive.url;
         await writeFile(partial, await download(url, headers));

@@ -18,7 +18,7 @@ describe("broker logs", () => {
     const out = new PassThrough();
     out.on("data", (d: Buffer) => (logged += d.toString()));
     const broker = await Broker.start({
-      config: { debug: true, listen: join(dir, "w.sock"), proxy: join(dir, "p.sock"), whiteList: { processPaths: [tool], proxyPorts: [], allowAll: false } },
+      config: { debug: true, listen: join(dir, "w.sock"), proxy: join(dir, "p.sock"), whiteList: { processPaths: [tool], proxyPorts: [], allowAll: false, envs: ["TOKEN"] } },
       runDir: dir, stateDir: join(dir, "state"), entryFile: AGENT, log: createLogger("broker", { debug: true, out }),
     });
     const client = winsClient("ProcessService", broker.listenPath);

@@ -49,7 +49,7 @@ let tool: string;
 before(async () => {
   const bin = tempDir("bin-");
   tool = script(join(bin, "tool.sh"), 'printf "out:%s\\n" "$@"; printf "err\\n" >&2; printf "%s" "$GREETING"; exit 3');
-  env = await startBroker({ processPaths: [tool] });
+  env = await startBroker({ processPaths: [tool], envs: ["GREETING"] });
 });
 after(async () => env.broker.stop());
 
