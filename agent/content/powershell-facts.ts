@@ -357,7 +357,7 @@ export async function scriptFacts(source: string): Promise<ScriptFacts> {
   const top = root.children.find((c) => c.type === "statement_list");
   const statements = top ? top.namedChildren.filter((c) => c.type !== "comment") : [];
   return {
-    syntaxErrors: errors.map((e) => `${e.line}:${e.column}: ${e.text}`),
+    syntaxErrors: errors.map((e) => `${e.line}:${e.column}: ${e.id}: ${e.text}`),
     commands,
     assignments,
     functions,

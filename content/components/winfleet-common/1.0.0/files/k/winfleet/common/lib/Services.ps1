@@ -28,7 +28,7 @@ function Get-WinfleetNssmPath {
     param()
     $nssm = Get-WinfleetPath -Relative 'k\winfleet\bin\nssm.exe'
     if (-not (Test-Path -LiteralPath $nssm -PathType Leaf)) {
-        throw "NSSM is missing at $nssm: winfleet-common installs it"
+        throw "NSSM is missing at ${nssm}: winfleet-common installs it"
     }
     return $nssm
 }
