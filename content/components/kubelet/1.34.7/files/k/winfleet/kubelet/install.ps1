@@ -56,9 +56,11 @@ $configuration = [ordered]@{
     staticPodPath                  = (Join-Path $root 'etc\kubernetes\manifests')
     rotateCertificates             = $true
     serverTLSBootstrap             = $false
-    # Windows has no cgroups and no resolv.conf; node allocatable is not enforced.
+    # Windows has no cgroups and no resolv.conf. Node allocatable is not enforced:
+    # an empty list, as the kubelet refuses any entry (even 'none') without cgroupsPerQOS,
+    # and defaults an absent one to ['pods'].
     cgroupsPerQOS                  = $false
-    enforceNodeAllocatable         = @('none')
+    enforceNodeAllocatable         = @()
     resolvConf                     = ''
     systemReserved                 = [ordered]@{ cpu = '500m'; memory = '2Gi'; 'ephemeral-storage' = '1Gi' }
     evictionHard                   = [ordered]@{ 'nodefs.available' = '10%'; 'imagefs.available' = '15%' }
