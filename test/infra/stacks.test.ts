@@ -93,6 +93,8 @@ describe("what each stack deploys", () => {
     assert.ok(r.files.has("bootstrap/win-vmss.ps1"));
     const token = r.resources.find((x) => x.type === "kubernetes:core/v1:Secret" && x.name.includes("bootstrap-token"))?.inputs as { metadata: { namespace: string }; type: string };
     assert.deepEqual([token.metadata.namespace, token.type], ["kube-system", "bootstrap.kubernetes.io/token"]);
+    assert.ok(kube(r, "ServiceAccount", /^winfleet-kube-proxy$/) && kube(r, "ClusterRoleBinding", /^winfleet:kube-proxy$/), "kube-proxy's own identity");
+    assert.match(bootstrap, /'KUBE_PROXY_TOKEN'/, "the node is told to expect kube-proxy's token among its secrets");
     assert.equal(count(r, "kubernetes:apps/v1:DaemonSet"), 1);
   });
 
