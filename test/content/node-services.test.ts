@@ -1,9 +1,11 @@
 /**
  * How the node's Kubernetes services run, read from the scripts' parse trees:
  * kube-proxy under its own identity, its access proven by
- * SelfSubjectAccessReview before the service is registered; and the cluster
- * side (ClusterJoin's renders) that provisions that identity with least
- * privilege and hands its token over as a secret.
+ * SelfSubjectAccessReview before the service is registered; the cluster side
+ * (ClusterJoin's renders) that provisions that identity with least privilege;
+ * and the start order after a reboot — the kubelet and kube-proxy start on
+ * demand, only once the CNI has initialised, under the lock the boot-time HNS
+ * reset holds.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -89,5 +91,94 @@ describe("ClusterJoin's kube-proxy access", () => {
     const binding = objects.find((o) => o.kind === "ClusterRoleBinding") as unknown as { subjects: { kind: string; name: string }[]; roleRef: { name: string } };
     assert.deepEqual(binding.subjects.map((s) => `${s.kind}/${s.name}`), [`ServiceAccount/${KUBE_PROXY_ACCOUNT}`]);
     assert.equal(binding.roleRef.name, "winfleet:kube-proxy");
+  });
+});
+
+const common = (): AnalyzedComponent => component("winfleet-common");
+const libFacts = (leaf: string): ScriptFacts => facts(common(), leaf);
+const startupTypes = (f: ScriptFacts): Record<string, string> =>
+  Object.fromEntries(
+    f.commands
+      .filter((c) => /^Set-Winfleet(Hosted)?Service$/i.test(c.name))
+      .map((c) => [c.args.find((a) => a.parameter === "name")?.strings[0] ?? "", c.args.find((a) => a.parameter === "startuptype")?.strings[0] ?? ""]),
+  );
+const inFunction = (f: ScriptFacts, fn: string, name: RegExp): number[] => f.commands.filter((c) => c.inFunction?.toLowerCase() === fn.toLowerCase() && name.test(c.name)).map((c) => c.line);
+
+describe("the node services' start order", () => {
+  it("registers the kubelet, kube-proxy and Calico to start on demand, never by themselves at boot", () => {
+    assert.deepEqual(startupTypes(facts(component("kubelet"), "install.ps1")), { kubelet: "Manual" });
+    assert.deepEqual(startupTypes(facts(component("kube-proxy"), "install.ps1")), { "kube-proxy": "Manual" });
+    assert.deepEqual(startupTypes(facts(component("calico"), "install.ps1")), { CalicoNode: "Manual", CalicoFelix: "Manual" });
+  });
+
+  it("every template that runs them has the boot task that starts them", () => {
+    for (const t of content.templates) {
+      const names = t.packages.map((p) => p.split("_")[0]);
+      if (names.includes("kubelet")) assert.ok(names.includes("node-reset"), `${t.name} ${t.version}`);
+    }
+  });
+
+  it("starts the kubelet and kube-proxy only once the CNI is ready, wherever they are started, under the node lock", () => {
+    const services = libFacts("Services.ps1");
+    const gate = inFunction(services, "Start-WinfleetService", /^Wait-WinfleetNetworkReady$/);
+    const start = inFunction(services, "Start-WinfleetService", /^Start-Service$/);
+    assert.equal(gate.length, 1);
+    assert.ok((gate[0] ?? Infinity) < Math.min(...start), "the wait comes before Start-Service");
+    for (const fn of ["Start-WinfleetService", "Stop-WinfleetService"]) {
+      const locked = inFunction(services, fn, /^Enter-WinfleetNodeLock$/);
+      assert.equal(locked.length, 1, `${fn} takes the node lock`);
+      assert.equal(inFunction(services, fn, /^Exit-WinfleetNodeLock$/).length, 1, `${fn} releases it`);
+    }
+    const network = libFacts("Network.ps1");
+    const list = network.assignments.find((a) => a.variable === "networkservices");
+    assert.deepEqual(list?.literal, ["kubelet", "kube-proxy"]);
+    const ready = network.functions.find((f) => f.name === "Test-WinfleetCalicoReady");
+    assert.ok(ready);
+    const readyStrings = network.assignments.filter((a) => a.inFunction === undefined).flatMap((a) => a.strings);
+    assert.ok(readyStrings.includes("HKLM:\\SOFTWARE\\Tigera\\Calico"), "Calico's recorded boot time");
+    assert.ok(network.commands.some((c) => c.inFunction === "Test-WinfleetCalicoReady" && c.statementText.includes("'External'")), "the External network");
+  });
+
+  it("resumes the services that make the pod network before those that wait for it", () => {
+    const services = libFacts("Services.ps1");
+    assert.ok(inFunction(services, "Resume-WinfleetService", /^Test-WinfleetNetworkService$/).length >= 2);
+  });
+
+  it("resets HNS at boot under the node lock, with the HNS cmdlets imported, and makes Calico's next start its first", () => {
+    const f = facts(component("node-reset"), "reset.ps1");
+    const line = (re: RegExp): number => Math.min(...f.commands.filter((c) => re.test(c.name)).map((c) => c.line));
+    assert.ok(line(/^Enter-WinfleetNodeLock$/) < line(/^Stop-WinfleetService$/), "the lock before the first stop");
+    assert.ok(line(/^Import-WinfleetHns$/) < line(/^Get-HnsPolicyList$/), "HNS cmdlets imported, not looked for");
+    assert.ok(!f.commands.some((c) => /^Get-Command$/i.test(c.name)), "nothing is skipped when HNS cmdlets are missing");
+    assert.ok(line(/^Remove-HnsNetwork$/) < line(/^Reset-WinfleetCalicoBootMarker$/) && line(/^Reset-WinfleetCalicoBootMarker$/) < line(/^Start-WinfleetService$/));
+    assert.ok(f.commands.some((c) => /^Exit-WinfleetNodeLock$/i.test(c.name)));
+  });
+
+  it("keeps the vSwitch drop inside Calico's isolated step, with the kubelet held until Calico is ready", () => {
+    const f = facts(component("calico"), "install.ps1");
+    const line = (re: RegExp, arg?: string): number => Math.min(...f.commands.filter((c) => re.test(c.name) && (arg === undefined || c.args.some((a) => a.strings.includes(arg)))).map((c) => c.line));
+    assert.ok(line(/^Suspend-WinfleetService$/, "kubelet") < line(/^Resume-WinfleetService$/, "CalicoNode"));
+    assert.ok(line(/^Resume-WinfleetService$/, "CalicoNode") < line(/^Wait-WinfleetNetworkReady$/));
+    assert.ok(line(/^Wait-WinfleetNetworkReady$/) < line(/^Resume-WinfleetService$/, "kubelet"));
+    assert.equal(component("calico").metadata.isolated, true);
+  });
+
+  it("imports the HNS cmdlets wherever a script uses them", () => {
+    for (const c of content.components) {
+      for (const s of c.scripts) {
+        const uses = s.facts.commands.filter((x) => /^(Get|Remove)-Hns/i.test(x.name) && x.inFunction === undefined);
+        if (uses.length === 0) continue;
+        const imported = s.facts.commands.filter((x) => /^Import-WinfleetHns$/i.test(x.name)).map((x) => x.line);
+        assert.ok(imported.length > 0 && Math.min(...imported) < Math.min(...uses.map((u) => u.line)), s.where);
+      }
+    }
+  });
+
+  it("ends the whole process tree of a service that does not stop", () => {
+    const services = libFacts("Services.ps1");
+    assert.deepEqual(inFunction(services, "Stop-WinfleetService", /^Stop-Process$/), [], "not just the NSSM host");
+    assert.equal(inFunction(services, "Stop-WinfleetService", /^Stop-WinfleetProcessTree$/).length, 1);
+    const tree = libFacts("Network.ps1");
+    assert.ok(tree.commands.some((c) => c.inFunction === "Stop-WinfleetProcessTree" && /^Get-CimInstance$/i.test(c.name) && c.args.some((a) => a.text === "Win32_Process")));
   });
 });

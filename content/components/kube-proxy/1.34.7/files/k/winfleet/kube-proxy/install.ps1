@@ -101,7 +101,7 @@ if ($featureGates -ne '') {
 if ((Get-WinfleetVariable -Name 'KUBE_PROXY_ENABLE_DSR' -Default 'false') -eq 'true') {
     $environment.KUBE_PROXY_ENABLE_DSR = 'true'
 }
-$service = Set-WinfleetHostedService -Name 'kube-proxy' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $wrapper + '"') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kube-proxy\kube-proxy.log') -Environment $environment -DisplayName 'kube-proxy' -Description 'winfleet: Kubernetes service proxy (HNS load balancers)' -StartupType 'Automatic' -DependsOn @('kubelet')
+$service = Set-WinfleetHostedService -Name 'kube-proxy' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $wrapper + '"') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kube-proxy\kube-proxy.log') -Environment $environment -DisplayName 'kube-proxy' -Description 'winfleet: Kubernetes service proxy (HNS load balancers)' -StartupType 'Manual' -DependsOn @('kubelet')
 
 if (Test-Path -LiteralPath (Join-Path $root 'etc\kubernetes\kubelet.conf')) {
     if (($binaryChanged -or $kubeconfigChanged -or $service.Changed) -and (Get-Service -Name 'kube-proxy').Status -eq 'Running') {

@@ -4,7 +4,9 @@
 # containerd pipe) and the kubelet service (under NSSM for its logs), which
 # depends on containerd and restarts on failure. The kubelet starts once the
 # node has credentials (join-kubeadm writes them); before that it is only
-# registered.
+# registered. It starts on demand (Manual): after a reboot the node-reset task
+# starts it once HNS is reset and the CNI has initialised, and
+# Start-WinfleetService waits for the CNI wherever it is started.
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot
@@ -83,7 +85,7 @@ $extra = Get-WinfleetVariable -Name 'KUBELET_EXTRA_ARGS'
 if ($extra -ne '') {
     $arguments += $extra
 }
-$service = Set-WinfleetHostedService -Name 'kubelet' -Program $kubelet -Arguments ($arguments -join ' ') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kubelet\kubelet.log') -DisplayName 'kubelet' -Description 'winfleet: Kubernetes node agent' -StartupType 'Automatic' -DependsOn @('containerd')
+$service = Set-WinfleetHostedService -Name 'kubelet' -Program $kubelet -Arguments ($arguments -join ' ') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kubelet\kubelet.log') -DisplayName 'kubelet' -Description 'winfleet: Kubernetes node agent' -StartupType 'Manual' -DependsOn @('containerd')
 $null = Add-WinfleetPathEntry -Path (Join-Path $root 'k')
 
 $joined = (Test-Path -LiteralPath $kubeconfig) -or (Test-Path -LiteralPath $bootstrapKubeconfig)

@@ -24,6 +24,7 @@ $script:LibDirectory = Join-Path $PSScriptRoot 'lib'
 . (Join-Path $script:LibDirectory 'Services.ps1')
 . (Join-Path $script:LibDirectory 'HostSettings.ps1')
 . (Join-Path $script:LibDirectory 'Cluster.ps1')
+. (Join-Path $script:LibDirectory 'Network.ps1')
 
 Export-ModuleMember -Function @(
     'Get-WinfleetRoot',
@@ -67,5 +68,12 @@ Export-ModuleMember -Function @(
     'Set-WinfleetScheduledTask',
     'Remove-WinfleetScheduledTask',
     'Get-WinfleetClusterCA',
-    'ConvertTo-WinfleetKubeconfig'
+    'ConvertTo-WinfleetKubeconfig',
+    'Import-WinfleetHns',
+    'Test-WinfleetCalicoReady',
+    'Wait-WinfleetNetworkReady',
+    'Reset-WinfleetCalicoBootMarker',
+    'Enter-WinfleetNodeLock',
+    'Exit-WinfleetNodeLock',
+    'Stop-WinfleetProcessTree'
 )
