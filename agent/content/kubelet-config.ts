@@ -116,7 +116,7 @@ export function kubeletConfigurationProblems(config: Config): string[] {
  * namespaces except these (kubelet's node-labels allowlist); a node that
  * passes any other makes the kubelet exit at start.
  */
-const KUBELET_LABEL_KEYS = new Set([
+export const KUBELET_LABEL_KEYS: ReadonlySet<string> = new Set([
   "beta.kubernetes.io/arch",
   "beta.kubernetes.io/instance-type",
   "beta.kubernetes.io/os",

@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { kubeletConfigurationProblems, nodeLabelProblems } from "../../agent/content/kubelet-config";
+import { KUBELET_LABEL_KEYS, kubeletConfigurationProblems, nodeLabelProblems } from "../../agent/content/kubelet-config";
 import { assignedLiteral, type PsValue } from "../../agent/content/powershell-literal";
 
 const INSTALL = join(__dirname, "..", "..", "content", "components", "kubelet", "1.34.7", "files", "k", "winfleet", "kubelet", "install.ps1");
@@ -80,6 +80,12 @@ describe("node labels the kubelet refuses", () => {
     assert.match(nodeLabelProblems("team.k8s.io/a=b").join("\n"), /may not set/);
     assert.match(nodeLabelProblems("a=b=c").join("\n"), /value "b=c"/);
     assert.match(nodeLabelProblems("-bad=x").join("\n"), /label key "-bad"/);
+  });
+
+  it("install.ps1 refuses the same labels, from the same list, and passes --node-ip when given", async () => {
+    assert.deepEqual([...((await assignedLiteral(script, "kubeletLabels")) as string[])].sort(), [...KUBELET_LABEL_KEYS].sort());
+    assert.match(script, /throw "variable KUBE_NODE_LABELS sets \$key, a kubernetes\.io\/k8s\.io label the kubelet may not set/);
+    assert.match(script, /\$arguments \+= "--node-ip=\$nodeIp"/);
   });
 
   it("accepts the kubelet's own namespaces, the well-known labels and anyone else's", () => {

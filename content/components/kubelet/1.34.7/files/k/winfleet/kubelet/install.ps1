@@ -19,6 +19,25 @@ $labels = Get-WinfleetVariable -Name 'KUBE_NODE_LABELS'
 if ($labels -ne '' -and $labels -notmatch '^[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*(,[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*)*$') {
     throw 'variable KUBE_NODE_LABELS is not a comma-separated list of key=value'
 }
+# The kubelet refuses (and exits on) kubernetes.io and k8s.io labels outside its own
+# namespaces and the well-known ones.
+$kubeletLabels = @('kubernetes.io/hostname', 'kubernetes.io/os', 'kubernetes.io/arch', 'beta.kubernetes.io/os', 'beta.kubernetes.io/arch', 'beta.kubernetes.io/instance-type', 'node.kubernetes.io/instance-type', 'topology.kubernetes.io/region', 'topology.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/region', 'failure-domain.beta.kubernetes.io/zone')
+foreach ($pair in @($labels -split ',' | Where-Object { $_ -ne '' })) {
+    $key = ($pair -split '=')[0]
+    $prefix = ''
+    if ($key.Contains('/')) {
+        $prefix = ($key -split '/')[0]
+    }
+    $reserved = $prefix -match '(^|\.)(kubernetes\.io|k8s\.io)$'
+    $allowed = ($kubeletLabels -contains $key) -or ($prefix -match '(^|\.)(kubelet\.kubernetes\.io|node\.kubernetes\.io)$')
+    if ($reserved -and -not $allowed) {
+        throw "variable KUBE_NODE_LABELS sets $key, a kubernetes.io/k8s.io label the kubelet may not set (it would refuse to start): use node.kubernetes.io/* or your own prefix"
+    }
+}
+$nodeIp = Get-WinfleetVariable -Name 'KUBELET_NODE_IP'
+if ($nodeIp -ne '' -and $nodeIp -notmatch '^[0-9a-fA-F.:]+(,[0-9a-fA-F.:]+)?$') {
+    throw 'variable KUBELET_NODE_IP is not an IP address (or an IPv4,IPv6 pair)'
+}
 $clusterDns = Assert-WinfleetVariable -Name 'KUBE_CLUSTER_DNS' -Pattern '^[0-9a-fA-F.:]+(,[0-9a-fA-F.:]+)*$' -Expected 'a comma-separated list of IP addresses'
 $clusterDomain = Assert-WinfleetVariable -Name 'KUBE_CLUSTER_DOMAIN' -Pattern '^[A-Za-z0-9.-]+$' -Expected 'a DNS domain'
 $verbosity = Assert-WinfleetVariable -Name 'KUBELET_LOG_VERBOSITY' -Pattern '^[0-9]$' -Expected 'a digit'
@@ -80,6 +99,10 @@ $arguments = @(
 )
 if ($labels -ne '') {
     $arguments += "--node-labels=$labels"
+}
+# On a host with several adapters the kubelet may pick the wrong address (the vSwitch's is the one to use).
+if ($nodeIp -ne '') {
+    $arguments += "--node-ip=$nodeIp"
 }
 $extra = Get-WinfleetVariable -Name 'KUBELET_EXTRA_ARGS'
 if ($extra -ne '') {
