@@ -182,3 +182,35 @@ describe("the node services' start order", () => {
     assert.ok(tree.commands.some((c) => c.inFunction === "Stop-WinfleetProcessTree" && /^Get-CimInstance$/i.test(c.name) && c.args.some((a) => a.text === "Win32_Process")));
   });
 });
+
+describe("what the content leaves writable", () => {
+  // Each directory SYSTEM loads code or configuration from, or that goes on the machine PATH.
+  const RESTRICTED: readonly (readonly [component: string, path: string, priv?: true])[] = [
+    ["winfleet-common", "k"],
+    ["containerd", "opt\\cni"],
+    ["containerd", "etc\\cni"],
+    ["kubelet", "etc\\kubernetes"],
+    ["kubelet", "var\\lib\\kubelet"],
+    ["kubelet", "var\\lib\\kubelet\\pki", true],
+  ];
+
+  it("gives each an explicit ACL by SID (Users read only; the kubelet's keys SYSTEM and Administrators only)", () => {
+    for (const [name, path, priv] of RESTRICTED) {
+      const calls = component(name).scripts.flatMap((s) => s.facts.commands).filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name));
+      const call = calls.find((c) => c.args.some((a) => a.strings.includes(path)));
+      assert.ok(call, `${name} restricts ${path}`);
+      assert.equal(call.args.some((a) => a.parameter === "private"), priv === true, `${path} private`);
+    }
+    const rke2 = component("join-rke2").scripts.flatMap((s) => s.facts.commands).filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name));
+    assert.equal(rke2.length, 2, "join-rke2 restricts both directories it puts on PATH");
+    const acl = libFacts("Files.ps1");
+    const sids = acl.assignments.filter((a) => a.inFunction === "Set-WinfleetDirectoryAcl").flatMap((a) => a.strings);
+    for (const sid of ["S-1-5-18", "S-1-5-32-544", "S-1-5-32-545"]) assert.ok(sids.includes(sid), sid);
+  });
+
+  it("tolerates a Defender that a third-party antivirus disabled", () => {
+    const f = libFacts("HostSettings.ps1");
+    const inTest = f.commands.filter((c) => c.inFunction === "Test-WinfleetDefender").map((c) => c.name);
+    assert.ok(inTest.includes("Get-MpComputerStatus") && inTest.includes("Get-Service"), inTest.join(", "));
+  });
+});

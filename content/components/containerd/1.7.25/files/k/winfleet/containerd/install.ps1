@@ -29,6 +29,10 @@ if ($stale.Count -gt 0) {
 }
 $null = Remove-WinfleetItem -Path $staging
 
+# containerd (SYSTEM) loads the first CNI config and runs the plugins it names:
+# only SYSTEM and Administrators may write either directory.
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'opt\cni')
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'etc\cni')
 New-Item -ItemType Directory -Force -Path $cniBin, $cniConf | Out-Null
 
 # containerd's own defaults for this version, with the CNI directories, its

@@ -53,6 +53,11 @@ if (-not (Test-WinfleetFileCurrent -Source $source -Destination $kubelet)) {
 }
 $null = Remove-WinfleetItem -Path $staging
 
+# The kubelet's state and configuration: writable by SYSTEM and Administrators
+# only; its client key (pki) readable by them alone.
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'etc\kubernetes')
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'var\lib\kubelet')
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'var\lib\kubelet\pki') -Private
 foreach ($directory in @('var\lib\kubelet\pki', 'etc\kubernetes\manifests', 'etc\kubernetes\pki')) {
     New-Item -ItemType Directory -Force -Path (Join-Path $root $directory) | Out-Null
 }

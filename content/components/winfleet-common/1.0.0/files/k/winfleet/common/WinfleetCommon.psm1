@@ -43,6 +43,7 @@ Export-ModuleMember -Function @(
     'Set-WinfleetFileContent',
     'Set-WinfleetSecretFile',
     'Set-WinfleetRestrictedAcl',
+    'Set-WinfleetDirectoryAcl',
     'Remove-WinfleetItem',
     'Get-WinfleetNssmPath',
     'Set-WinfleetService',

@@ -92,6 +92,42 @@ function Set-WinfleetRestrictedAcl {
     Set-Acl -LiteralPath $Path -AclObject $acl
 }
 
+function Set-WinfleetDirectoryAcl {
+    # Creates directory Path and gives it an explicit ACL (inheritance cut):
+    # SYSTEM and Administrators full control, and unless Private, Users read
+    # and execute only. The ACL C:\ hands down lets Users create files and
+    # folders, which in a directory SYSTEM loads plugins or configuration from,
+    # or one on the machine PATH, is a way to SYSTEM. By SID, so it works on
+    # any display language. Returns whether the ACL changed.
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Path,
+        [switch]$Private
+    )
+    New-Item -ItemType Directory -Force -Path $Path | Out-Null
+    $acl = Get-Acl -LiteralPath $Path
+    $want = New-Object System.Security.AccessControl.DirectorySecurity
+    $want.SetAccessRuleProtection($true, $false)
+    $grants = @(@('S-1-5-18', 'FullControl'), @('S-1-5-32-544', 'FullControl'))
+    if (-not $Private) {
+        $grants += , @('S-1-5-32-545', 'ReadAndExecute')
+    }
+    foreach ($grant in $grants) {
+        $identity = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList $grant[0]
+        $rule = New-Object System.Security.AccessControl.FileSystemAccessRule -ArgumentList $identity, $grant[1], 'ContainerInherit, ObjectInherit', 'None', 'Allow'
+        $want.AddAccessRule($rule)
+    }
+    $current = $acl.GetSecurityDescriptorSddlForm('Access')
+    $wanted = $want.GetSecurityDescriptorSddlForm('Access')
+    if ($current -eq $wanted) {
+        return $false
+    }
+    $acl.SetSecurityDescriptorSddlForm($wanted, 'Access')
+    Set-Acl -LiteralPath $Path -AclObject $acl
+    Write-WinfleetLog "restricted the ACL of $Path"
+    return $true
+}
+
 function Set-WinfleetSecretFile {
     # Writes a file that holds a secret: the ACL is restricted before the
     # secret is written, and nothing of Content is ever printed. Returns

@@ -212,7 +212,24 @@ function Remove-WinfleetMachineEnvironment {
 }
 
 function Test-WinfleetDefender {
-    return ($null -ne (Get-Command -Name 'Add-MpPreference' -ErrorAction SilentlyContinue))
+    # Whether Microsoft Defender runs here and takes preferences: its cmdlets
+    # exist on hosts where a third-party antivirus disabled it, and there
+    # Get-MpPreference throws (0x800106ba).
+    if ($null -eq (Get-Command -Name 'Add-MpPreference' -ErrorAction SilentlyContinue)) {
+        return $false
+    }
+    $service = Get-Service -Name 'WinDefend' -ErrorAction SilentlyContinue
+    if ($null -eq $service -or $service.Status -ne 'Running') {
+        return $false
+    }
+    try {
+        $null = Get-MpComputerStatus
+        return $true
+    }
+    catch {
+        Write-Warning "Microsoft Defender does not answer ($($_.Exception.Message)): leaving its exclusions alone"
+        return $false
+    }
 }
 
 function Add-WinfleetDefenderExclusion {
@@ -224,7 +241,7 @@ function Add-WinfleetDefenderExclusion {
         [string[]]$Process = @()
     )
     if (-not (Test-WinfleetDefender)) {
-        Write-WinfleetLog 'Microsoft Defender is not installed: no exclusions to add'
+        Write-WinfleetLog 'Microsoft Defender is not installed or not running: no exclusions to add'
         return [pscustomobject]@{ Changed = $false }
     }
     $preferences = Get-MpPreference
