@@ -24,7 +24,7 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
 
 function templateSection(t: Template, components: readonly AnalyzedComponent[]): string[] {
   const out = [`### ${t.name} ${t.version}`, "", t.description, ""];
-  out.push(`Windows builds: ${t.os && t.os.length > 0 ? t.os.join(", ") : "none listed (chosen by name only)"}.`, "");
+  out.push(`Windows builds: ${t.os && t.os.length > 0 ? t.os.join(", ") : "none listed (chosen by name only)"}.${t.experimental ? " Experimental: used only when named, never picked by the host's build." : ""}`, "");
   out.push(
     ...table(
       ["component", "version", "install priority", "uninstall priority"],

@@ -98,6 +98,11 @@ export const templateSchema = z.strictObject({
   packages: z.array(packageRef).min(1),
   /** Windows build numbers this template fits (17763 = Server 2019, 20348 = 2022, 26100 = 2025). */
   os: z.array(z.number().int().positive()).optional(),
+  /**
+   * Not yet supported upstream on its builds (a component's own project does not list them):
+   * used only when named, never picked by the host's build. @default false
+   */
+  experimental: z.boolean().default(false),
   /** Values handed to every command as environment variables (never interpolated into code). */
   variables: z.record(variableName, z.string()).default({}),
 });
