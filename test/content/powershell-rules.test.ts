@@ -188,9 +188,9 @@ describe("PowerShell parse rules: what PowerShell's parser accepts", () => {
 });
 
 describe("PowerShell parse rules over what ships", () => {
-  it("pass every .ps1/.psm1/.psd1 in content/", async () => {
+  it("pass every .ps1/.psm1/.psd1 in content/ and the Windows CI's own scripts", async () => {
     const failures: string[] = [];
-    const scripts = files(CONTENT, /\.(ps1|psm1|psd1)$/i);
+    const scripts = [...files(CONTENT, /\.(ps1|psm1|psd1)$/i), ...files(join(__dirname, "..", "windows"), /\.(ps1|psm1|psd1)$/i)];
     assert.ok(scripts.length > 20);
     for (const f of scripts) for (const e of await powerShellSyntaxErrors(readFileSync(f, "utf8"))) failures.push(`${relative(CONTENT, f)}:${e}`);
     assert.deepEqual(failures, []);
