@@ -79,6 +79,8 @@ export const metadataSchema = z.strictObject({
   timeout_seconds: z.number().int().positive().max(86_400).default(900),
   /** winfleet: the variables the commands read, checked before anything runs. */
   variables: z.record(variableName, variableSpecSchema).default({}),
+  /** winfleet: what the cluster must provide for this component to work (documented per template). */
+  cluster_prerequisites: z.array(z.string().min(1)).default([]),
 });
 
 /** Parsed component metadata. */
