@@ -8,6 +8,7 @@
  * reset holds.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { type AnalyzedComponent, type AnalyzedContent, analyzeContent } from "../../agent/content/analysis";
@@ -212,5 +213,25 @@ describe("what the content leaves writable", () => {
     const f = libFacts("HostSettings.ps1");
     const inTest = f.commands.filter((c) => c.inFunction === "Test-WinfleetDefender").map((c) => c.name);
     assert.ok(inTest.includes("Get-MpComputerStatus") && inTest.includes("Get-Service"), inTest.join(", "));
+  });
+});
+
+describe("proxy settings reaching the services without a reboot", () => {
+  it("puts the machine's proxy into containerd's, rke2's and the kubelet's own environment and restarts them on a change", () => {
+    for (const [name, service] of [["containerd", "containerd"], ["join-rke2", "rke2"]] as const) {
+      const f = facts(component(name), "install.ps1");
+      const set = f.commands.find((c) => /^Set-WinfleetServiceProxyEnvironment$/i.test(c.name) && c.args.some((a) => a.strings.includes(service)));
+      assert.ok(set, `${name} sets ${service}'s proxy environment`);
+      assert.ok(f.assignments.some((a) => a.variable === "proxychanged" && a.valueCommand === "Set-WinfleetServiceProxyEnvironment" && a.line === set.line));
+      const source = readFileSync(join(CONTENT, "components", component(name).key.replace("_", "/"), "files", "k", "winfleet", name, "install.ps1"), "utf8");
+      assert.match(source, new RegExp(`if \\(\\([^)]*-or \\$proxyChanged\\) -and \\(Get-Service -Name '${service}'\\)\\.Status -eq 'Running'\\) \\{\\s+Restart-WinfleetService -Name '${service}'`), `${name} restarts ${service} when it changed`);
+    }
+    const kubelet = facts(component("kubelet"), "install.ps1").commands.find((c) => /^Set-WinfleetHostedService$/i.test(c.name));
+    assert.ok(kubelet?.args.some((a) => a.parameter === "environment" && /Get-WinfleetProxyEnvironment/.test(a.text)));
+    const prereqs = facts(component("prereqs"), "install.ps1");
+    const loop = prereqs.commands.find((c) => /^Set-WinfleetServiceProxyEnvironment$/i.test(c.name));
+    assert.ok(loop, "prereqs updates the services that exist when the proxy changes");
+    const services = prereqs.assignments.find((a) => a.variable === "service" && a.strings.includes("containerd"));
+    assert.deepEqual(services?.strings, ["containerd", "rke2", "kubelet"]);
   });
 });

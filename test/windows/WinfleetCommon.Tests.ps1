@@ -109,6 +109,31 @@ Describe 'firewall rules, scheduled tasks and services' {
         (Remove-WinfleetScheduledTask -Name $name).Changed | Should -BeFalse
     }
 
+    It 'puts the machine proxy into a service''s own environment once, keeping its other entries' {
+        $name = "winfleet-pester-env-$($script:Run)"
+        $binary = Join-Path $env:SystemRoot 'System32\svchost.exe'
+        $null = Set-WinfleetService -Name $name -BinaryPath $binary -StartupType 'Manual'
+        $key = "HKLM:\SYSTEM\CurrentControlSet\Services\$name"
+        $null = Set-WinfleetRegistryValue -Path $key -Name 'Environment' -Value @('KEEP=1') -Type 'MultiString'
+        $saved = [Environment]::GetEnvironmentVariable('HTTPS_PROXY', 'Machine')
+        try {
+            $null = Set-WinfleetMachineEnvironment -Name 'HTTPS_PROXY' -Value 'http://proxy.invalid:3128'
+            Set-WinfleetServiceProxyEnvironment -Name $name | Should -BeTrue
+            Set-WinfleetServiceProxyEnvironment -Name $name | Should -BeFalse
+            (Get-Item -LiteralPath $key).GetValue('Environment') | Should -Contain 'KEEP=1'
+            (Get-Item -LiteralPath $key).GetValue('Environment') | Should -Contain 'HTTPS_PROXY=http://proxy.invalid:3128'
+        }
+        finally {
+            if ($null -eq $saved) {
+                $null = Remove-WinfleetMachineEnvironment -Name 'HTTPS_PROXY' -Value 'http://proxy.invalid:3128'
+            }
+            else {
+                $null = Set-WinfleetMachineEnvironment -Name 'HTTPS_PROXY' -Value $saved
+            }
+            $null = Remove-WinfleetService -Name $name
+        }
+    }
+
     It 'creates a service once (start on demand) and deletes it' {
         $name = "winfleet-pester-$($script:Run)"
         $binary = Join-Path $env:SystemRoot 'System32\svchost.exe'

@@ -58,8 +58,10 @@ $null = Set-WinfleetDirectoryAcl -Path $prefix
 $null = Set-WinfleetDirectoryAcl -Path (Join-Path $dataDirectory 'bin')
 $null = Add-WinfleetPathEntry -Path (Join-Path $prefix 'bin')
 $null = Add-WinfleetPathEntry -Path (Join-Path $dataDirectory 'bin')
+# The join and image pulls go through the proxy prereqs set, with no reboot.
+$proxyChanged = Set-WinfleetServiceProxyEnvironment -Name 'rke2'
 
-if (($configChanged -or $service.Changed) -and (Get-Service -Name 'rke2').Status -eq 'Running') {
+if (($configChanged -or $service.Changed -or $proxyChanged) -and (Get-Service -Name 'rke2').Status -eq 'Running') {
     Restart-WinfleetService -Name 'rke2'
 }
 Resume-WinfleetService -Name 'rke2'

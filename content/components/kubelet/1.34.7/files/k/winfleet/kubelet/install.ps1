@@ -113,7 +113,7 @@ $extra = Get-WinfleetVariable -Name 'KUBELET_EXTRA_ARGS'
 if ($extra -ne '') {
     $arguments += $extra
 }
-$service = Set-WinfleetHostedService -Name 'kubelet' -Program $kubelet -Arguments ($arguments -join ' ') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kubelet\kubelet.log') -DisplayName 'kubelet' -Description 'winfleet: Kubernetes node agent' -StartupType 'Manual' -DependsOn @('containerd')
+$service = Set-WinfleetHostedService -Name 'kubelet' -Program $kubelet -Arguments ($arguments -join ' ') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kubelet\kubelet.log') -Environment (Get-WinfleetProxyEnvironment) -DisplayName 'kubelet' -Description 'winfleet: Kubernetes node agent' -StartupType 'Manual' -DependsOn @('containerd')
 $null = Add-WinfleetPathEntry -Path (Join-Path $root 'k')
 
 $joined = (Test-Path -LiteralPath $kubeconfig) -or (Test-Path -LiteralPath $bootstrapKubeconfig)

@@ -63,6 +63,8 @@ Export-ModuleMember -Function @(
     'Add-WinfleetPathEntry',
     'Remove-WinfleetPathEntry',
     'Set-WinfleetMachineEnvironment',
+    'Get-WinfleetProxyEnvironment',
+    'Set-WinfleetServiceProxyEnvironment',
     'Remove-WinfleetMachineEnvironment',
     'Add-WinfleetDefenderExclusion',
     'Remove-WinfleetDefenderExclusion',
