@@ -58,12 +58,15 @@ const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
  * `service/register-winfleet-agent.ps1`, so both register the same task.
  */
 export function agentTaskRegistration(): string {
-  return `# The agent runs at boot as SYSTEM and is restarted when it fails.
+  return `# The agent runs at boot as SYSTEM. Task Scheduler's restart-on-failure only retries a failure
+# to start, so a second trigger fires every minute: an agent that exited is started again, and
+# one that runs is left alone (IgnoreNew).
 $action = New-ScheduledTaskAction -Execute $node -Argument ('"' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"')
-$trigger = New-ScheduledTaskTrigger -AtStartup
-$settings = New-ScheduledTaskSettingsSet -RestartCount 999 -RestartInterval (New-TimeSpan -Minutes 1) -ExecutionTimeLimit ([TimeSpan]::Zero) -StartWhenAvailable
+$atStartup = New-ScheduledTaskTrigger -AtStartup
+$watchdog = New-ScheduledTaskTrigger -Once -At ([DateTime]::Today) -RepetitionInterval (New-TimeSpan -Minutes 1)
+$settings = New-ScheduledTaskSettingsSet -RestartCount 999 -RestartInterval (New-TimeSpan -Minutes 1) -ExecutionTimeLimit ([TimeSpan]::Zero) -StartWhenAvailable -MultipleInstances IgnoreNew
 $principal = New-ScheduledTaskPrincipal -UserId 'SYSTEM' -LogonType ServiceAccount -RunLevel Highest
-Register-ScheduledTask -TaskName ${q(AGENT_TASK)} -Action $action -Trigger $trigger -Settings $settings -Principal $principal -Force | Out-Null
+Register-ScheduledTask -TaskName ${q(AGENT_TASK)} -Action $action -Trigger @($atStartup, $watchdog) -Settings $settings -Principal $principal -Force | Out-Null
 $task = Get-ScheduledTask -TaskName ${q(AGENT_TASK)}
 if ($changed -and $task.State -eq 'Running') { Stop-ScheduledTask -TaskName ${q(AGENT_TASK)} }
 if ((Get-ScheduledTask -TaskName ${q(AGENT_TASK)}).State -ne 'Running') { Start-ScheduledTask -TaskName ${q(AGENT_TASK)} }
