@@ -81,6 +81,9 @@ if (Test-Path -LiteralPath $kubeconfig) {
     }
     Write-WinfleetLog "kube-proxy runs as $identity, which may list and watch Services and EndpointSlices"
 }
+else {
+    Write-WinfleetLog "kube-proxy's access is not checked yet: $kubeconfig does not exist (the node has not joined)"
+}
 $null = Remove-WinfleetItem -Path $staging
 
 $powershell = Join-Path $env:SystemRoot 'System32\WindowsPowerShell\v1.0\powershell.exe'

@@ -53,9 +53,18 @@ function Test-WinfleetCalicoReady {
     if ($null -eq $stored) {
         return $false
     }
-    # Calico writes the value through the registry provider and compares it as
-    # PowerShell converts: accept either rendering.
-    if (-not ("$stored" -eq "$bootTime" -or "$stored" -eq $bootTime.ToString())) {
+    # Calico stores the boot time as text in the culture it ran in: read it back
+    # in that culture or the invariant one, to the second.
+    $same = $false
+    foreach ($culture in @([System.Globalization.CultureInfo]::CurrentCulture, [System.Globalization.CultureInfo]::InvariantCulture)) {
+        $parsed = [datetime]::MinValue
+        if ([datetime]::TryParse([string]$stored, $culture, [System.Globalization.DateTimeStyles]::None, [ref]$parsed)) {
+            if ([math]::Abs(($parsed - $bootTime).TotalSeconds) -lt 2) {
+                $same = $true
+            }
+        }
+    }
+    if (-not $same) {
         return $false
     }
     Import-WinfleetHns
