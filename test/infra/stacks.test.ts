@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
+import { decodeExtensionCommand } from "../../components/extension-command";
 import { secretKeys } from "../../infra/config";
 import { type Rendered, renderStack } from "../../infra/render";
 import { STACKS_DIR, readStackFile } from "../../infra/stack-file";
@@ -191,8 +192,7 @@ describe("what the stacks render", () => {
     const dev = get("dev").raw.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSetExtension")?.inputs as { protectedSettings: Record<string, unknown> };
     assert.equal(dev.protectedSettings[SIG], SECRET_SIG);
     const command = (dev.protectedSettings.value as { commandToExecute: string }).commandToExecute;
-    const encoded = /-EncodedCommand (\S+)/.exec(command)?.[1] ?? "";
-    assert.ok(Buffer.from(encoded, "base64").toString("utf16le").includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
+    assert.ok(decodeExtensionCommand(command).includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
     const byo = get("byoh").raw.find((x) => x.name === "lab-winlab-02-bootstrap")?.inputs as { stdin: Record<string, unknown> };
     assert.match(JSON.stringify(byo.stdin), new RegExp(secrets.get("byoh")?.calicoKubeconfig ?? "none"));
   });
