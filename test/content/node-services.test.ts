@@ -140,6 +140,19 @@ describe("the node services' start order", () => {
     assert.ok(network.commands.some((c) => c.inFunction === "Test-WinfleetCalicoReady" && c.statementText.includes("'External'")), "the External network");
   });
 
+  it("defers the kubelet and kube-proxy while Calico is stopped (an upgrade of both), and Calico's install starts them", () => {
+    const network = libFacts("Network.ps1");
+    const wait = network.functions.find((f) => f.name === "Wait-WinfleetNetworkReady");
+    assert.ok(wait?.returnsValue, "Wait-WinfleetNetworkReady says whether the network is ready");
+    const services = readFileSync(join(CONTENT, "components", "winfleet-common", "1.0.0", "files", "k", "winfleet", "common", "lib", "Services.ps1"), "utf8");
+    assert.match(services, /if \(\(Test-WinfleetNetworkService -Name \$Name\) -and -not \(Wait-WinfleetNetworkReady\)\) \{\s+Write-WinfleetLog [^\n]+\s+return\s+\}/);
+    const calico = facts(component("calico"), "install.ps1");
+    const deferred = calico.assignments.find((a) => a.variable === "name" && a.strings.includes("kubelet") && a.strings.includes("kube-proxy"));
+    assert.ok(deferred, "Calico's install starts the kubelet and kube-proxy");
+    const start = calico.commands.find((c) => /^Start-WinfleetService$/i.test(c.name) && c.args.some((a) => a.variables.includes("name")));
+    assert.ok(start && start.line > deferred.line);
+  });
+
   it("resumes the services that make the pod network before those that wait for it", () => {
     const services = libFacts("Services.ps1");
     assert.ok(inFunction(services, "Resume-WinfleetService", /^Test-WinfleetNetworkService$/).length >= 2);

@@ -14,7 +14,10 @@
         # returns a record of what it changed).
         'PSUseSingularNouns',
         # The scripts are ASCII-only; a BOM would change nothing.
-        'PSUseBOMForUnicodeEncodedFile'
+        'PSUseBOMForUnicodeEncodedFile',
+        # Invoke-WinfleetNative resets and reads $global:LASTEXITCODE, which is
+        # where PowerShell leaves a native program's exit code.
+        'PSAvoidGlobalVars'
     )
     Rules        = @{
         PSUseCompatibleSyntax = @{

@@ -122,9 +122,20 @@ if ($restart) {
     Restart-WinfleetService -Name 'CalicoNode'
 }
 Resume-WinfleetService -Name 'CalicoNode'
-Wait-WinfleetNetworkReady -TimeoutSeconds 600
+if (-not (Wait-WinfleetNetworkReady -TimeoutSeconds 600)) {
+    throw 'CalicoNode stopped while it initialised (see var\log\calico\calico-node.log)'
+}
 Start-WinfleetService -Name 'CalicoFelix'
 if ($holdKubelet) {
     Resume-WinfleetService -Name 'kubelet'
+}
+# On a joined node, the kubelet and kube-proxy run once Calico is ready: an
+# upgrade that suspended Calico deferred their start until now.
+if (Test-Path -LiteralPath (Join-Path $root 'etc\kubernetes\kubelet.conf')) {
+    foreach ($name in @('kubelet', 'kube-proxy')) {
+        if ($null -ne (Get-Service -Name $name -ErrorAction SilentlyContinue)) {
+            Start-WinfleetService -Name $name
+        }
+    }
 }
 exit 0

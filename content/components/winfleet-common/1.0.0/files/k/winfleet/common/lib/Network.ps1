@@ -73,24 +73,27 @@ function Test-WinfleetCalicoReady {
 }
 
 function Wait-WinfleetNetworkReady {
-    # Waits (bounded) until the CNI has initialised since this boot; returns at
-    # once where no CNI service is installed (before Calico's own step, when
-    # the kubelet must run to join). Throws when the CNI service is installed
-    # but not running: nothing would ever make it ready.
+    # Waits (bounded) until the CNI has initialised since this boot and returns
+    # true; true at once where no CNI service is installed (before Calico's own
+    # step, when the kubelet must run to join). False when the CNI service is
+    # installed but stopped (an upgrade that suspended it): nothing would make
+    # it ready now, and whatever starts it (Calico's install, the boot task)
+    # starts the services that wait for it.
     [CmdletBinding()]
     param(
         [int]$TimeoutSeconds = 600
     )
     $calicoNode = Get-Service -Name 'CalicoNode' -ErrorAction SilentlyContinue
     if ($null -eq $calicoNode) {
-        return
+        return $true
     }
     if ($calicoNode.Status -ne 'Running' -and $calicoNode.Status -ne 'StartPending') {
-        throw "CalicoNode is $($calicoNode.Status): start it before the services that need the pod network"
+        return $false
     }
     Wait-WinfleetCondition -Description 'Calico to initialise (boot time recorded, External network with its management IP)' -TimeoutSeconds $TimeoutSeconds -IntervalSeconds 5 -Condition {
         (Test-WinfleetCalicoReady) -eq $true
     }
+    return $true
 }
 
 function Reset-WinfleetCalicoBootMarker {

@@ -194,7 +194,8 @@ function Stop-WinfleetService {
 function Start-WinfleetService {
     # Starts service Name unless it runs, and waits until it does. The kubelet
     # and kube-proxy start only once the CNI has initialised since this boot
-    # (Wait-WinfleetNetworkReady). Holds the node-services lock meanwhile.
+    # (Wait-WinfleetNetworkReady), and not at all while it is stopped. Holds
+    # the node-services lock meanwhile.
     [CmdletBinding()]
     param(
         [Parameter(Mandatory = $true)][string]$Name,
@@ -205,8 +206,9 @@ function Start-WinfleetService {
     }
     $lock = Enter-WinfleetNodeLock
     try {
-        if (Test-WinfleetNetworkService -Name $Name) {
-            Wait-WinfleetNetworkReady
+        if ((Test-WinfleetNetworkService -Name $Name) -and -not (Wait-WinfleetNetworkReady)) {
+            Write-WinfleetLog "service $Name starts once Calico runs and has initialised (CalicoNode is stopped; Calico's install or the boot task starts it)"
+            return
         }
         Write-WinfleetLog "starting service $Name"
         Start-Service -Name $Name
