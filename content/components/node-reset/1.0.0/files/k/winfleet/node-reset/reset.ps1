@@ -32,8 +32,13 @@ try {
     # make this start that one, whatever ran before the reset.
     $null = Reset-WinfleetCalicoBootMarker
     [array]::Reverse($present)
+    $joined = Test-Path -LiteralPath (Join-Path $root 'etc\kubernetes\kubelet.conf')
     foreach ($name in $present) {
         if ((Get-Service -Name $name).StartType -eq 'Disabled') {
+            continue
+        }
+        # Before the node has joined, join-kubeadm starts the kubelet (and kube-proxy's install kube-proxy).
+        if (-not $joined -and ($name -eq 'kubelet' -or $name -eq 'kube-proxy')) {
             continue
         }
         # Start-WinfleetService holds the kubelet and kube-proxy until the CNI is ready.
