@@ -1,8 +1,9 @@
 /**
  * The kubelet's own rules for its configuration file, ported from Kubernetes
  * 1.34 (pkg/kubelet/apis/config/validation: validation.go, and
- * validation_windows.go, where cgroupsPerQOS and enforceNodeAllocatable only
- * warn), applied after v1beta1 defaulting as the kubelet applies them. A
+ * validation_windows.go, where cgroupsPerQOS and enforcements other than
+ * "none" only warn, and singleProcessOOMKill and userNamespaces are refused),
+ * applied after v1beta1 defaulting as the kubelet applies them. A
  * KubeletConfiguration these rules refuse makes the kubelet exit at start, on
  * every start. The full check is the kubelet's own code
  * (scripts/engines/kubernetes/cmd/kubelet-config-validate); this port is what
@@ -14,7 +15,7 @@ import type { PsValue } from "./powershell-literal";
 type Config = { readonly [key: string]: PsValue };
 
 const API_VERSION = "kubelet.config.k8s.io/v1beta1";
-const ENFORCEMENTS = ["pods", "system-reserved", "kube-reserved", "none"];
+const ENFORCEMENTS = ["pods", "system-reserved", "system-reserved-compressible", "kube-reserved", "kube-reserved-compressible", "none"];
 const TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 const NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -59,20 +60,37 @@ export function kubeletConfigurationProblems(config: Config): string[] {
   // v1beta1 defaulting: cgroupsPerQOS defaults to true, and enforceNodeAllocatable to ["pods"]
   // only when it is absent or null: an empty list stays empty.
   const cgroupsPerQOS = config.cgroupsPerQOS ?? true;
-  const enforce = config.enforceNodeAllocatable === undefined || config.enforceNodeAllocatable === null ? ["pods"] : asArray(config.enforceNodeAllocatable);
+  const absent = config.enforceNodeAllocatable === undefined || config.enforceNodeAllocatable === null;
+  const enforce = absent ? ["pods"] : asArray(config.enforceNodeAllocatable);
   if (enforce === undefined && !unknown(config.enforceNodeAllocatable)) out.push("enforceNodeAllocatable must be a list");
-  if (cgroupsPerQOS === false && enforce !== undefined && enforce.length > 0) {
-    out.push(
-      `enforceNodeAllocatable ${JSON.stringify(enforce)} is not supported unless cgroupsPerQOS is true (it is false here${config.enforceNodeAllocatable === undefined ? "; an absent enforceNodeAllocatable defaults to [\"pods\"]" : ""}): write enforceNodeAllocatable: [] — even ["none"] counts`,
-    );
+  const given = (enforce ?? []).filter((v) => !unknown(v));
+  if (given.includes("system-reserved") && given.includes("system-reserved-compressible")) out.push('enforceNodeAllocatable may not hold both "system-reserved" and "system-reserved-compressible"');
+  if (given.includes("kube-reserved") && given.includes("kube-reserved-compressible")) out.push('enforceNodeAllocatable may not hold both "kube-reserved" and "kube-reserved-compressible"');
+  const seen = new Set<PsValue>();
+  for (const value of given) {
+    if (seen.has(value)) {
+      out.push(`enforceNodeAllocatable holds ${JSON.stringify(value)} twice`);
+      continue;
+    }
+    seen.add(value);
+    if (typeof value !== "string" || !ENFORCEMENTS.includes(value)) {
+      out.push(`enforceNodeAllocatable: option ${JSON.stringify(value)} is not one of ${ENFORCEMENTS.join(", ")}`);
+      continue;
+    }
+    // "none" alone is the one entry the kubelet takes without QoS cgroups.
+    if (value === "none") {
+      if (given.length > 1) out.push('enforceNodeAllocatable may not contain other enforcements when "none" is given');
+      continue;
+    }
+    if (value.startsWith("system-reserved") && !config.systemReservedCgroup) out.push(`systemReservedCgroup must be set when enforceNodeAllocatable contains ${JSON.stringify(value)}`);
+    if (value.startsWith("kube-reserved") && !config.kubeReservedCgroup) out.push(`kubeReservedCgroup must be set when enforceNodeAllocatable contains ${JSON.stringify(value)}`);
+    if (cgroupsPerQOS === false) {
+      out.push(`enforceNodeAllocatable contains ${JSON.stringify(value)}${absent ? ' (an absent enforceNodeAllocatable defaults to ["pods"])' : ""}, which needs cgroupsPerQOS true, and it is false: write enforceNodeAllocatable: [] (or ["none"])`);
+    }
   }
-  for (const value of enforce ?? []) {
-    if (unknown(value)) continue;
-    if (typeof value !== "string" || !ENFORCEMENTS.includes(value)) out.push(`enforceNodeAllocatable: option ${JSON.stringify(value)} is not one of ${ENFORCEMENTS.join(", ")}`);
-    else if (value === "none" && (enforce?.length ?? 0) > 1) out.push('enforceNodeAllocatable may not contain other enforcements when "none" is given');
-    else if (value === "system-reserved" && !config.systemReservedCgroup) out.push('systemReservedCgroup must be set when enforceNodeAllocatable contains "system-reserved"');
-    else if (value === "kube-reserved" && !config.kubeReservedCgroup) out.push('kubeReservedCgroup must be set when enforceNodeAllocatable contains "kube-reserved"');
-  }
+  // validation_windows.go: refused outright on Windows.
+  if (config.singleProcessOOMKill !== undefined && config.singleProcessOOMKill !== null) out.push("singleProcessOOMKill is not supported on Windows");
+  if (config.userNamespaces !== undefined && config.userNamespaces !== null) out.push("userNamespaces is not supported on Windows");
   if (config.systemCgroups && !config.cgroupRoot) out.push("systemCgroups is set but cgroupRoot is not");
   range(out, config, "port", 1, 65535);
   range(out, config, "healthzPort", 1, 65535, true);

@@ -38,7 +38,9 @@ async function rendered(source: string, taints: PsValue = []): Promise<Config> {
 }
 
 const script = readFileSync(INSTALL, "utf8");
-const broken = script.replace("enforceNodeAllocatable         = @()", "enforceNodeAllocatable         = @('none')");
+// What the kubelet refuses without QoS cgroups: any enforcement but "none".
+const broken = script.replace("enforceNodeAllocatable         = @()", "enforceNodeAllocatable         = @('pods')");
+const none = script.replace("enforceNodeAllocatable         = @()", "enforceNodeAllocatable         = @('none')");
 
 describe("the kubelet configuration install.ps1 writes", () => {
   it("is what the kubelet needs on Windows: no QoS cgroups, nothing enforced, the containerd pipe", async () => {
@@ -57,17 +59,20 @@ describe("the kubelet configuration install.ps1 writes", () => {
     assert.deepEqual(kubeletConfigurationProblems(await rendered(script, TAINT)), []);
   });
 
-  it("the ported rules refuse what the kubelet refuses (the check can fail)", async () => {
-    assert.match(kubeletConfigurationProblems(await rendered(broken)).join("\n"), /enforceNodeAllocatable \["none"\] is not supported unless cgroupsPerQOS is true/);
+  it("the ported rules refuse what the kubelet refuses (the check can fail), and take what it takes", async () => {
+    assert.match(kubeletConfigurationProblems(await rendered(broken)).join("\n"), /enforceNodeAllocatable contains "pods", which needs cgroupsPerQOS true, and it is false/);
     const base = await rendered(script);
     const absent = Object.fromEntries(Object.entries(base).filter(([k]) => k !== "enforceNodeAllocatable"));
-    assert.match(kubeletConfigurationProblems(absent).join("\n"), /defaults to \["pods"\]/);
+    assert.match(kubeletConfigurationProblems(absent).join("\n"), /an absent enforceNodeAllocatable defaults to \["pods"\]/);
     assert.match(kubeletConfigurationProblems({ ...base, cgroupsPerQOS: true, enforceNodeAllocatable: ["none", "pods"] }).join("\n"), /may not contain other enforcements/);
     assert.match(kubeletConfigurationProblems({ ...base, cgroupsPerQOS: true, enforceNodeAllocatable: ["system-reserved"] }).join("\n"), /systemReservedCgroup must be set/);
+    assert.match(kubeletConfigurationProblems({ ...base, cgroupsPerQOS: true, enforceNodeAllocatable: ["pods", "pods"] }).join("\n"), /holds "pods" twice/);
     assert.match(kubeletConfigurationProblems({ ...base, registerWithTaints: [{ key: "os/", value: "windows", effect: "NoSchedule" }] }).join("\n"), /registerWithTaints\[0\]\.key/);
     assert.match(kubeletConfigurationProblems({ ...base, imageGCLowThresholdPercent: 90 }).join("\n"), /imageGCLowThresholdPercent 90 must be less than imageGCHighThresholdPercent 85/);
     assert.match(kubeletConfigurationProblems({ ...base, port: 70000 }).join("\n"), /port 70000 must be between 1 and 65535/);
-    // And accept what the kubelet accepts: cgroupsPerQOS only warns on Windows.
+    assert.match(kubeletConfigurationProblems({ ...base, singleProcessOOMKill: false }).join("\n"), /singleProcessOOMKill is not supported on Windows/);
+    // Kubernetes 1.34 skips "none": with it alone, no QoS cgroups are needed.
+    assert.deepEqual(kubeletConfigurationProblems(await rendered(none)), []);
     assert.deepEqual(kubeletConfigurationProblems({ ...base, cgroupsPerQOS: true, enforceNodeAllocatable: ["pods"] }), []);
     assert.deepEqual(kubeletConfigurationProblems({ ...base, enforceNodeAllocatable: null, cgroupsPerQOS: true }), []);
   });
@@ -120,12 +125,16 @@ describe("the kubelet configuration under the kubelet's own validation (kubelet-
     }
   });
 
-  it("refuses enforceNodeAllocatable ['none'] with cgroupsPerQOS false (the check can fail)", async () => {
+  it("refuses an enforcement without QoS cgroups (the check can fail), and takes \"none\" alone, as the port does", async () => {
     const file = join(scratch, "broken.json");
     writeFileSync(file, JSON.stringify(await rendered(broken), null, 2));
     const r = run([file]);
     assert.equal(r.status, 1, r.output);
-    assert.match(r.output, /enforceNodeAllocatable/);
+    assert.match(r.output, /cgroupsPerQOS \(--cgroups-per-qos\) must be set to true when "pods" contained in enforceNodeAllocatable/);
+    const alone = join(scratch, "none.json");
+    writeFileSync(alone, JSON.stringify(await rendered(none), null, 2));
+    const ok = run([alone]);
+    assert.equal(ok.status, 0, ok.output);
   });
 
   it("reads YAML from standard input", () => {

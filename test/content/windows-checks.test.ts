@@ -85,10 +85,10 @@ const MUTATIONS: readonly Mutation[] = [
   { check: "outputs", what: "a helper's result left in the output", edits: [{ file: "kubelet/1.34.7/files/k/winfleet/kubelet/uninstall.ps1", find: "$null = Remove-WinfleetService -Name 'kubelet'", replace: "Remove-WinfleetService -Name 'kubelet'" }], where: /kubelet\/.*uninstall\.ps1:\d+/, message: /Remove-WinfleetService returns a value/ },
   {
     check: "kubelet-config",
-    what: "enforceNodeAllocatable ['none'] with cgroupsPerQOS false (the kubelet exits at start)",
-    edits: [{ file: KUBELET_INSTALL, find: "enforceNodeAllocatable         = @()", replace: "enforceNodeAllocatable         = @('none')" }],
+    what: "enforceNodeAllocatable ['pods'] with cgroupsPerQOS false (the kubelet exits at start)",
+    edits: [{ file: KUBELET_INSTALL, find: "enforceNodeAllocatable         = @()", replace: "enforceNodeAllocatable         = @('pods')" }],
     where: /kubelet\/1\.34\.7\/.*install\.ps1:\d+/,
-    message: /the kubelet refuses this configuration: enforceNodeAllocatable \["none"\] is not supported unless cgroupsPerQOS is true/,
+    message: /the kubelet refuses this configuration: enforceNodeAllocatable contains "pods", which needs cgroupsPerQOS true/,
   },
   {
     check: "kubelet-config",

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
 
 	// Registers Kubernetes' feature gates (with their defaults) on the default gate.
 	_ "k8s.io/kubernetes/pkg/features"
@@ -33,6 +35,9 @@ import (
 )
 
 func main() {
+	// The kubelet's decoder logs its lenient fallback; the strict errors are reported here instead.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -94,7 +99,7 @@ func validate(data []byte) ([]string, error) {
 			problems = append(problems, err.Error())
 		}
 	}
-	kc, err := kubeletcodec.DecodeKubeletConfiguration(strictCodecs, data)
+	kc, err := kubeletcodec.DecodeKubeletConfiguration(context.Background(), strictCodecs, data)
 	if err != nil {
 		return nil, err
 	}

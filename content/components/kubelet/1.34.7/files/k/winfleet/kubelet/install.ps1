@@ -83,8 +83,8 @@ $configuration = [ordered]@{
     rotateCertificates             = $true
     serverTLSBootstrap             = $false
     # Windows has no cgroups and no resolv.conf. Node allocatable is not enforced:
-    # an empty list, as the kubelet refuses any entry (even 'none') without cgroupsPerQOS,
-    # and defaults an absent one to ['pods'].
+    # an empty list, as the kubelet refuses any enforcement but 'none' without
+    # cgroupsPerQOS, and defaults an absent list to ['pods'].
     cgroupsPerQOS                  = $false
     enforceNodeAllocatable         = @()
     resolvConf                     = ''
