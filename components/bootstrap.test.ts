@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { scriptFacts } from "../agent/content/powershell-facts";
 import { powerShellSyntaxErrors } from "../agent/content/powershell-syntax";
 import { agentConfigSchema } from "../agent/service/config";
 import { bootstrapHash, renderBootstrap, type BootstrapArgs } from "./bootstrap";
@@ -31,7 +32,7 @@ describe("bootstrap", () => {
     for (const a of [DEFAULT_NODE_RUNTIME, args.agent, blob]) {
       assert.ok(s.includes(`-Url '${a.url}' -ExpectedHash '${a.sha256.toUpperCase()}'`), a.url);
     }
-    assert.match(s, /throw "SHA-256 of \$Url is \$actual, expected \$ExpectedHash"/);
+    assert.match(s, /throw "SHA-256 of \$shown is \$actual, expected \$ExpectedHash"/);
     const copied = renderBootstrap({ ...args, content: { kind: "file", path: "C:\\up\\content.tgz", sha256: "d".repeat(64) } });
     assert.match(copied, new RegExp(`Assert-Pinned -Path 'C:\\\\up\\\\content.tgz' -ExpectedHash '${"D".repeat(64)}'`));
   });
@@ -73,5 +74,39 @@ describe("bootstrap", () => {
   it("quotes values so a quote in them cannot end the string", () => {
     const s = renderBootstrap({ ...args, agentConfig: { note: "it's" } });
     assert.match(s, /'\{\n {2}"note": "it''s"\n\}'/);
+  });
+
+  it("retries a download, and never names a SAS (the URL's query) in what it prints or throws", async () => {
+    const f = await scriptFacts(renderBootstrap({ ...args, content: { ...blob, auth: "sas" } }));
+    const inGet = f.commands.filter((c) => c.inFunction === "Get-Pinned");
+    assert.match(renderBootstrap(args), /for \(\$attempt = 1; ; \$attempt\+\+\) \{\s+try \{\s+Invoke-WebRequest /, "a retry loop around Invoke-WebRequest");
+    assert.ok(inGet.some((c) => c.name === "Start-Sleep"), "with a pause between attempts");
+    assert.ok(renderBootstrap(args).includes("$shown = ($Url -split '\\?')[0]"), "the query cut off (a regex: the ? escaped)");
+    const said = [
+      ...f.emissions.filter((e) => e.inFunction === "Get-Pinned" && e.kind === "throw").map((e) => e.variables),
+      ...inGet.filter((c) => c.name === "Write-Output").map((c) => c.args.flatMap((a) => a.variables)),
+    ];
+    assert.ok(said.length >= 3);
+    for (const variables of said) assert.ok(!variables.includes("url"), `a message reads $Url: ${variables.join(", ")}`);
+  });
+
+  it("restricts its directory by SID, so the ACL works on any display language", () => {
+    const s = renderBootstrap(args);
+    assert.match(s, /icacls\.exe \$root \/inheritance:r \/grant:r '\*S-1-5-18:\(OI\)\(CI\)F' '\*S-1-5-32-544:\(OI\)\(CI\)F'/);
+    assert.doesNotMatch(s, /'(SYSTEM|Administrators):/);
+  });
+
+  it("writes the agent config without BOM or added newline and compares it byte for byte (a re-run restarts nothing)", () => {
+    const s = renderBootstrap(args);
+    assert.doesNotMatch(s, /Set-Content[^\n]*configPath/);
+    assert.match(s, /\[IO\.File\]::ReadAllText\(\$configPath\) -ceq \$json/);
+    assert.match(s, /\[IO\.File\]::WriteAllText\("\$configPath\.partial", \$json, \(New-Object System\.Text\.UTF8Encoding -ArgumentList \$false\)\)/);
+  });
+
+  it("restarts an agent that exited: a watchdog trigger every minute that leaves a running agent alone", () => {
+    const s = renderBootstrap(args);
+    assert.match(s, /\$watchdog = New-ScheduledTaskTrigger -Once -At \(\[DateTime\]::Today\) -RepetitionInterval \(New-TimeSpan -Minutes 1\)/);
+    assert.match(s, /-MultipleInstances IgnoreNew/);
+    assert.match(s, /Register-ScheduledTask -TaskName 'winfleet-agent' -Action \$action -Trigger @\(\$atStartup, \$watchdog\)/);
   });
 });

@@ -61,12 +61,15 @@ const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
  * `service/register-winfleet-agent.ps1`, so both register the same task.
  */
 export function agentTaskRegistration(): string {
-  return `# The agent runs at boot as SYSTEM and is restarted when it fails.
+  return `# The agent runs at boot as SYSTEM. Task Scheduler's restart-on-failure only retries a failure
+# to start, so a second trigger fires every minute: an agent that exited is started again, and
+# one that runs is left alone (IgnoreNew).
 $action = New-ScheduledTaskAction -Execute $node -Argument ('"' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"')
-$trigger = New-ScheduledTaskTrigger -AtStartup
-$settings = New-ScheduledTaskSettingsSet -RestartCount 999 -RestartInterval (New-TimeSpan -Minutes 1) -ExecutionTimeLimit ([TimeSpan]::Zero) -StartWhenAvailable
+$atStartup = New-ScheduledTaskTrigger -AtStartup
+$watchdog = New-ScheduledTaskTrigger -Once -At ([DateTime]::Today) -RepetitionInterval (New-TimeSpan -Minutes 1)
+$settings = New-ScheduledTaskSettingsSet -RestartCount 999 -RestartInterval (New-TimeSpan -Minutes 1) -ExecutionTimeLimit ([TimeSpan]::Zero) -StartWhenAvailable -MultipleInstances IgnoreNew
 $principal = New-ScheduledTaskPrincipal -UserId 'SYSTEM' -LogonType ServiceAccount -RunLevel Highest
-Register-ScheduledTask -TaskName ${q(AGENT_TASK)} -Action $action -Trigger $trigger -Settings $settings -Principal $principal -Force | Out-Null
+Register-ScheduledTask -TaskName ${q(AGENT_TASK)} -Action $action -Trigger @($atStartup, $watchdog) -Settings $settings -Principal $principal -Force | Out-Null
 $task = Get-ScheduledTask -TaskName ${q(AGENT_TASK)}
 if ($changed -and $task.State -eq 'Running') { Stop-ScheduledTask -TaskName ${q(AGENT_TASK)} }
 if ((Get-ScheduledTask -TaskName ${q(AGENT_TASK)}).State -ne 'Running') { Start-ScheduledTask -TaskName ${q(AGENT_TASK)} }
@@ -144,12 +147,25 @@ function Assert-Pinned([string]$Path, [string]$ExpectedHash) {
 
 function Get-Pinned([string]$Url, [string]$ExpectedHash, [string]$Path, [hashtable]$Headers = @{}) {
     if ((Test-Path -LiteralPath $Path) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $Path).Hash -eq $ExpectedHash)) { return }
+    # Messages name the URL without its query: a SAS must not reach the extension's status.
+    $shown = ($Url -split '\\?')[0]
     $partial = "$Path.partial"
-    Invoke-WebRequest -UseBasicParsing -Uri $Url -Headers $Headers -OutFile $partial
+    for ($attempt = 1; ; $attempt++) {
+        try {
+            Invoke-WebRequest -UseBasicParsing -Uri $Url -Headers $Headers -OutFile $partial
+            break
+        }
+        catch {
+            $reason = $_.Exception.Message.Replace($Url, $shown)
+            if ($attempt -ge 5) { throw "downloading $shown failed $attempt times; the last: $reason" }
+            Write-Output "downloading $shown failed ($reason); trying again in $([math]::Pow(2, $attempt)) s"
+            Start-Sleep -Seconds ([math]::Pow(2, $attempt))
+        }
+    }
     $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $partial).Hash
     if ($actual -ne $ExpectedHash) {
         Remove-Item -Force -LiteralPath $partial
-        throw "SHA-256 of $Url is $actual, expected $ExpectedHash"
+        throw "SHA-256 of $shown is $actual, expected $ExpectedHash"
     }
     Move-Item -Force -LiteralPath $partial -Destination $Path
 }
@@ -171,8 +187,9 @@ function Expand-Once([string]$Archive, [string]$Destination) {
 }
 
 foreach ($d in @($root, "$root\\downloads", "$root\\releases", "$root\\content")) { New-Item -ItemType Directory -Force -Path $d | Out-Null }
-# Only SYSTEM and Administrators may read what follows (the agent config holds the join token).
-& icacls.exe $root /inheritance:r /grant:r 'SYSTEM:(OI)(CI)F' 'Administrators:(OI)(CI)F' | Out-Null
+# Only SYSTEM and Administrators may read what follows (the agent config holds the join token);
+# named by SID, which every display language shares.
+& icacls.exe $root /inheritance:r /grant:r '*S-1-5-18:(OI)(CI)F' '*S-1-5-32-544:(OI)(CI)F' | Out-Null
 if ($LASTEXITCODE -ne 0) { throw "icacls failed ($LASTEXITCODE)" }
 
 Get-Pinned -Url ${q(args.node.url)} -ExpectedHash ${q(args.node.sha256.toUpperCase())} -Path "$root\\downloads\\node-${args.node.sha256.slice(0, 12)}.tgz"
@@ -197,8 +214,10 @@ $config | Add-Member -NotePropertyName secrets -NotePropertyValue $secretValues 
 $json = $config | ConvertTo-Json -Depth 20
 $configPath = "$root\\agent.json"
 $changed = $false
-if (-not (Test-Path -LiteralPath $configPath) -or ((Get-Content -Raw -LiteralPath $configPath) -ne $json)) {
-    Set-Content -LiteralPath "$configPath.partial" -Value $json -Encoding utf8
+# Written and compared byte for byte (UTF-8, no BOM, no added newline): a re-run with the same
+# config leaves the running agent alone.
+if (-not (Test-Path -LiteralPath $configPath) -or -not ([IO.File]::ReadAllText($configPath) -ceq $json)) {
+    [IO.File]::WriteAllText("$configPath.partial", $json, (New-Object System.Text.UTF8Encoding -ArgumentList $false))
     Move-Item -Force -LiteralPath "$configPath.partial" -Destination $configPath
     $changed = $true
 }

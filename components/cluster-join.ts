@@ -2,12 +2,15 @@
  * `ClusterJoin`: the cluster side of joining Windows nodes — the agent's
  * namespace, service accounts and least-privilege RBAC, plus a kubeadm
  * bootstrap token with its TLS-bootstrap bindings or the RKE2 join token kept
- * as a Secret. Exposes what the nodes' content needs to join: the variables
- * and the token (a Pulumi secret) under the variable name content reads.
+ * as a Secret; on kubeadm clusters also kube-proxy's own service account,
+ * least-privilege ClusterRole and token. Exposes what the nodes' content
+ * needs: the variables, and the secrets (the join token under the variable
+ * name content reads, and KUBE_PROXY_TOKEN) as Pulumi secrets.
  */
+import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { FleetConfig } from "../infra/config";
-import { renderAgentAccess, renderKubeadmJoin, renderRke2Join } from "./cluster-render";
+import { KUBE_PROXY_TOKEN_SECRET, renderAgentAccess, renderKubeProxyAccess, renderKubeadmJoin, renderRke2Join } from "./cluster-render";
 import { kubeResource } from "./kube-objects";
 
 /** Arguments of {@link ClusterJoin}. */
@@ -28,6 +31,12 @@ export class ClusterJoin extends pulumi.ComponentResource {
   readonly tokenVariable: string;
   /** The token nodes join with (`<id>.<secret>` for kubeadm), a secret. */
   readonly token: pulumi.Output<string>;
+  /**
+   * Every secret variable the nodes need from the cluster side: the join token under
+   * {@link tokenVariable}, and on kubeadm clusters KUBE_PROXY_TOKEN (kube-proxy's
+   * service-account token, which the kube-proxy component turns into its kubeconfig).
+   */
+  readonly secrets: Readonly<Record<string, pulumi.Output<string>>>;
 
   constructor(name: string, args: ClusterJoinArgs, opts?: pulumi.ComponentResourceOptions) {
     super("winfleet:index:ClusterJoin", name, {}, opts);
@@ -45,9 +54,26 @@ export class ClusterJoin extends pulumi.ComponentResource {
       this.tokenVariable = "RKE2_TOKEN";
       this.token = secret;
     }
+    if (args.join.method === "kubeadm") objects.push(...renderKubeProxyAccess(args.namespace));
     const namespaced = objects.filter((o) => o.kind !== "Namespace");
     const ns = objects.filter((o) => o.kind === "Namespace").map((o) => kubeResource(name, o, { parent: this }));
-    for (const o of namespaced) kubeResource(name, o, { parent: this, dependsOn: ns });
+    const created = new Map<string, pulumi.CustomResource>();
+    // The token Secret after its service account: the token controller only fills a Secret whose account exists.
+    const accounts = namespaced.filter((o) => o.kind === "ServiceAccount").map((o) => kubeResource(name, o, { parent: this, dependsOn: ns }));
+    for (const o of namespaced.filter((x) => x.kind !== "ServiceAccount")) created.set(`${o.kind}/${o.metadata.name}`, kubeResource(name, o, { parent: this, dependsOn: [...ns, ...accounts] }));
+    const secrets: Record<string, pulumi.Output<string>> = { [this.tokenVariable]: this.token };
+    const tokenSecret = created.get(`Secret/${KUBE_PROXY_TOKEN_SECRET}`) as k8s.core.v1.Secret | undefined;
+    if (tokenSecret) {
+      // The provider waits until the token controller has filled the Secret's data.
+      secrets.KUBE_PROXY_TOKEN = pulumi.secret(
+        tokenSecret.data.apply((data) => {
+          const token = data.token;
+          if (token === undefined || token === "") throw new Error(`the cluster did not fill ${KUBE_PROXY_TOKEN_SECRET}'s token (is the service-account token controller running?)`);
+          return Buffer.from(token, "base64").toString("utf8");
+        }),
+      );
+    }
+    this.secrets = secrets;
     this.registerOutputs({ variables: this.variables, tokenVariable: this.tokenVariable });
   }
 }

@@ -3,8 +3,9 @@
  * upgraders' service account (the agent itself reports with its node's own
  * credentials, under the Node authorizer), and what joining needs — a
  * kubeadm bootstrap token with the TLS-bootstrap bindings, or the RKE2 token kept
- * as a Secret. Secret values come in as arguments; the components pass them as
- * Pulumi secrets.
+ * as a Secret; and kube-proxy's own identity on kubeadm clusters (the node's
+ * credentials carry no right to read Services or EndpointSlices). Secret values
+ * come in as arguments; the components pass them as Pulumi secrets.
  */
 
 import type { KubeObject } from "./kube-objects";
@@ -77,4 +78,45 @@ export function renderRke2Join(namespace: string, server: string, token: unknown
     type: "Opaque",
     stringData: { server, token },
   }];
+}
+
+/** kube-proxy's service account, and the Secret its long-lived token is kept in. */
+export const KUBE_PROXY_ACCOUNT = "winfleet-kube-proxy";
+/** The Secret (type kubernetes.io/service-account-token) the token controller fills for {@link KUBE_PROXY_ACCOUNT}. */
+export const KUBE_PROXY_TOKEN_SECRET = "winfleet-kube-proxy-token";
+
+/**
+ * kube-proxy's identity on Windows nodes: a service account whose token the
+ * cluster's token controller puts into a Secret, bound to a ClusterRole with
+ * exactly what kube-proxy reads and writes (the rules of the built-in
+ * system:node-proxier, less the Endpoints kube-proxy no longer watches).
+ */
+export function renderKubeProxyAccess(namespace: string): Obj[] {
+  const labels = { "app.kubernetes.io/part-of": "winfleet", "app.kubernetes.io/component": "kube-proxy" };
+  return [
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: KUBE_PROXY_ACCOUNT, namespace, labels } },
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: KUBE_PROXY_TOKEN_SECRET, namespace, labels, annotations: { "kubernetes.io/service-account.name": KUBE_PROXY_ACCOUNT } },
+      type: "kubernetes.io/service-account-token",
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "winfleet:kube-proxy", labels },
+      rules: [
+        { apiGroups: [""], resources: ["services", "nodes"], verbs: ["get", "list", "watch"] },
+        { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
+        { apiGroups: ["", "events.k8s.io"], resources: ["events"], verbs: ["create", "patch", "update"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "winfleet:kube-proxy", labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "winfleet:kube-proxy" },
+      subjects: [{ kind: "ServiceAccount", name: KUBE_PROXY_ACCOUNT, namespace }],
+    },
+  ];
 }

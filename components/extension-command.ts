@@ -3,10 +3,13 @@
  * PowerShell that reads the bootstrap from the VM's userData (IMDS), refuses it
  * unless its SHA-256 is the one rendered here, and runs it with the node's
  * secret variables (the join token and the stack's content secrets, as one
- * JSON object) and a content SAS, when blobs are read with one. It is passed as
- * `-EncodedCommand`, so cmd.exe quoting never touches it, and only ever as a
- * protected setting: the secrets are inside. `commandToExecute` is limited to
- * about 8 KiB, which is why the bootstrap itself travels as userData.
+ * JSON object) and a content SAS, when blobs are read with one. It travels as
+ * base64 of its UTF-8 (no character cmd.exe or PowerShell quoting could touch)
+ * that a one-line `-Command` decodes and runs, and only ever as a protected
+ * setting: the secrets are inside. `commandToExecute` is limited to about
+ * 8 KiB, which is why the bootstrap itself travels as userData, and why not
+ * `-EncodedCommand`: its UTF-16 doubles every character, which left room for
+ * little more than 2 KB of secrets, less than a kubeconfig.
  */
 
 /** Where IMDS serves the VM's userData (base64), as text. */
@@ -42,13 +45,20 @@ exit 0
 `;
 }
 
-/** `commandToExecute`: the script above as an encoded command (UTF-16LE, base64). */
+/** `commandToExecute`: the script above, base64 of its UTF-8, decoded and run by a one-line `-Command`. */
 export function extensionCommand(bootstrapSha256: string, secretsLine: string, contentSas?: string): string {
-  const encoded = Buffer.from(extensionScript(bootstrapSha256, secretsLine, contentSas), "utf16le").toString("base64");
-  const command = `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand ${encoded}`;
+  const encoded = Buffer.from(extensionScript(bootstrapSha256, secretsLine, contentSas), "utf8").toString("base64");
+  const command = `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -Command "& ([scriptblock]::Create([Text.Encoding]::UTF8.GetString([Convert]::FromBase64String('${encoded}'))))"`;
   if (command.length > COMMAND_LIMIT) {
-    // Encoded as UTF-16 then base64, each character of a secret takes about 2.7 characters here.
-    throw new Error(`commandToExecute would be ${command.length} characters (the secrets are ${secretsLine.length}); the extension takes at most ${COMMAND_LIMIT}: keep large values such as kubeconfigs out of content.secrets`);
+    // Base64 of UTF-8: each character of a secret takes about 1.33 characters here.
+    throw new Error(`commandToExecute would be ${command.length} characters (the secrets are ${secretsLine.length}); the extension takes at most ${COMMAND_LIMIT}: keep large values such as kubeconfigs out of content.secrets, or use a token-only kubeconfig that references C:\\etc\\kubernetes\\pki\\ca.crt`);
   }
   return command;
+}
+
+/** The script a {@link extensionCommand} runs, decoded (for tests and for reading a rendered command). */
+export function decodeExtensionCommand(command: string): string {
+  const encoded = /FromBase64String\('([A-Za-z0-9+/=]+)'\)/.exec(command)?.[1];
+  if (encoded === undefined) throw new Error("not an extension command: no base64 script in it");
+  return Buffer.from(encoded, "base64").toString("utf8");
 }

@@ -37,6 +37,14 @@ describe("stack config", () => {
     assert.deepEqual(pathsOf(bad).sort(), ["winfleet:fleet.agent.bundle.sha256", "winfleet:fleet.pools[0].count", "winfleet:fleet.pools[0].subnetId"]);
   });
 
+  it("refuses node labels the kubelet refuses at start, naming the label", () => {
+    const bad = structuredClone(valid) as typeof valid & { pools: Record<string, unknown>[] };
+    (bad.pools[0] as Record<string, unknown>).labels = { "node-role.kubernetes.io/worker": "", "example.com/team": "a", "node.kubernetes.io/pool": "win", "topology.kubernetes.io/zone": "z1" };
+    assert.deepEqual(pathsOf(bad), ["winfleet:fleet.pools[0].labels.node-role.kubernetes.io/worker"]);
+    (bad.pools[0] as Record<string, unknown>).labels = { team: "a b" };
+    assert.deepEqual(pathsOf(bad), ["winfleet:fleet.pools[0].labels.team"]);
+  });
+
   it("requires exactly one credential per BYO host and unique pool names", () => {
     const byo = { ...valid, pools: [
       { name: "a", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "admin" }] },

@@ -9,6 +9,7 @@ import { z } from "zod";
 import { ed25519PublicKey } from "../agent/common/ed25519-key";
 import { ValidationError } from "../agent/common/errors";
 import { zodIssues } from "../agent/common/zod-issues";
+import { nodeLabelProblems } from "../agent/content/kubelet-config";
 import { variableName } from "../agent/content/schema";
 
 const name = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/, "lower-case letters, digits and '-', at most 40 characters");
@@ -77,6 +78,16 @@ const imageSchema = z.union([
   z.strictObject({ publisher: z.string(), offer: z.string(), sku: z.string(), version: z.string().default("latest") }),
 ]);
 
+/** Node labels, refused here when the kubelet would refuse them at start (reserved kubernetes.io / k8s.io keys, bad keys or values). */
+const nodeLabels = z
+  .record(z.string(), text(z.string()))
+  .superRefine((labels, ctx) => {
+    for (const [key, value] of Object.entries(labels)) {
+      for (const problem of nodeLabelProblems(`${key}=${value}`)) ctx.addIssue({ code: "custom", path: [key], message: `${problem}: the kubelet refuses it at start` });
+    }
+  })
+  .default({});
+
 const azurePool = z.strictObject({
   name,
   kind: z.literal("azure"),
@@ -92,7 +103,7 @@ const azurePool = z.strictObject({
   adminUsername: z.string().min(1).default("winfleet"),
   adminPasswordSecret: secretRef,
   /** Node labels applied at join. */
-  labels: z.record(z.string(), text(z.string())).default({}),
+  labels: nodeLabels,
   /** Register the nodes with the os=windows:NoSchedule taint. @default true */
   registerTaint: z.boolean().default(true),
   /** Values for content commands on this pool's nodes, over `content.variables`. */
@@ -116,7 +127,7 @@ const byoPool = z.strictObject({
   name,
   kind: z.literal("byo"),
   hosts: z.array(byoHost).min(1),
-  labels: z.record(z.string(), text(z.string())).default({}),
+  labels: nodeLabels,
   /** Register the nodes with the os=windows:NoSchedule taint. @default true */
   registerTaint: z.boolean().default(true),
   /** Values for content commands on these hosts, over `content.variables`. */

@@ -57,7 +57,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     throw new pulumi.RunError(`winfleet:fleet.content: template ${fleet.content.template} ${fleet.content.templateVersion} is not in ${fleet.content.dir} (it has: ${have || "no templates"})`);
   }
   const missing = missingContentVariables(fleet, await loadCatalog(stackPath(fleet.content.dir)), {
-    join: [...Object.keys(join.variables), join.tokenVariable],
+    join: [...Object.keys(join.variables), ...Object.keys(join.secrets)],
     pool: Object.fromEntries(deployed.map((p) => [p.name, ["KUBE_NODE_LABELS", ...(p.registerTaint ? ["KUBE_REGISTER_TAINT"] : [])]])),
   });
   if (missing.length > 0) throw new pulumi.RunError(`the stack leaves required content variables without a value:\n  ${missing.join("\n  ")}`);
@@ -66,8 +66,8 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     node: fleet.agent.node ? { ...fleet.agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME,
     agent: { ...fleet.agent.bundle, version: fleet.agent.version },
   };
-  // The node's secret variables: the join token under the variable its join component reads, and the content secrets.
-  const secrets: Record<string, pulumi.Output<string>> = { [join.tokenVariable]: join.token };
+  // The node's secret variables: the cluster side's (the join token, kube-proxy's token), and the content secrets.
+  const secrets: Record<string, pulumi.Output<string>> = { ...join.secrets };
   for (const [variable, key] of Object.entries(fleet.content.secrets)) secrets[variable] = config.requireSecret(key);
   const joinArgs = { variables: join.variables, secrets };
 

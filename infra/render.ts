@@ -159,7 +159,9 @@ async function runProgram(stack: StackFile, secrets: Readonly<Record<string, str
         resources.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
         // Outputs a provider would compute, so the program's references resolve.
         const inputs = args.inputs as Record<string, unknown>;
-        return { id: `${args.name}-id`, state: { ...inputs, name: providerName(args.type, inputs) ?? args.name, principalId: `${args.name}-principal`, clientId: `${args.name}-client`, identity: { principalId: `${args.name}-principal` } } };
+        // A service-account token Secret comes back filled by the cluster's token controller.
+        const filled = args.type === "kubernetes:core/v1:Secret" && inputs.type === "kubernetes.io/service-account-token" ? { data: { token: Buffer.from(`token-of-${args.name}`).toString("base64") } } : {};
+        return { id: `${args.name}-id`, state: { ...inputs, ...filled, name: providerName(args.type, inputs) ?? args.name, principalId: `${args.name}-principal`, clientId: `${args.name}-client`, identity: { principalId: `${args.name}-principal` } } };
       },
       call: (args) => (args.token.includes("listStorageAccountServiceSAS") ? { serviceSasToken: sas } : {}),
     },

@@ -24,7 +24,7 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
 
 function templateSection(t: Template, components: readonly AnalyzedComponent[]): string[] {
   const out = [`### ${t.name} ${t.version}`, "", t.description, ""];
-  out.push(`Windows builds: ${t.os && t.os.length > 0 ? t.os.join(", ") : "none listed (chosen by name only)"}.`, "");
+  out.push(`Windows builds: ${t.os && t.os.length > 0 ? t.os.join(", ") : "none listed (chosen by name only)"}.${t.experimental ? " Experimental: used only when named, never picked by the host's build." : ""}`, "");
   out.push(
     ...table(
       ["component", "version", "install priority", "uninstall priority"],
@@ -35,6 +35,11 @@ function templateSection(t: Template, components: readonly AnalyzedComponent[]):
       }),
     ),
   );
+  const prerequisites = t.packages.flatMap((ref) => {
+    const c = components.find((x) => x.key === ref);
+    return (c?.metadata.cluster_prerequisites ?? []).map((p) => `- ${c?.metadata.name ?? ref}: ${p}`);
+  });
+  if (prerequisites.length > 0) out.push("What the cluster must provide:", "", ...prerequisites, "");
   const variables = Object.entries(t.variables).sort(([a], [b]) => (a < b ? -1 : 1));
   if (variables.length > 0) out.push("Variables the template sets:", "", ...table(["variable", "value"], variables.map(([k, v]) => [code(k), code(v)])));
   const needed = new Map<string, string[]>();

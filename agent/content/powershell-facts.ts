@@ -8,6 +8,7 @@
  * regular expression happens to match.
  */
 import type Parser from "tree-sitter";
+import { NotLiteral, type PsValue, literalValue } from "./powershell-literal";
 import { parsePowerShell } from "./powershell-syntax";
 
 type Node = Parser.SyntaxNode;
@@ -60,6 +61,8 @@ export interface ScriptAssignment {
   readonly commands: readonly string[];
   /** When the right-hand side is itself a command pipeline (not an expression around one): its first command. */
   readonly valueCommand?: string;
+  /** The right-hand side's value when it is plain data (variables as `$name` placeholders; see ./powershell-literal). */
+  readonly literal?: PsValue;
   readonly line: number;
   readonly inFunction?: string;
 }
@@ -255,6 +258,7 @@ function assignmentFact(node: Node): ScriptAssignment | undefined {
   if (!base) return undefined;
   const inFunction = enclosingFunction(node);
   const valueCommand = pipelineCommand(value);
+  const literal = literalOf(value);
   return {
     variable: normaliseVariable(base.text),
     valueText: value.text,
@@ -262,9 +266,19 @@ function assignmentFact(node: Node): ScriptAssignment | undefined {
     variables: variablesIn(value),
     commands: value.descendantsOfType("command").map((c) => c.children.find((x) => x.type === "command_name")?.text ?? "").filter((n) => n !== ""),
     ...(valueCommand ? { valueCommand } : {}),
+    ...(literal !== undefined ? { literal } : {}),
     line: node.startPosition.row + 1,
     ...(inFunction ? { inFunction } : {}),
   };
+}
+
+function literalOf(value: Node): PsValue | undefined {
+  try {
+    return literalValue(value);
+  } catch (e) {
+    if (e instanceof NotLiteral) return undefined;
+    throw e;
+  }
 }
 
 // `foreach ($x in <collection>)` assigns each element to $x in turn.
@@ -357,7 +371,7 @@ export async function scriptFacts(source: string): Promise<ScriptFacts> {
   const top = root.children.find((c) => c.type === "statement_list");
   const statements = top ? top.namedChildren.filter((c) => c.type !== "comment") : [];
   return {
-    syntaxErrors: errors.map((e) => `${e.line}:${e.column}: ${e.text}`),
+    syntaxErrors: errors.map((e) => `${e.line}:${e.column}: ${e.id}: ${e.text}`),
     commands,
     assignments,
     functions,

@@ -1,21 +1,25 @@
 /**
  * PowerShell syntax checking without PowerShell: scripts are parsed with
- * tree-sitter's PowerShell grammar, and every ERROR or MISSING node is a
- * syntax error. Used by `winfleet content validate` and by the tests that
+ * tree-sitter's PowerShell grammar, and on top of it the rules of
+ * ./powershell-rules report what Windows PowerShell 5.1's own parser rejects
+ * (the grammar is more lenient), each under PowerShell's error id; every
+ * ERROR or MISSING node the rules do not explain is an error too. Used by `winfleet content validate` and by the tests that
  * check content and rendered bootstraps. The grammar rejects a few valid
  * constructs (several `switch` clauses on one line, a `param()` block on the
  * same line as its function's body); content writes those on separate lines.
  */
 import type Parser from "tree-sitter";
 import { importExternal } from "../common/import-external";
+import { powerShellRuleErrors } from "./powershell-rules";
 
 /** One syntax error, 1-based. */
 export interface PowerShellSyntaxError {
   readonly line: number;
   readonly column: number;
-  /** The source text the parser could not place (shortened). */
+  /** PowerShell's error id for it (ParserStrings), e.g. InvalidVariableReferenceWithDrive. */
+  readonly id: string;
+  /** What is wrong, naming the source text. */
   readonly text: string;
-  readonly kind: "error" | "missing";
 }
 
 /** A parsed script. */
@@ -55,19 +59,10 @@ export async function powerShellParserAvailable(): Promise<boolean> {
   }
 }
 
-function collectErrors(node: Parser.SyntaxNode, source: string, out: PowerShellSyntaxError[]): void {
-  if (!node.hasError && !node.isMissing) return;
-  if (node.isMissing || node.type === "ERROR") {
-    const text = source.slice(node.startIndex, Math.min(node.endIndex, node.startIndex + 60)).replace(/\s+/g, " ");
-    out.push({
-      line: node.startPosition.row + 1,
-      column: node.startPosition.column + 1,
-      text: node.isMissing ? `missing ${node.type}` : text,
-      kind: node.isMissing ? "missing" : "error",
-    });
-    if (node.type === "ERROR") return;
-  }
-  for (const child of node.children) collectErrors(child, source, out);
+function position(source: string, offset: number): { line: number; column: number } {
+  const before = source.slice(0, offset);
+  const line = before.split("\n").length;
+  return { line, column: offset - (before.lastIndexOf("\n") + 1) + 1 };
 }
 
 /** Parses `source`; `errors` is empty exactly when the grammar accepts all of it. */
@@ -75,13 +70,12 @@ export async function parsePowerShell(source: string): Promise<ParsedPowerShell>
   const p = await parser();
   // tree-sitter's default input buffer is 32 KiB; larger scripts need a larger one.
   const tree = p.parse(source, undefined, { bufferSize: Math.max(32 * 1024, Buffer.byteLength(source) * 2 + 1024) });
-  const errors: PowerShellSyntaxError[] = [];
-  collectErrors(tree.rootNode, source, errors);
+  const errors = powerShellRuleErrors(source, tree.rootNode).map((e) => ({ ...position(source, e.offset), id: e.id, text: e.message }));
   return { tree, errors };
 }
 
 /** The syntax errors of `source`, formatted `line:column: text`. */
 export async function powerShellSyntaxErrors(source: string): Promise<string[]> {
   const { errors } = await parsePowerShell(source);
-  return errors.map((e) => `${e.line}:${e.column}: ${e.kind === "missing" ? e.text : `cannot parse "${e.text}"`}`);
+  return errors.map((e) => `${e.line}:${e.column}: ${e.id}: ${e.text}`);
 }

@@ -79,6 +79,11 @@ export const metadataSchema = z.strictObject({
   timeout_seconds: z.number().int().positive().max(86_400).default(900),
   /** winfleet: the variables the commands read, checked before anything runs. */
   variables: z.record(variableName, variableSpecSchema).default({}),
+  /**
+   * winfleet: what the cluster must provide for this component to work (documented per template).
+   * Optional, not defaulted, so components without it compile exactly as before.
+   */
+  cluster_prerequisites: z.array(z.string().min(1)).optional(),
 });
 
 /** Parsed component metadata. */
@@ -98,6 +103,12 @@ export const templateSchema = z.strictObject({
   packages: z.array(packageRef).min(1),
   /** Windows build numbers this template fits (17763 = Server 2019, 20348 = 2022, 26100 = 2025). */
   os: z.array(z.number().int().positive()).optional(),
+  /**
+   * Not yet supported upstream on its builds (a component's own project does not list them):
+   * used only when named, never picked by the host's build. Optional, not defaulted, so other
+   * templates compile exactly as before.
+   */
+  experimental: z.boolean().optional(),
   /** Values handed to every command as environment variables (never interpolated into code). */
   variables: z.record(variableName, z.string()).default({}),
 });

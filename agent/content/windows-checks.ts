@@ -17,6 +17,9 @@
  *   passes its exit code on;
  * - `outputs`: a winfleet-common function's return value is never left to
  *   fall into the step's output;
+ * - `kubelet-config`: a KubeletConfiguration a script builds passes the
+ *   kubelet's own validation rules (./kubelet-config), and is plain data so
+ *   that it can be read;
  * plus `secrets`, `uninstall` and `variables` (./effect-checks).
  */
 import allowlistJson from "./data/powershell-allowlist.json";
@@ -24,6 +27,8 @@ import { z } from "zod";
 import { type AnalyzedComponent, type AnalyzedContent, COMMON_COMPONENT, hostKey, stringsOfVariable, unitsOfComponent } from "./analysis";
 import { secretFindings, uninstallFindings, variableFindings } from "./effect-checks";
 import { CHECKS, type Finding } from "./findings";
+import { kubeletConfigurationProblems } from "./kubelet-config";
+import type { PsValue } from "./powershell-literal";
 import type { ScriptCommand, ScriptFacts } from "./powershell-facts";
 
 const allowlistSchema = z.object({
@@ -218,6 +223,30 @@ function outputFindings(ctx: Context, where: string, facts: ScriptFacts): Findin
     .map((c) => ({ check: "outputs" as const, where: at(where, c.line), message: `${c.name} returns a value that would fall into the output${c.inFunction ? ` (and into ${c.inFunction}'s return value)` : ""}: assign it, or discard it with $null =` }));
 }
 
+// A hashtable with kind = 'KubeletConfiguration' is what the kubelet reads at start: it must pass its rules.
+function kubeletConfigFindings(where: string, facts: ScriptFacts): Finding[] {
+  const out: Finding[] = [];
+  for (const a of facts.assignments) {
+    if (!a.strings.includes("KubeletConfiguration")) continue;
+    const config = a.literal;
+    if (config === undefined || typeof config !== "object" || config === null || Array.isArray(config)) {
+      out.push({ check: "kubelet-config", where: at(where, a.line), message: `$${a.variable} builds a KubeletConfiguration from more than plain data (hashtables, arrays, strings, numbers, booleans, variables, Join-Path, -split), so it cannot be checked against the kubelet's rules` });
+      continue;
+    }
+    const c = config as { readonly [key: string]: PsValue };
+    if (c.kind !== "KubeletConfiguration") continue;
+    // A field set from a variable is checked with each plain value the script gives that variable.
+    const variants: { readonly [key: string]: PsValue }[] = [c];
+    for (const [field, value] of Object.entries(c)) {
+      if (typeof value !== "string" || !value.startsWith("$")) continue;
+      for (const other of facts.assignments) if (other.variable === value.slice(1) && other.literal !== undefined) variants.push({ ...c, [field]: other.literal });
+    }
+    const problems = new Set(variants.flatMap((v) => kubeletConfigurationProblems(v)));
+    for (const problem of problems) out.push({ check: "kubelet-config", where: at(where, a.line), message: `the kubelet refuses this configuration: ${problem}` });
+  }
+  return out;
+}
+
 /** Runs every check over the analysed content. */
 export function checkContent(content: AnalyzedContent, allowlist: Allowlist = loadAllowlist()): Finding[] {
   const out: Finding[] = [];
@@ -225,7 +254,7 @@ export function checkContent(content: AnalyzedContent, allowlist: Allowlist = lo
     const ctx: Context = { content, component, allowlist, isCommon: component.metadata.name === COMMON_COMPONENT };
     for (const { where, facts } of unitsOfComponent(component)) {
       out.push(...facts.syntaxErrors.map((e) => ({ check: "syntax" as const, where, message: `PowerShell syntax error at ${e}` })));
-      out.push(...commandFindings(ctx, where, facts), ...downloadFindings(ctx, where, facts), ...nativeExitFindings(ctx, where, facts), ...outputFindings(ctx, where, facts));
+      out.push(...commandFindings(ctx, where, facts), ...downloadFindings(ctx, where, facts), ...nativeExitFindings(ctx, where, facts), ...outputFindings(ctx, where, facts), ...kubeletConfigFindings(where, facts));
     }
     out.push(...verificationFindings(ctx), ...exitFindings(component));
     out.push(...secretFindings(component), ...uninstallFindings(component), ...variableFindings(component, content.common));

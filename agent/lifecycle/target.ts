@@ -25,7 +25,7 @@ export function windowsBuild(platform: NodeJS.Platform = process.platform, osRel
   return Number.isInteger(build) ? build : undefined;
 }
 
-/** Picks the template: by name (and version, default the newest), else the newest whose `os` lists `build`. */
+/** Picks the template: by name (and version, default the newest), else the newest non-experimental one whose `os` lists `build`. */
 export function pickTemplate(catalog: Catalog, want: { name?: string; version?: string; build?: number }): Template {
   const byVersion = (a: Template, b: Template): number => compareVersions(b.version, a.version);
   if (want.name !== undefined) {
@@ -45,7 +45,12 @@ export function pickTemplate(catalog: Catalog, want: { name?: string; version?: 
   if (want.build === undefined) {
     throw new AgentError(AgentErrorCode.InvalidInput, "no template named, and this host has no Windows build number to pick one by: name one with --template (or `template` in the agent config)");
   }
-  const fits = catalog.templates.filter((t) => t.os?.includes(want.build as number)).sort(byVersion);
+  const listing = catalog.templates.filter((t) => t.os?.includes(want.build as number));
+  const fits = listing.filter((t) => !t.experimental).sort(byVersion);
+  if (fits.length === 0 && listing.length > 0) {
+    const experimental = listing.map((t) => `${t.name} ${t.version}`).join(", ");
+    throw new AgentError(AgentErrorCode.NotFound, `only experimental templates list Windows build ${want.build} (${experimental}): name one with --template (or \`template\` in the agent config) to use it`);
+  }
   if (fits.length === 0) {
     const covered = catalog.templates.map((t) => `${t.name} ${t.version}: ${t.os?.join(", ") ?? "no os list"}`).join("; ");
     throw new AgentError(AgentErrorCode.NotFound, `no template lists Windows build ${want.build} in its os; the templates cover: ${covered || "(no templates)"}`);

@@ -42,6 +42,17 @@ describe("docs/content.md", () => {
     assert.match(text, /\| `KUBE_BOOTSTRAP_TOKEN` \| yes \| yes \|/);
     assert.match(text, /kubernetes\/kubernetes CHANGELOG\/CHANGELOG-1\.34\.md/);
   });
+
+  it("states each template's cluster prerequisites: Calico's IPAM strictAffinity and VXLAN VNI, kube-proxy's RBAC", () => {
+    const text = readFileSync(REFERENCE, "utf8");
+    for (const t of ["win2019", "win2022", "win2025"]) {
+      const section = text.slice(text.indexOf(`### ${t} 1.0.0`), text.indexOf("### ", text.indexOf(`### ${t} 1.0.0`) + 4));
+      assert.match(section, /What the cluster must provide:/, t);
+      assert.match(section, /- calico: Calico IPAM with strictAffinity true/, t);
+      assert.match(section, /- calico: a FelixConfiguration whose vxlanVNI equals CALICO_VXLAN_VNI and is 4096 or more/, t);
+      assert.match(section, /- kube-proxy: RBAC for kube-proxy's own identity: .*winfleet:kube-proxy ClusterRole.*SelfSubjectAccessReviews/, t);
+    }
+  });
 });
 
 describe("winfleet content docs", () => {

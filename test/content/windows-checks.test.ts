@@ -34,6 +34,7 @@ interface Mutation {
 const KUBEADM = "join-kubeadm/1.0.0/files/k/winfleet/join-kubeadm/install.ps1";
 const PREREQS_UNINSTALL = "prereqs/1.0.0/files/k/winfleet/prereqs/uninstall.ps1";
 const CSI_INSTALL = "csi-proxy/1.1.2-hotfix.20230807/files/k/winfleet/csi-proxy/install.ps1";
+const KUBELET_INSTALL = "kubelet/1.34.7/files/k/winfleet/kubelet/install.ps1";
 const DOWNLOAD_LIB = "winfleet-common/1.0.0/files/k/winfleet/common/lib/Download.ps1";
 const before = (file: string, anchor: string, insert: string): Edit => ({ file, find: anchor, replace: `${insert}\n${anchor}` });
 const atEnd = (file: string, insert: string): Edit => before(file, "exit 0\n", insert);
@@ -82,6 +83,34 @@ const MUTATIONS: readonly Mutation[] = [
     message: /does not end in `exit \$LASTEXITCODE`/,
   },
   { check: "outputs", what: "a helper's result left in the output", edits: [{ file: "kubelet/1.34.7/files/k/winfleet/kubelet/uninstall.ps1", find: "$null = Remove-WinfleetService -Name 'kubelet'", replace: "Remove-WinfleetService -Name 'kubelet'" }], where: /kubelet\/.*uninstall\.ps1:\d+/, message: /Remove-WinfleetService returns a value/ },
+  {
+    check: "kubelet-config",
+    what: "enforceNodeAllocatable ['pods'] with cgroupsPerQOS false (the kubelet exits at start)",
+    edits: [{ file: KUBELET_INSTALL, find: "enforceNodeAllocatable         = @()", replace: "enforceNodeAllocatable         = @('pods')" }],
+    where: /kubelet\/1\.34\.7\/.*install\.ps1:\d+/,
+    message: /the kubelet refuses this configuration: enforceNodeAllocatable contains "pods", which needs cgroupsPerQOS true/,
+  },
+  {
+    check: "kubelet-config",
+    what: "enforceNodeAllocatable left out (it defaults to ['pods'])",
+    edits: [{ file: KUBELET_INSTALL, find: "    enforceNodeAllocatable         = @()\n", replace: "" }],
+    where: /kubelet\/1\.34\.7\/.*install\.ps1:\d+/,
+    message: /an absent enforceNodeAllocatable defaults to \["pods"\]/,
+  },
+  {
+    check: "kubelet-config",
+    what: "a taint with an invalid effect",
+    edits: [{ file: KUBELET_INSTALL, find: "$taints = @()\n", replace: "$taints = @([ordered]@{ key = 'os'; value = 'windows'; effect = 'NoScheduling' })\n" }],
+    where: /install\.ps1/,
+    message: /registerWithTaints\[0\]\.effect "NoScheduling" must be one of/,
+  },
+  {
+    check: "kubelet-config",
+    what: "a configuration built from more than plain data",
+    edits: [{ file: KUBELET_INSTALL, find: "    resolvConf                     = ''", replace: "    resolvConf                     = (Get-Date).ToString()" }],
+    where: /install\.ps1/,
+    message: /builds a KubeletConfiguration from more than plain data/,
+  },
   { check: "secrets", what: "a token in a log line", edits: [atEnd(KUBEADM, "Write-WinfleetLog \"joined with $token\"")], where: /join-kubeadm\/.*install\.ps1:\d+/, message: /passes the secret KUBE_BOOTSTRAP_TOKEN \(via \$token\) to Write-WinfleetLog/ },
   { check: "secrets", what: "a token copied and written to a plain file", edits: [atEnd(KUBEADM, "$copy = $token.Trim()\n$null = Set-WinfleetFileContent -Path (Join-Path $root 'k\\token.txt') -Content $copy")], where: /install\.ps1/, message: /via \$copy\) to Set-WinfleetFileContent/ },
   { check: "secrets", what: "a token in a secret file the component does not own", edits: [atEnd(KUBEADM, "$null = Set-WinfleetSecretFile -Path (Join-Path $root 'etc\\token') -Content $bootstrap")], where: /install\.ps1/, message: /to \/etc\/token, which is not a file the component owns/ },
@@ -135,7 +164,7 @@ describe("Windows content checks", () => {
 
   it("every check is shown to fail on some broken content", () => {
     const shown = new Set(MUTATIONS.map((m) => m.check));
-    for (const check of ["syntax", "commands", "downloads", "native-exit-codes", "exits", "outputs", "secrets", "uninstall", "variables"] as const) assert.ok(shown.has(check), check);
+    for (const check of ["syntax", "commands", "downloads", "native-exit-codes", "exits", "outputs", "kubelet-config", "secrets", "uninstall", "variables"] as const) assert.ok(shown.has(check), check);
   });
 
   it("the shipped content passes every check", async () => {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
+import { decodeExtensionCommand } from "../../components/extension-command";
 import { secretKeys } from "../../infra/config";
 import { type Rendered, renderStack } from "../../infra/render";
 import { STACKS_DIR, readStackFile } from "../../infra/stack-file";
@@ -94,6 +95,8 @@ describe("what each stack deploys", () => {
     assert.ok(r.files.has("bootstrap/win-vmss.ps1"));
     const token = r.resources.find((x) => x.type === "kubernetes:core/v1:Secret" && x.name.includes("bootstrap-token"))?.inputs as { metadata: { namespace: string }; type: string };
     assert.deepEqual([token.metadata.namespace, token.type], ["kube-system", "bootstrap.kubernetes.io/token"]);
+    assert.ok(kube(r, "ServiceAccount", /^winfleet-kube-proxy$/) && kube(r, "ClusterRoleBinding", /^winfleet:kube-proxy$/), "kube-proxy's own identity");
+    assert.match(bootstrap, /'KUBE_PROXY_TOKEN'/, "the node is told to expect kube-proxy's token among its secrets");
     assert.equal(count(r, "kubernetes:apps/v1:DaemonSet"), 1);
   });
 
@@ -212,8 +215,7 @@ describe("what the stacks render", () => {
     assert.equal(profile[SIG], SECRET_SIG);
     const dev = (profile.value as { extensionProfile: { extensions: { protectedSettings: { commandToExecute: string } }[] } }).extensionProfile.extensions[0];
     const command = dev?.protectedSettings.commandToExecute ?? "";
-    const encoded = /-EncodedCommand (\S+)/.exec(command)?.[1] ?? "";
-    assert.ok(Buffer.from(encoded, "base64").toString("utf16le").includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
+    assert.ok(decodeExtensionCommand(command).includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
     const byo = get("byoh").raw.find((x) => x.name === "lab-winlab-02-bootstrap")?.inputs as { stdin: Record<string, unknown> };
     assert.match(JSON.stringify(byo.stdin), new RegExp(secrets.get("byoh")?.calicoKubeconfig ?? "none"));
   });

@@ -105,12 +105,37 @@ $environment = @{
     FELIX_LOGSEVERITYSYS      = 'none'
 }
 $powershell = Join-Path $env:SystemRoot 'System32\WindowsPowerShell\v1.0\powershell.exe'
-$node = Set-WinfleetHostedService -Name 'CalicoNode' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + (Join-Path $calicoDirectory 'node\node-service.ps1') + '"') -WorkingDirectory $calicoDirectory -LogFile (Join-Path $root 'var\log\calico\calico-node.log') -Environment $environment -DisplayName 'Calico Windows Startup' -Description 'winfleet: Calico node startup (HNS networks, node resources)' -StartupType 'Automatic' -DependsOn @('containerd')
-$felix = Set-WinfleetHostedService -Name 'CalicoFelix' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + (Join-Path $calicoDirectory 'felix\felix-service.ps1') + '"') -WorkingDirectory $calicoDirectory -LogFile (Join-Path $root 'var\log\calico\calico-felix.log') -Environment $environment -DisplayName 'Calico Windows Agent' -Description 'winfleet: Calico Felix (network policy)' -StartupType 'Automatic' -DependsOn @('CalicoNode')
+$node = Set-WinfleetHostedService -Name 'CalicoNode' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + (Join-Path $calicoDirectory 'node\node-service.ps1') + '"') -WorkingDirectory $calicoDirectory -LogFile (Join-Path $root 'var\log\calico\calico-node.log') -Environment $environment -DisplayName 'Calico Windows Startup' -Description 'winfleet: Calico node startup (HNS networks, node resources)' -StartupType 'Manual' -DependsOn @('containerd')
+$felix = Set-WinfleetHostedService -Name 'CalicoFelix' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + (Join-Path $calicoDirectory 'felix\felix-service.ps1') + '"') -WorkingDirectory $calicoDirectory -LogFile (Join-Path $root 'var\log\calico\calico-felix.log') -Environment $environment -DisplayName 'Calico Windows Agent' -Description 'winfleet: Calico Felix (network policy)' -StartupType 'Manual' -DependsOn @('CalicoNode')
 
-if (($kubeconfigChanged -or $pluginChanged -or $configChanged -or $node.Changed -or $felix.Changed) -and (Get-Service -Name 'CalicoNode').Status -eq 'Running') {
+# The kubelet (and kube-proxy with it) stays stopped while Calico initialises,
+# so no pod is sandboxed on an adapter about to move onto the vSwitch; this
+# step waits (bounded) for the vSwitch and the host's connectivity, so the
+# drop happens inside this isolated step and not in the ones after it.
+$restart = ($kubeconfigChanged -or $pluginChanged -or $configChanged -or $node.Changed -or $felix.Changed) -and (Get-Service -Name 'CalicoNode').Status -eq 'Running'
+$starting = $restart -or (Get-Service -Name 'CalicoNode').Status -ne 'Running' -or -not (Test-WinfleetCalicoReady)
+$holdKubelet = $starting -and (Get-Service -Name 'kubelet' -ErrorAction SilentlyContinue).Status -eq 'Running'
+if ($holdKubelet) {
+    Suspend-WinfleetService -Name 'kubelet'
+}
+if ($restart) {
     Restart-WinfleetService -Name 'CalicoNode'
 }
 Resume-WinfleetService -Name 'CalicoNode'
+if (-not (Wait-WinfleetNetworkReady -TimeoutSeconds 600)) {
+    throw 'CalicoNode stopped while it initialised (see var\log\calico\calico-node.log)'
+}
 Start-WinfleetService -Name 'CalicoFelix'
+if ($holdKubelet) {
+    Resume-WinfleetService -Name 'kubelet'
+}
+# On a joined node, the kubelet and kube-proxy run once Calico is ready: an
+# upgrade that suspended Calico deferred their start until now.
+if (Test-Path -LiteralPath (Join-Path $root 'etc\kubernetes\kubelet.conf')) {
+    foreach ($name in @('kubelet', 'kube-proxy')) {
+        if ($null -ne (Get-Service -Name $name -ErrorAction SilentlyContinue)) {
+            Start-WinfleetService -Name $name
+        }
+    }
+}
 exit 0

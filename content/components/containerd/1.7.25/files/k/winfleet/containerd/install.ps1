@@ -29,6 +29,10 @@ if ($stale.Count -gt 0) {
 }
 $null = Remove-WinfleetItem -Path $staging
 
+# containerd (SYSTEM) loads the first CNI config and runs the plugins it names:
+# only SYSTEM and Administrators may write either directory.
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'opt\cni')
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'etc\cni')
 New-Item -ItemType Directory -Force -Path $cniBin, $cniConf | Out-Null
 
 # containerd's own defaults for this version, with the CNI directories, its
@@ -52,8 +56,10 @@ $logFile = Join-Path $root 'var\log\containerd\containerd.log'
 $binaryPath = '"{0}" --run-service --config "{1}" --log-file "{2}" --log-level {3}' -f $containerd, $configFile, $logFile, (Get-WinfleetVariable -Name 'CONTAINERD_LOG_LEVEL' -Default 'info')
 $service = Set-WinfleetService -Name 'containerd' -BinaryPath $binaryPath -DisplayName 'containerd' -Description 'winfleet: containerd container runtime' -StartupType 'Automatic' -RestartDelaysSeconds @(5, 10, 30)
 $null = Add-WinfleetPathEntry -Path $installDirectory
+# Image pulls go through the proxy prereqs set, from the next start on, with no reboot.
+$proxyChanged = Set-WinfleetServiceProxyEnvironment -Name 'containerd'
 
-if (($configChanged -or $service.Changed) -and (Get-Service -Name 'containerd').Status -eq 'Running') {
+if (($configChanged -or $service.Changed -or $proxyChanged) -and (Get-Service -Name 'containerd').Status -eq 'Running') {
     Restart-WinfleetService -Name 'containerd'
 }
 Resume-WinfleetService -Name 'containerd'

@@ -53,10 +53,15 @@ $configChanged = Set-WinfleetSecretFile -Path $configFile -Content (ConvertTo-Js
 
 # As `rke2 agent service --add` registers it: own process, automatic, restart after 30 s.
 $service = Set-WinfleetService -Name 'rke2' -BinaryPath ('"{0}" agent --config "{1}"' -f $rke2, $configFile) -DisplayName 'rke2' -Description 'winfleet: Rancher Kubernetes Engine v2 (agent)' -StartupType 'Automatic' -RestartDelaysSeconds @(30) -ResetPeriodSeconds 30
+# Both go on the machine PATH: only SYSTEM and Administrators may write there.
+$null = Set-WinfleetDirectoryAcl -Path $prefix
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $dataDirectory 'bin')
 $null = Add-WinfleetPathEntry -Path (Join-Path $prefix 'bin')
 $null = Add-WinfleetPathEntry -Path (Join-Path $dataDirectory 'bin')
+# The join and image pulls go through the proxy prereqs set, with no reboot.
+$proxyChanged = Set-WinfleetServiceProxyEnvironment -Name 'rke2'
 
-if (($configChanged -or $service.Changed) -and (Get-Service -Name 'rke2').Status -eq 'Running') {
+if (($configChanged -or $service.Changed -or $proxyChanged) -and (Get-Service -Name 'rke2').Status -eq 'Running') {
     Restart-WinfleetService -Name 'rke2'
 }
 Resume-WinfleetService -Name 'rke2'

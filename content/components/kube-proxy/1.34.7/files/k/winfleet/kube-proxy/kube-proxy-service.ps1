@@ -1,4 +1,6 @@
-# What the kube-proxy service runs: waits (bounded) for the CNI's HNS network,
+# What the kube-proxy service runs: waits for the CNI's HNS network (which the
+# CNI creates with the node's first pod: as Calico's own wrapper, it waits as
+# long as that takes, saying so every minute, rather than restart-loop),
 # finds the overlay's source VIP when the network is an overlay, clears HNS
 # policy lists a previous kube-proxy left behind (it does not resync them),
 # then runs kube-proxy in the foreground. NSSM restarts it when it exits.
@@ -6,9 +8,15 @@ $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot
 $network = $env:KUBE_PROXY_NETWORK_NAME
+Import-WinfleetHns
 
-Wait-WinfleetCondition -Description "the HNS network $network" -TimeoutSeconds 600 -IntervalSeconds 5 -Condition {
-    $null -ne (Get-HnsNetwork | Where-Object { $_.Name -eq $network })
+$waited = 0
+while ($null -eq (Get-HnsNetwork | Where-Object { $_.Name -eq $network })) {
+    if ($waited % 60 -eq 0) {
+        Write-WinfleetLog "waiting for the HNS network $network (the CNI creates it with the node's first pod)"
+    }
+    Start-Sleep -Seconds 5
+    $waited += 5
 }
 $hnsNetwork = Get-HnsNetwork | Where-Object { $_.Name -eq $network } | Select-Object -First 1
 

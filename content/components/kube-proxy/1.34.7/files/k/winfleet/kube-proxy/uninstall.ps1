@@ -5,7 +5,6 @@ $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 
 $null = Remove-WinfleetService -Name 'kube-proxy'
-if ($null -ne (Get-Command -Name 'Get-HnsPolicyList' -ErrorAction SilentlyContinue)) {
-    Get-HnsPolicyList | Remove-HnsPolicyList
-}
+Import-WinfleetHns
+Get-HnsPolicyList | Remove-HnsPolicyList
 exit 0

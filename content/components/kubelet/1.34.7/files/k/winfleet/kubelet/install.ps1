@@ -4,7 +4,9 @@
 # containerd pipe) and the kubelet service (under NSSM for its logs), which
 # depends on containerd and restarts on failure. The kubelet starts once the
 # node has credentials (join-kubeadm writes them); before that it is only
-# registered.
+# registered. It starts on demand (Manual): after a reboot the node-reset task
+# starts it once HNS is reset and the CNI has initialised, and
+# Start-WinfleetService waits for the CNI wherever it is started.
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot
@@ -16,6 +18,25 @@ $nodeName = (Assert-WinfleetVariable -Name 'WINFLEET_NODE_NAME' -Pattern '^[A-Za
 $labels = Get-WinfleetVariable -Name 'KUBE_NODE_LABELS'
 if ($labels -ne '' -and $labels -notmatch '^[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*(,[A-Za-z0-9./_-]+=[A-Za-z0-9._-]*)*$') {
     throw 'variable KUBE_NODE_LABELS is not a comma-separated list of key=value'
+}
+# The kubelet refuses (and exits on) kubernetes.io and k8s.io labels outside its own
+# namespaces and the well-known ones.
+$kubeletLabels = @('kubernetes.io/hostname', 'kubernetes.io/os', 'kubernetes.io/arch', 'beta.kubernetes.io/os', 'beta.kubernetes.io/arch', 'beta.kubernetes.io/instance-type', 'node.kubernetes.io/instance-type', 'topology.kubernetes.io/region', 'topology.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/region', 'failure-domain.beta.kubernetes.io/zone')
+foreach ($pair in @($labels -split ',' | Where-Object { $_ -ne '' })) {
+    $key = ($pair -split '=')[0]
+    $prefix = ''
+    if ($key.Contains('/')) {
+        $prefix = ($key -split '/')[0]
+    }
+    $reserved = $prefix -match '(^|\.)(kubernetes\.io|k8s\.io)$'
+    $allowed = ($kubeletLabels -contains $key) -or ($prefix -match '(^|\.)(kubelet\.kubernetes\.io|node\.kubernetes\.io)$')
+    if ($reserved -and -not $allowed) {
+        throw "variable KUBE_NODE_LABELS sets $key, a kubernetes.io/k8s.io label the kubelet may not set (it would refuse to start): use node.kubernetes.io/* or your own prefix"
+    }
+}
+$nodeIp = Get-WinfleetVariable -Name 'KUBELET_NODE_IP'
+if ($nodeIp -ne '' -and $nodeIp -notmatch '^[0-9a-fA-F.:]+(,[0-9a-fA-F.:]+)?$') {
+    throw 'variable KUBELET_NODE_IP is not an IP address (or an IPv4,IPv6 pair)'
 }
 $clusterDns = Assert-WinfleetVariable -Name 'KUBE_CLUSTER_DNS' -Pattern '^[0-9a-fA-F.:]+(,[0-9a-fA-F.:]+)*$' -Expected 'a comma-separated list of IP addresses'
 $clusterDomain = Assert-WinfleetVariable -Name 'KUBE_CLUSTER_DOMAIN' -Pattern '^[A-Za-z0-9.-]+$' -Expected 'a DNS domain'
@@ -32,6 +53,11 @@ if (-not (Test-WinfleetFileCurrent -Source $source -Destination $kubelet)) {
 }
 $null = Remove-WinfleetItem -Path $staging
 
+# The kubelet's state and configuration: writable by SYSTEM and Administrators
+# only; its client key (pki) readable by them alone.
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'etc\kubernetes')
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'var\lib\kubelet')
+$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'var\lib\kubelet\pki') -Private
 foreach ($directory in @('var\lib\kubelet\pki', 'etc\kubernetes\manifests', 'etc\kubernetes\pki')) {
     New-Item -ItemType Directory -Force -Path (Join-Path $root $directory) | Out-Null
 }
@@ -56,9 +82,11 @@ $configuration = [ordered]@{
     staticPodPath                  = (Join-Path $root 'etc\kubernetes\manifests')
     rotateCertificates             = $true
     serverTLSBootstrap             = $false
-    # Windows has no cgroups and no resolv.conf; node allocatable is not enforced.
+    # Windows has no cgroups and no resolv.conf. Node allocatable is not enforced:
+    # an empty list, as the kubelet refuses any enforcement but 'none' without
+    # cgroupsPerQOS, and defaults an absent list to ['pods'].
     cgroupsPerQOS                  = $false
-    enforceNodeAllocatable         = @('none')
+    enforceNodeAllocatable         = @()
     resolvConf                     = ''
     systemReserved                 = [ordered]@{ cpu = '500m'; memory = '2Gi'; 'ephemeral-storage' = '1Gi' }
     evictionHard                   = [ordered]@{ 'nodefs.available' = '10%'; 'imagefs.available' = '15%' }
@@ -77,11 +105,15 @@ $arguments = @(
 if ($labels -ne '') {
     $arguments += "--node-labels=$labels"
 }
+# On a host with several adapters the kubelet may pick the wrong address (the vSwitch's is the one to use).
+if ($nodeIp -ne '') {
+    $arguments += "--node-ip=$nodeIp"
+}
 $extra = Get-WinfleetVariable -Name 'KUBELET_EXTRA_ARGS'
 if ($extra -ne '') {
     $arguments += $extra
 }
-$service = Set-WinfleetHostedService -Name 'kubelet' -Program $kubelet -Arguments ($arguments -join ' ') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kubelet\kubelet.log') -DisplayName 'kubelet' -Description 'winfleet: Kubernetes node agent' -StartupType 'Automatic' -DependsOn @('containerd')
+$service = Set-WinfleetHostedService -Name 'kubelet' -Program $kubelet -Arguments ($arguments -join ' ') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kubelet\kubelet.log') -Environment (Get-WinfleetProxyEnvironment) -DisplayName 'kubelet' -Description 'winfleet: Kubernetes node agent' -StartupType 'Manual' -DependsOn @('containerd')
 $null = Add-WinfleetPathEntry -Path (Join-Path $root 'k')
 
 $joined = (Test-Path -LiteralPath $kubeconfig) -or (Test-Path -LiteralPath $bootstrapKubeconfig)

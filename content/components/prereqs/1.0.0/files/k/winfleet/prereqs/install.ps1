@@ -75,6 +75,14 @@ foreach ($name in @('HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY')) {
     }
 }
 $null = Set-WinfleetFileContent -Path $stateFile -Content (ConvertTo-Json -InputObject $applied)
+# Services started in this boot do not see a new machine environment: put the
+# proxy into the environment of those that exist, and restart the running ones.
+foreach ($service in @(@('containerd', $false), @('rke2', $false), @('kubelet', $true))) {
+    $changed = Set-WinfleetServiceProxyEnvironment -Name $service[0] -Hosted:$service[1]
+    if ($changed -and (Get-Service -Name $service[0] -ErrorAction SilentlyContinue).Status -eq 'Running') {
+        Restart-WinfleetService -Name $service[0]
+    }
+}
 
 foreach ($directory in @('containerd', 'kubelet', 'kube-proxy', 'calico', 'csi-proxy', 'windows-exporter', 'node-reset', 'rke2')) {
     New-Item -ItemType Directory -Force -Path (Join-Path $root "var\log\$directory") | Out-Null

@@ -24,6 +24,7 @@ $script:LibDirectory = Join-Path $PSScriptRoot 'lib'
 . (Join-Path $script:LibDirectory 'Services.ps1')
 . (Join-Path $script:LibDirectory 'HostSettings.ps1')
 . (Join-Path $script:LibDirectory 'Cluster.ps1')
+. (Join-Path $script:LibDirectory 'Network.ps1')
 
 Export-ModuleMember -Function @(
     'Get-WinfleetRoot',
@@ -42,6 +43,7 @@ Export-ModuleMember -Function @(
     'Set-WinfleetFileContent',
     'Set-WinfleetSecretFile',
     'Set-WinfleetRestrictedAcl',
+    'Set-WinfleetDirectoryAcl',
     'Remove-WinfleetItem',
     'Get-WinfleetNssmPath',
     'Set-WinfleetService',
@@ -61,11 +63,20 @@ Export-ModuleMember -Function @(
     'Add-WinfleetPathEntry',
     'Remove-WinfleetPathEntry',
     'Set-WinfleetMachineEnvironment',
+    'Get-WinfleetProxyEnvironment',
+    'Set-WinfleetServiceProxyEnvironment',
     'Remove-WinfleetMachineEnvironment',
     'Add-WinfleetDefenderExclusion',
     'Remove-WinfleetDefenderExclusion',
     'Set-WinfleetScheduledTask',
     'Remove-WinfleetScheduledTask',
     'Get-WinfleetClusterCA',
-    'ConvertTo-WinfleetKubeconfig'
+    'ConvertTo-WinfleetKubeconfig',
+    'Import-WinfleetHns',
+    'Test-WinfleetCalicoReady',
+    'Wait-WinfleetNetworkReady',
+    'Reset-WinfleetCalicoBootMarker',
+    'Enter-WinfleetNodeLock',
+    'Exit-WinfleetNodeLock',
+    'Stop-WinfleetProcessTree'
 )

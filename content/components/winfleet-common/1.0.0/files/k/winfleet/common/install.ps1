@@ -5,6 +5,10 @@
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 
+# C:\k holds what SYSTEM runs (NSSM, the component scripts, the node binaries) and
+# goes on the machine PATH: only SYSTEM and Administrators may write there.
+$null = Set-WinfleetDirectoryAcl -Path (Get-WinfleetPath -Relative 'k')
+
 $manifest = Get-WinfleetPath -Relative 'k\winfleet\common\artifacts.json'
 $nssm = Get-WinfleetArtifact -Manifest $manifest -Name 'nssm'
 $staging = Expand-WinfleetArtifact -Artifact $nssm -Destination (Get-WinfleetPath -Relative 'k\winfleet\staging\nssm')

@@ -92,6 +92,54 @@ function Set-WinfleetRestrictedAcl {
     Set-Acl -LiteralPath $Path -AclObject $acl
 }
 
+function Format-WinfleetAccessRule {
+    # An access rule as comparable text: SID, rights, inheritance, propagation, allow/deny.
+    param(
+        [Parameter(Mandatory = $true)][System.Security.AccessControl.FileSystemAccessRule]$Rule
+    )
+    $sid = $Rule.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value
+    return ('{0}|{1}|{2}|{3}|{4}' -f $sid, [int]$Rule.FileSystemRights, [int]$Rule.InheritanceFlags, [int]$Rule.PropagationFlags, $Rule.AccessControlType)
+}
+
+function Set-WinfleetDirectoryAcl {
+    # Creates directory Path and gives it an explicit ACL (inheritance cut):
+    # SYSTEM and Administrators full control, and unless Private, Users read
+    # and execute only. The ACL C:\ hands down lets Users create files and
+    # folders, which in a directory SYSTEM loads plugins or configuration from,
+    # or one on the machine PATH, is a way to SYSTEM. By SID, so it works on
+    # any display language. Returns whether the ACL changed.
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Path,
+        [switch]$Private
+    )
+    New-Item -ItemType Directory -Force -Path $Path | Out-Null
+    $grants = @(@('S-1-5-18', 'FullControl'), @('S-1-5-32-544', 'FullControl'))
+    if (-not $Private) {
+        $grants += , @('S-1-5-32-545', 'ReadAndExecute')
+    }
+    $rules = @(foreach ($grant in $grants) {
+            $identity = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList $grant[0]
+            New-Object System.Security.AccessControl.FileSystemAccessRule -ArgumentList $identity, $grant[1], 'ContainerInherit, ObjectInherit', 'None', 'Allow'
+        })
+    $acl = Get-Acl -LiteralPath $Path
+    $have = @($acl.Access | ForEach-Object { (Format-WinfleetAccessRule -Rule $_) } | Sort-Object) -join ';'
+    $want = @($rules | ForEach-Object { (Format-WinfleetAccessRule -Rule $_) } | Sort-Object) -join ';'
+    if ($acl.AreAccessRulesProtected -and $have -eq $want) {
+        return $false
+    }
+    $acl.SetAccessRuleProtection($true, $false)
+    foreach ($rule in @($acl.Access)) {
+        $null = $acl.RemoveAccessRule($rule)
+    }
+    foreach ($rule in $rules) {
+        $acl.AddAccessRule($rule)
+    }
+    Set-Acl -LiteralPath $Path -AclObject $acl
+    Write-WinfleetLog "restricted the ACL of $Path"
+    return $true
+}
+
 function Set-WinfleetSecretFile {
     # Writes a file that holds a secret: the ACL is restricted before the
     # secret is written, and nothing of Content is ever printed. Returns

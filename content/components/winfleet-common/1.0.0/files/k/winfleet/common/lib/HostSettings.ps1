@@ -211,8 +211,74 @@ function Remove-WinfleetMachineEnvironment {
     return (Remove-WinfleetRegistryValue -Path $script:MachineEnvironmentKey -Name $Name)
 }
 
+$script:ProxyVariables = @('HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY')
+
+function Get-WinfleetProxyEnvironment {
+    # The proxy variables set in the machine environment (prereqs sets them), as
+    # a hashtable: what the node services need in their own environment, since
+    # the service manager hands them the machine environment it read at boot.
+    [CmdletBinding()]
+    param()
+    $key = Get-Item -LiteralPath $script:MachineEnvironmentKey
+    $environment = @{}
+    foreach ($name in $script:ProxyVariables) {
+        $value = [string]$key.GetValue($name, '', 'DoNotExpandEnvironmentNames')
+        if ($value -ne '') {
+            $environment[$name] = $value
+        }
+    }
+    return $environment
+}
+
+function Set-WinfleetServiceProxyEnvironment {
+    # Puts the machine's proxy variables into service Name's own environment
+    # (the service key's Environment value; for a service under NSSM, its
+    # AppEnvironmentExtra), keeping every other entry, so the service sees a
+    # proxy change at its next start without a reboot. Returns whether the
+    # service's environment changed (the caller restarts it).
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Name,
+        [switch]$Hosted
+    )
+    $key = "HKLM:\SYSTEM\CurrentControlSet\Services\$Name"
+    $valueName = 'Environment'
+    if ($Hosted) {
+        $key = "$key\Parameters"
+        $valueName = 'AppEnvironmentExtra'
+    }
+    if (-not (Test-Path -LiteralPath $key)) {
+        return $false
+    }
+    $current = @((Get-Item -LiteralPath $key).GetValue($valueName, @(), 'DoNotExpandEnvironmentNames'))
+    $kept = @($current | Where-Object { $script:ProxyVariables -notcontains ([string]$_ -split '=', 2)[0].ToUpperInvariant() })
+    $proxy = Get-WinfleetProxyEnvironment
+    $wanted = @($kept) + @($proxy.Keys | Sort-Object | ForEach-Object { "$_=$($proxy[$_])" })
+    if ($wanted.Count -eq 0) {
+        return (Remove-WinfleetRegistryValue -Path $key -Name $valueName).Changed
+    }
+    return (Set-WinfleetRegistryValue -Path $key -Name $valueName -Value ([string[]]$wanted) -Type 'MultiString').Changed
+}
+
 function Test-WinfleetDefender {
-    return ($null -ne (Get-Command -Name 'Add-MpPreference' -ErrorAction SilentlyContinue))
+    # Whether Microsoft Defender runs here and takes preferences: its cmdlets
+    # exist on hosts where a third-party antivirus disabled it, and there
+    # Get-MpPreference throws (0x800106ba).
+    if ($null -eq (Get-Command -Name 'Add-MpPreference' -ErrorAction SilentlyContinue)) {
+        return $false
+    }
+    $service = Get-Service -Name 'WinDefend' -ErrorAction SilentlyContinue
+    if ($null -eq $service -or $service.Status -ne 'Running') {
+        return $false
+    }
+    try {
+        $null = Get-MpComputerStatus
+        return $true
+    }
+    catch {
+        Write-Warning "Microsoft Defender does not answer ($($_.Exception.Message)): leaving its exclusions alone"
+        return $false
+    }
 }
 
 function Add-WinfleetDefenderExclusion {
@@ -224,7 +290,7 @@ function Add-WinfleetDefenderExclusion {
         [string[]]$Process = @()
     )
     if (-not (Test-WinfleetDefender)) {
-        Write-WinfleetLog 'Microsoft Defender is not installed: no exclusions to add'
+        Write-WinfleetLog 'Microsoft Defender is not installed or not running: no exclusions to add'
         return [pscustomobject]@{ Changed = $false }
     }
     $preferences = Get-MpPreference

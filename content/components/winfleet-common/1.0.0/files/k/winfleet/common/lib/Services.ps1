@@ -28,7 +28,7 @@ function Get-WinfleetNssmPath {
     param()
     $nssm = Get-WinfleetPath -Relative 'k\winfleet\bin\nssm.exe'
     if (-not (Test-Path -LiteralPath $nssm -PathType Leaf)) {
-        throw "NSSM is missing at $nssm: winfleet-common installs it"
+        throw "NSSM is missing at ${nssm}: winfleet-common installs it"
     }
     return $nssm
 }
@@ -157,8 +157,9 @@ function Set-WinfleetHostedService {
 }
 
 function Stop-WinfleetService {
-    # Stops service Name if it exists and runs; kills its process when it
-    # does not stop within TimeoutSeconds.
+    # Stops service Name if it exists and runs; ends its whole process tree
+    # when it does not stop within TimeoutSeconds. Holds the node-services lock
+    # meanwhile.
     [CmdletBinding()]
     param(
         [Parameter(Mandatory = $true)][string]$Name,
@@ -168,24 +169,33 @@ function Stop-WinfleetService {
     if ($null -eq $record -or $record.State -eq 'Stopped') {
         return
     }
-    Write-WinfleetLog "stopping service $Name"
-    Stop-Service -Name $Name -Force -NoWait
+    $lock = Enter-WinfleetNodeLock
     try {
-        Wait-WinfleetCondition -Description "service $Name to stop" -TimeoutSeconds $TimeoutSeconds -Condition {
-            (Get-Service -Name $Name).Status -eq 'Stopped'
+        Write-WinfleetLog "stopping service $Name"
+        Stop-Service -Name $Name -Force -NoWait
+        try {
+            Wait-WinfleetCondition -Description "service $Name to stop" -TimeoutSeconds $TimeoutSeconds -Condition {
+                (Get-Service -Name $Name).Status -eq 'Stopped'
+            }
+        }
+        catch {
+            $processId = (Get-WinfleetServiceRecord -Name $Name).ProcessId
+            if ($processId -gt 0) {
+                $ended = Stop-WinfleetProcessTree -ProcessId $processId
+                Write-WinfleetLog "service $Name did not stop in $TimeoutSeconds s; ended process $processId and its children ($ended processes)"
+            }
         }
     }
-    catch {
-        $processId = (Get-WinfleetServiceRecord -Name $Name).ProcessId
-        if ($processId -gt 0) {
-            Write-WinfleetLog "service $Name did not stop in $TimeoutSeconds s; ending process $processId"
-            Stop-Process -Id $processId -Force
-        }
+    finally {
+        Exit-WinfleetNodeLock -Lock $lock
     }
 }
 
 function Start-WinfleetService {
-    # Starts service Name unless it runs, and waits until it does.
+    # Starts service Name unless it runs, and waits until it does. The kubelet
+    # and kube-proxy start only once the CNI has initialised since this boot
+    # (Wait-WinfleetNetworkReady), and not at all while it is stopped. Holds
+    # the node-services lock meanwhile.
     [CmdletBinding()]
     param(
         [Parameter(Mandatory = $true)][string]$Name,
@@ -194,10 +204,20 @@ function Start-WinfleetService {
     if ((Get-Service -Name $Name).Status -eq 'Running') {
         return
     }
-    Write-WinfleetLog "starting service $Name"
-    Start-Service -Name $Name
-    Wait-WinfleetCondition -Description "service $Name to run" -TimeoutSeconds $TimeoutSeconds -Condition {
-        (Get-Service -Name $Name).Status -eq 'Running'
+    $lock = Enter-WinfleetNodeLock
+    try {
+        if ((Test-WinfleetNetworkService -Name $Name) -and -not (Wait-WinfleetNetworkReady)) {
+            Write-WinfleetLog "service $Name starts once Calico runs and has initialised (CalicoNode is stopped; Calico's install or the boot task starts it)"
+            return
+        }
+        Write-WinfleetLog "starting service $Name"
+        Start-Service -Name $Name
+        Wait-WinfleetCondition -Description "service $Name to run" -TimeoutSeconds $TimeoutSeconds -Condition {
+            (Get-Service -Name $Name).Status -eq 'Running'
+        }
+    }
+    finally {
+        Exit-WinfleetNodeLock -Lock $lock
     }
 }
 
@@ -295,7 +315,10 @@ function Resume-WinfleetService {
         return
     }
     $saved = Get-Content -Raw -LiteralPath $record | ConvertFrom-Json
-    foreach ($dependent in @($saved.running)) {
+    # The services that wait for the pod network after the ones that make it.
+    $running = @($saved.running)
+    $ordered = @($running | Where-Object { -not (Test-WinfleetNetworkService -Name $_) }) + @($running | Where-Object { (Test-WinfleetNetworkService -Name $_) -eq $true })
+    foreach ($dependent in $ordered) {
         if ($dependent -ne $Name -and $null -ne (Get-Service -Name $dependent -ErrorAction SilentlyContinue)) {
             Start-WinfleetService -Name $dependent
         }

@@ -1,0 +1,206 @@
+# Pester 5 tests of the winfleet-common helpers on a real Windows host (the
+# windows.yml workflow runs them in Windows PowerShell 5.1 and PowerShell 7,
+# as Administrator). Each helper that changes the host is run twice, the
+# second time changing nothing, and its undo is shown to remove what it made.
+# Everything lives under a scratch content root or a name unique to the run.
+
+BeforeAll {
+    $repository = (Resolve-Path -LiteralPath (Join-Path $PSScriptRoot '..\..')).Path
+    $env:WINFLEET_ROOT = Join-Path ([System.IO.Path]::GetTempPath()) ('winfleet-pester-' + [guid]::NewGuid().ToString('N'))
+    New-Item -ItemType Directory -Force -Path $env:WINFLEET_ROOT | Out-Null
+    Import-Module (Join-Path $repository 'content\components\winfleet-common\1.0.0\files\k\winfleet\common\WinfleetCommon.psm1') -Force
+    $script:Run = [guid]::NewGuid().ToString('N').Substring(0, 8)
+    $script:System = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-18'
+    $script:Administrators = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-32-544'
+    $script:Users = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-32-545'
+    function Get-Grantees([string]$Path) {
+        return @((Get-Acl -LiteralPath $Path).Access | ForEach-Object { $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value } | Sort-Object -Unique)
+    }
+}
+
+AfterAll {
+    Remove-Item -Recurse -Force -LiteralPath $env:WINFLEET_ROOT -ErrorAction SilentlyContinue
+}
+
+Describe 'files' {
+    It 'writes a file once (UTF-8, no BOM), then changes nothing, and removes it' {
+        $path = Join-Path $env:WINFLEET_ROOT 'etc\pester\a.txt'
+        Set-WinfleetFileContent -Path $path -Content 'one' | Should -BeTrue
+        Set-WinfleetFileContent -Path $path -Content 'one' | Should -BeFalse
+        [System.IO.File]::ReadAllBytes($path) | Should -Be ([byte[]][char[]]'one')
+        Remove-WinfleetItem -Path $path | Should -BeTrue
+        Remove-WinfleetItem -Path $path | Should -BeFalse
+        Test-Path -LiteralPath $path | Should -BeFalse
+    }
+
+    It 'keeps a secret file to SYSTEM and Administrators' {
+        $path = Join-Path $env:WINFLEET_ROOT 'etc\pester\secret.conf'
+        Set-WinfleetSecretFile -Path $path -Content 'token: x' | Should -BeTrue
+        Set-WinfleetSecretFile -Path $path -Content 'token: x' | Should -BeFalse
+        Get-Grantees $path | Should -Be @($script:System.Value, $script:Administrators.Value | Sort-Object)
+    }
+
+    It 'restricts a directory by SID: Users read only, or nobody else when private; the second run changes nothing' {
+        $open = Join-Path $env:WINFLEET_ROOT 'opt\cni'
+        Set-WinfleetDirectoryAcl -Path $open | Should -BeTrue
+        Set-WinfleetDirectoryAcl -Path $open | Should -BeFalse
+        $acl = Get-Acl -LiteralPath $open
+        $acl.AreAccessRulesProtected | Should -BeTrue
+        $users = @($acl.Access | Where-Object { $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value -eq $script:Users.Value })
+        $users.Count | Should -Be 1
+        ($users[0].FileSystemRights -band [System.Security.AccessControl.FileSystemRights]::Write) | Should -Be 0
+        $private = Join-Path $env:WINFLEET_ROOT 'var\lib\kubelet\pki'
+        Set-WinfleetDirectoryAcl -Path $private -Private | Should -BeTrue
+        Set-WinfleetDirectoryAcl -Path $private -Private | Should -BeFalse
+        Get-Grantees $private | Should -Be @($script:System.Value, $script:Administrators.Value | Sort-Object)
+    }
+}
+
+Describe 'registry, machine environment and PATH' {
+    It 'sets a registry value once and removes it' {
+        $key = "HKLM:\SOFTWARE\winfleet-pester-$($script:Run)"
+        (Set-WinfleetRegistryValue -Path $key -Name 'Value' -Value 'x' -Type 'String').Changed | Should -BeTrue
+        (Set-WinfleetRegistryValue -Path $key -Name 'Value' -Value 'x' -Type 'String').Changed | Should -BeFalse
+        (Set-WinfleetRegistryValue -Path $key -Name 'List' -Value @('a', 'b') -Type 'MultiString').Changed | Should -BeTrue
+        (Set-WinfleetRegistryValue -Path $key -Name 'List' -Value @('a', 'b') -Type 'MultiString').Changed | Should -BeFalse
+        (Remove-WinfleetRegistryValue -Path $key -Name 'Value').Changed | Should -BeTrue
+        (Remove-WinfleetRegistryValue -Path $key -Name 'Value').Changed | Should -BeFalse
+        Remove-Item -LiteralPath $key -Recurse -Force
+    }
+
+    It 'sets a machine environment variable once and removes it only while it holds our value' {
+        $name = "WINFLEET_PESTER_$($script:Run)"
+        (Set-WinfleetMachineEnvironment -Name $name -Value 'a').Changed | Should -BeTrue
+        (Set-WinfleetMachineEnvironment -Name $name -Value 'a').Changed | Should -BeFalse
+        (Remove-WinfleetMachineEnvironment -Name $name -Value 'other').Changed | Should -BeFalse
+        (Remove-WinfleetMachineEnvironment -Name $name -Value 'a').Changed | Should -BeTrue
+        [Environment]::GetEnvironmentVariable($name, 'Machine') | Should -BeNullOrEmpty
+    }
+
+    It 'adds a PATH entry once, keeps PATH REG_EXPAND_SZ, and removes it' {
+        $entry = Join-Path $env:WINFLEET_ROOT "bin-$($script:Run)"
+        (Add-WinfleetPathEntry -Path $entry).Changed | Should -BeTrue
+        (Add-WinfleetPathEntry -Path $entry).Changed | Should -BeFalse
+        $environmentKey = Get-Item -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Control\Session Manager\Environment'
+        [string]$environmentKey.GetValueKind('Path') | Should -Be 'ExpandString'
+        (Remove-WinfleetPathEntry -Path $entry).Changed | Should -BeTrue
+        (Remove-WinfleetPathEntry -Path $entry).Changed | Should -BeFalse
+        ([Environment]::GetEnvironmentVariable('Path', 'Machine') -split ';') | Should -Not -Contain $entry
+    }
+}
+
+Describe 'firewall rules, scheduled tasks and services' {
+    It 'opens a firewall rule once and removes it' {
+        $name = "winfleet-pester-$($script:Run)"
+        (Set-WinfleetFirewallRule -Name $name -DisplayName $name -Protocol 'UDP' -LocalPort 4789).Changed | Should -BeTrue
+        (Set-WinfleetFirewallRule -Name $name -DisplayName $name -Protocol 'UDP' -LocalPort 4789).Changed | Should -BeFalse
+        (Remove-WinfleetFirewallRule -Name $name).Changed | Should -BeTrue
+        (Remove-WinfleetFirewallRule -Name $name).Changed | Should -BeFalse
+        Get-NetFirewallRule -Name $name -ErrorAction SilentlyContinue | Should -BeNullOrEmpty
+    }
+
+    It 'registers a startup task once and removes it' {
+        $name = "winfleet-pester-$($script:Run)"
+        $script = Join-Path $env:WINFLEET_ROOT 'k\task.ps1'
+        $null = Set-WinfleetFileContent -Path $script -Content 'exit 0'
+        (Set-WinfleetScheduledTask -Name $name -ScriptPath $script -Description 'pester').Changed | Should -BeTrue
+        (Set-WinfleetScheduledTask -Name $name -ScriptPath $script -Description 'pester').Changed | Should -BeFalse
+        (Remove-WinfleetScheduledTask -Name $name).Changed | Should -BeTrue
+        (Remove-WinfleetScheduledTask -Name $name).Changed | Should -BeFalse
+    }
+
+    It 'puts the machine proxy into a service''s own environment once, keeping its other entries' {
+        $name = "winfleet-pester-env-$($script:Run)"
+        $binary = Join-Path $env:SystemRoot 'System32\svchost.exe'
+        $null = Set-WinfleetService -Name $name -BinaryPath $binary -StartupType 'Manual'
+        $key = "HKLM:\SYSTEM\CurrentControlSet\Services\$name"
+        $null = Set-WinfleetRegistryValue -Path $key -Name 'Environment' -Value @('KEEP=1') -Type 'MultiString'
+        $saved = [Environment]::GetEnvironmentVariable('HTTPS_PROXY', 'Machine')
+        try {
+            $null = Set-WinfleetMachineEnvironment -Name 'HTTPS_PROXY' -Value 'http://proxy.invalid:3128'
+            Set-WinfleetServiceProxyEnvironment -Name $name | Should -BeTrue
+            Set-WinfleetServiceProxyEnvironment -Name $name | Should -BeFalse
+            (Get-Item -LiteralPath $key).GetValue('Environment') | Should -Contain 'KEEP=1'
+            (Get-Item -LiteralPath $key).GetValue('Environment') | Should -Contain 'HTTPS_PROXY=http://proxy.invalid:3128'
+        }
+        finally {
+            if ($null -eq $saved) {
+                $null = Remove-WinfleetMachineEnvironment -Name 'HTTPS_PROXY' -Value 'http://proxy.invalid:3128'
+            }
+            else {
+                $null = Set-WinfleetMachineEnvironment -Name 'HTTPS_PROXY' -Value $saved
+            }
+            $null = Remove-WinfleetService -Name $name
+        }
+    }
+
+    It 'creates a service once (start on demand) and deletes it' {
+        $name = "winfleet-pester-$($script:Run)"
+        $binary = Join-Path $env:SystemRoot 'System32\svchost.exe'
+        (Set-WinfleetService -Name $name -BinaryPath $binary -StartupType 'Manual').Changed | Should -BeTrue
+        (Set-WinfleetService -Name $name -BinaryPath $binary -StartupType 'Manual').Changed | Should -BeFalse
+        (Get-Service -Name $name).StartType | Should -Be 'Manual'
+        (Remove-WinfleetService -Name $name).Changed | Should -BeTrue
+        (Remove-WinfleetService -Name $name).Changed | Should -BeFalse
+    }
+}
+
+Describe 'native programs, waits and process trees' {
+    It 'fails on an unexpected exit code and accepts the listed ones' {
+        { Invoke-WinfleetNative -FilePath 'cmd.exe' -ArgumentList @('/c', 'exit', '3') } | Should -Throw '*exited with 3*'
+        Invoke-WinfleetNative -FilePath 'cmd.exe' -ArgumentList @('/c', 'echo', 'fine') -SuccessExitCodes @(0) | Should -Be 'fine'
+        { Invoke-WinfleetNative -FilePath 'cmd.exe' -ArgumentList @('/c', 'echo "x"') } | Should -Throw '*double quote*'
+    }
+
+    It 'gives up a wait after its timeout' {
+        { Wait-WinfleetCondition -Description 'never' -TimeoutSeconds 1 -IntervalSeconds 1 -Condition { $false } } | Should -Throw '*timed out after 1 s waiting for never*'
+    }
+
+    It 'ends a process and the processes it started' {
+        $parent = Start-Process -FilePath 'cmd.exe' -ArgumentList '/c', 'ping.exe -n 600 127.0.0.1 > nul' -PassThru -WindowStyle Hidden
+        Wait-WinfleetCondition -Description 'the child' -TimeoutSeconds 30 -IntervalSeconds 1 -Condition {
+            $null -ne (Get-CimInstance -ClassName Win32_Process -Filter "ParentProcessId = $($parent.Id)")
+        }
+        $child = (Get-CimInstance -ClassName Win32_Process -Filter "ParentProcessId = $($parent.Id)" | Select-Object -First 1).ProcessId
+        Stop-WinfleetProcessTree -ProcessId $parent.Id | Should -BeGreaterOrEqual 2
+        Start-Sleep -Seconds 1
+        Get-Process -Id $child -ErrorAction SilentlyContinue | Should -BeNullOrEmpty
+        Get-Process -Id $parent.Id -ErrorAction SilentlyContinue | Should -BeNullOrEmpty
+    }
+
+    It 'holds the node lock re-entrantly, and another process waits for it' {
+        $outer = Enter-WinfleetNodeLock
+        $inner = Enter-WinfleetNodeLock
+        $job = Start-Job -ScriptBlock {
+            $mutex = New-Object System.Threading.Mutex -ArgumentList $false, 'Global\winfleet-node-services'
+            $mutex.WaitOne(1000)
+        }
+        Receive-Job -Job $job -Wait -AutoRemoveJob | Should -BeFalse
+        Exit-WinfleetNodeLock -Lock $inner
+        Exit-WinfleetNodeLock -Lock $outer
+        $job = Start-Job -ScriptBlock {
+            $mutex = New-Object System.Threading.Mutex -ArgumentList $false, 'Global\winfleet-node-services'
+            $taken = $mutex.WaitOne(1000)
+            if ($taken) {
+                $mutex.ReleaseMutex()
+            }
+            $taken
+        }
+        Receive-Job -Job $job -Wait -AutoRemoveJob | Should -BeTrue
+    }
+}
+
+Describe 'cluster helpers' {
+    It 'writes a kubeconfig with a token and the CA file' {
+        $text = ConvertTo-WinfleetKubeconfig -Server 'https://10.0.0.4:6443' -CertificateAuthorityPath 'C:\etc\kubernetes\pki\ca.crt' -UserName 'winfleet-kube-proxy' -Token 'abc'
+        $config = $text | ConvertFrom-Json
+        $config.kind | Should -Be 'Config'
+        $config.users[0].user.token | Should -Be 'abc'
+        $config.clusters[0].cluster.'certificate-authority' | Should -Be 'C:\etc\kubernetes\pki\ca.crt'
+    }
+
+    It 'starts nothing that waits for the pod network when no CNI is installed' {
+        Get-Service -Name 'CalicoNode' -ErrorAction SilentlyContinue | Should -BeNullOrEmpty
+        Wait-WinfleetNetworkReady -TimeoutSeconds 1 | Should -BeTrue
+    }
+}
