@@ -9,6 +9,8 @@
  */
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+// Types only: the Automation API itself is loaded when a real check runs.
+import type { automation } from "@pulumi/pulumi";
 
 /** How many resources an operation would create, update, delete, replace… keyed by Pulumi's op names. */
 export type Changes = Readonly<Record<string, number>>;
@@ -77,11 +79,10 @@ export function pulumiCliAvailable(env: NodeJS.ProcessEnv = process.env): boolea
 export async function automationOps(stackName: string, workDir: string): Promise<StackOps> {
   // Loaded here: the Automation API is only needed when a real check runs.
   const { LocalWorkspace } = (await import("@pulumi/pulumi")).automation;
-  type EngineEvent = import("@pulumi/pulumi").automation.EngineEvent;
   const stack = await LocalWorkspace.selectStack({ stackName, workDir });
   const differences: string[] = [];
   // Each resource a preview would touch, named by its type and name rather than its whole URN.
-  const onEvent = (kind: string) => (event: EngineEvent) => {
+  const onEvent = (kind: string) => (event: automation.EngineEvent) => {
     // A preview says what it would do as each step starts; a refresh says what it found as each
     // resource's read completes (its start is a "refresh" of everything).
     const m = event.resourcePreEvent?.metadata ?? event.resOutputsEvent?.metadata;
