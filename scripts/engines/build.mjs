@@ -12,7 +12,7 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
-  chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync,
+  chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync,
 } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, relative } from "node:path";
@@ -106,10 +106,13 @@ function installPlugin(engine, dir) {
   mkdirSync(target, { recursive: true });
   const dest = join(target, binary);
   const src = join(dir, "bin", binary);
-  if (!existsSync(dest) || statSync(dest).size !== statSync(src).size || readFileSync(dest).compare(readFileSync(src)) !== 0) {
+  // The build directory's name carries the cache key: a plugin copied from it is that build.
+  const origin = join(target, ".winfleet-build");
+  if (!existsSync(dest) || !existsSync(origin) || readFileSync(origin, "utf8") !== dir) {
     copyFileSync(src, `${dest}.tmp`);
     chmodSync(`${dest}.tmp`, 0o755);
     renameSync(`${dest}.tmp`, dest);
+    writeFileSync(origin, dir);
   }
   rmSync(`${target}.partial`, { force: true });
   return target;
