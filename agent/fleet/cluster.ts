@@ -7,7 +7,7 @@
  * node stand-in keeps the Node and Lease alive with and its agent reports with.
  */
 import { randomInt } from "node:crypto";
-import { cp as cp_, copyFile, mkdir, readFile, rm } from "node:fs/promises";
+import { copyFile, cp as copyTree, mkdir, readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { type ControlPlane, startControlPlane } from "../cluster/control-plane";
@@ -117,7 +117,7 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
     const deploy = async (next: FleetSpec) => {
       // The program builds the content bundle from its copy of the project: bring the copy's content up to date first.
       await rm(contentCopy, { recursive: true, force: true });
-      await cp_(next.content, contentCopy, { recursive: true });
+      await copyTree(next.content, contentCopy, { recursive: true });
       project.writeStack(STACK, await clusterStackYaml(next, cp, tokenId));
       // Rewriting the stack file dropped the secret set beside the fleet: set it again.
       await stack.setConfig("winfleet:bootstrapTokenSecret", { value: tokenSecret, secret: true });
