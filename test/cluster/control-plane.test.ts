@@ -5,24 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
 import { KubeClient } from "../../agent/cluster/kube-client";
-import { enginesOrSkip, startTestControlPlane } from "../support/engines";
+import { enginesOrSkip, portOpen, startTestControlPlane } from "../support/engines";
 
 const engines = enginesOrSkip("kubernetes", "etcd");
-
-async function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
-    s.once("connect", () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once("error", () => resolve(false));
-  });
-}
 
 describe("throwaway control plane", { skip: typeof engines === "string" ? engines : false }, () => {
   let cp: ControlPlane;

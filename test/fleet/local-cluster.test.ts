@@ -7,28 +7,16 @@
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { KubeClient } from "../../agent/cluster/kube-client";
-import { enginesOrSkip, runCommand } from "../support/engines";
+import { enginesOrSkip, portOpen, runCommand } from "../support/engines";
 import { type Fleet, REPO, killFleet, processesMentioning, startFleet, winfleet, writeStack } from "./support";
 
 const engines = enginesOrSkip("kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes");
 
 type Nodes = { items: { metadata: { name: string; labels: Record<string, string>; annotations?: Record<string, string> }; status: { conditions?: { type: string; status: string }[] } }[] };
-
-async function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
-    s.once("connect", () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once("error", () => resolve(false));
-  });
-}
 
 describe("winfleet local up --cluster", { skip: typeof engines === "string" ? engines : false, timeout: 600_000 }, () => {
   let dir: string;

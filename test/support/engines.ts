@@ -6,6 +6,7 @@
  */
 import { type SpawnOptions, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Engine, EngineMissingError, findEngines } from "../../agent/cluster/engines";
@@ -36,6 +37,18 @@ export async function startTestControlPlane(engines: Record<string, Engine>): Pr
       kubeControllerManager: k8s.binaries["kube-controller-manager"] ?? "",
       kubeScheduler: k8s.binaries["kube-scheduler"] ?? "",
     },
+  });
+}
+
+/** Whether something listens on 127.0.0.1:`port` (a server left behind, or one still up). */
+export async function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, "127.0.0.1");
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
   });
 }
 
