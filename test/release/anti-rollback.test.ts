@@ -6,7 +6,7 @@
  * event), raising the record for a newer one, and keeping one record per key.
  */
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -174,6 +174,33 @@ describe("content on a node that pins the key", () => {
       message: `Accepted content version 1.1.0, older than version 1.2.0 accepted before, signed with key ${fleetId.slice(0, 16)}…, because a downgrade was allowed`,
       at,
     });
+  });
+
+  /** Runs `serve` on `config` until `done(stderr)` or it exits (bounded: seconds), and returns its stderr. */
+  async function serve(config: string, done: (stderr: string) => boolean): Promise<string> {
+    const child = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    for (let i = 0; i < 300 && !done(stderr) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
+    child.kill();
+    if (child.exitCode === null) await new Promise((r) => child.once("close", r));
+    return stderr;
+  }
+
+  it("serve refuses older content from its config, and takes it with allowDowngrade there, logged", async () => {
+    const host = join(scratch, "host-serve");
+    assert.equal(apply(join(release, "content"), host).code, 194);
+    assert.equal(apply(join(release, "content"), host).code, 0);
+    const config = join(scratch, "serve.json");
+    const settings = { content: await contentAt("serve-old", "0.0.1"), template: "sandbox", templateVersion: "1.0.0", root: host, publicKey: readFileSync(pub, "utf8"), verifyIntervalSeconds: 0 };
+    writeFileSync(config, JSON.stringify(settings));
+    const refused = await serve(config, (e) => /cannot apply/.test(e));
+    assert.match(refused, /"msg":"cannot apply","error":"[^"]*serve-old is refused as a downgrade: it is version 0\.0\.1, and this node has already accepted content version/);
+    assert.equal(record(host).keys[fleetId]?.content, VERSION);
+    writeFileSync(config, JSON.stringify({ ...settings, allowDowngrade: true }));
+    const allowed = await serve(config, (e) => /downgrade allowed/.test(e) && record(host).keys[fleetId]?.content === "0.0.1");
+    assert.match(allowed, /"msg":"downgrade allowed","kind":"content"/);
+    assert.equal(record(host).keys[fleetId]?.content, "0.0.1");
   });
 
   it("serve takes allowDowngrade from the agent config", () => {
