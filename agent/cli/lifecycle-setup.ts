@@ -165,7 +165,6 @@ export function lifecycleOptions(cmd: Command): Command {
     .option("--root <dir>", "host path of / (default: the system drive's root on Windows, / elsewhere)")
     .option("--config <file>", "agent config to take content, template, root, node name, variables and secrets from")
     .option("--public-key <file>", "refuse content not signed with this ed25519 public key (PEM); the config's publicKey otherwise")
-    .option("--allow-downgrade", "accept signed content older than the release this node accepted before under the same key (logged and reported)")
     .option("--json", "print JSON", false);
 }
 
