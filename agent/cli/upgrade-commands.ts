@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { appInfo } from "../broker/client";
 import { endpointPath, loadBrokerConfig } from "../broker/config";
-import { checkRelease, recordRelease } from "../release/anti-rollback";
+import { assertAgentVersion, checkRelease, recordRelease } from "../release/anti-rollback";
 import { type VerifiedBundle, verifyBundle } from "../release/signing";
 import { loadAgentConfig } from "../service/config";
 import { defaultRoot, readKey, reportDowngrade } from "./lifecycle-setup";
@@ -68,6 +68,7 @@ export function registerUpgradeCommands(program: Command): void {
         let accepted: { release: VerifiedBundle; downgraded: boolean } | undefined;
         const verify = key === undefined ? undefined : async (dir: string): Promise<void> => {
           const verified = await verifyBundle(dir, key);
+          await assertAgentVersion(dir, verified);
           const downgrade = await checkRelease(root, "agent", dir, verified, allowDowngrade);
           if (downgrade !== undefined && accepted === undefined) reportDowngrade(downgrade, dir);
           accepted = { release: verified, downgraded: downgrade !== undefined };

@@ -116,6 +116,24 @@ async function readRecord(root: string): Promise<Record_> {
   return parsed.data;
 }
 
+/**
+ * Refuses an agent bundle whose signed release version is not the version its
+ * package.json gives, which is the one it installs as and reports: the record
+ * would otherwise say one release while the node runs another.
+ */
+export async function assertAgentVersion(dir: string, signed: SignedRelease): Promise<void> {
+  if (signed.version === undefined) return;
+  let version: unknown;
+  try {
+    version = (JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as { version?: unknown }).version;
+  } catch (e) {
+    throw new AgentError(AgentErrorCode.InvalidInput, `${dir}: package.json cannot be read as JSON (${(e as Error).message})`);
+  }
+  if (version !== signed.version) {
+    throw new AgentError(AgentErrorCode.InvalidInput, `${dir} is signed as release ${signed.version}, but its package.json version is ${JSON.stringify(version)}; it is refused`);
+  }
+}
+
 /** The version recorded for `kind` under `keyId`, if any. */
 export async function acceptedVersion(root: string, kind: BundleKind, keyId: string): Promise<string | undefined> {
   return (await readRecord(root)).keys[keyId]?.[kind];

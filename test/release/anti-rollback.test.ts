@@ -243,6 +243,13 @@ describe("up on a node that pins the key", () => {
       assert.equal(allowed.stdout, `upgraded: ${VERSION} -> 0.0.1\n`);
       assert.match(allowed.stderr, new RegExp(`"msg":"downgrade allowed","kind":"agent","bundle":"[^"]+","from":"${VERSION.replace(/\./g, "\\.")}","to":"0\\.0\\.1","key":"${fleetId}"`));
       assert.equal(record(root).keys[fleetId]?.agent, "0.0.1");
+      // Signed as one release, installing (and reporting) another: the record would lie.
+      const mismatched = await agentAt("98.0.0");
+      await signBundle(mismatched, fleetKey, "97.0.0");
+      const lying = up(mismatched);
+      assert.equal(lying.code, 1);
+      assert.match(lying.stderr, /agent-98\.0\.0 is signed as release 97\.0\.0, but its package\.json version is "98\.0\.0"; it is refused/);
+      assert.equal(record(root).keys[fleetId]?.agent, "0.0.1");
       const newer = up(await agentAt("99.0.0"));
       assert.equal(newer.code, 0, newer.stderr);
       assert.equal(record(root).keys[fleetId]?.agent, "99.0.0");
