@@ -19,7 +19,8 @@ function withContent(cmd: Command): Command {
     .option("--node-name <name>", "the node's name (WINFLEET_NODE_NAME; default: the host name)")
     .option("--kubeconfig <file>", "the node's kubeconfig, handed to lprecmds and lpstcmds as KUBECONFIG")
     .option("--var <NAME=VALUE>", "a variable for commands, over the template's (repeatable)", collectVar, [])
-    .option("--lenient", "accept and report the 2019 content format's known defects", false);
+    .option("--lenient", "accept and report the 2019 content format's known defects", false)
+    .option("--allow-downgrade", "accept signed content older than the release this node accepted before under the same key (logged and reported); the config's allowDowngrade otherwise");
 }
 
 function report(outcome: RunOutcome, json: boolean): number {

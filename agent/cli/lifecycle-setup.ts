@@ -20,7 +20,9 @@ import type { LifecycleObserver } from "../lifecycle/events";
 import { type RebootExecutor, exitRebootExecutor } from "../lifecycle/reboot";
 import { windowsRebootExecutor } from "../lifecycle/reboot.win32";
 import { REBOOT_EXIT } from "../lifecycle/step-runner";
+import { type AllowedDowngrade, checkRelease, recordRelease } from "../release/anti-rollback";
 import { verifyBundle } from "../release/signing";
+import { createLogger } from "../common/log";
 import { type AgentConfig, loadAgentConfig } from "../service/config";
 import { PowerShellSession } from "../shell/powershell-session";
 import { ShSession } from "../shell/sh-session";
@@ -40,6 +42,8 @@ export interface LifecycleOptions {
   readonly json?: boolean;
   /** A file holding the ed25519 public key (PEM) content bundles must be signed with; over the config's `publicKey`. */
   readonly publicKey?: string;
+  /** Accept signed content older than the version accepted before (logged and reported); or the config's `allowDowngrade`. */
+  readonly allowDowngrade?: boolean;
 }
 
 /** The system drive's root on Windows, `/` elsewhere. */
@@ -95,8 +99,16 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
   const shell = (kind: ShellKind): Shell => (kind === "sh" ? new ShSession({ env: baseEnv, cwd: root }) : new PowerShellSession({ env: baseEnv, cwd: root }));
   const probe = process.platform === "win32" ? windowsProcessHost : linuxProcessHost;
   const publicKey = opts.publicKey !== undefined ? readKey(opts.publicKey) : config?.publicKey;
-  // With a pinned key, content is verified before anything is read from it, so a refused bundle changes nothing.
-  const verifyContent = publicKey === undefined ? undefined : async (dir: string) => (await verifyBundle(dir, publicKey)).digests;
+  const allowDowngrade = opts.allowDowngrade === true || config?.allowDowngrade === true;
+  // With a pinned key, content is verified before anything is read from it, so a refused bundle changes nothing;
+  // `plan` checks the version like the rest but records nothing, as it changes nothing.
+  const verifyContent = publicKey === undefined ? undefined : (observer: LifecycleObserver, command: string) => async (dir: string): Promise<Readonly<Record<string, string>>> => {
+    const verified = await verifyBundle(dir, publicKey);
+    const downgrade = await checkRelease(root, "content", dir, verified, allowDowngrade);
+    if (downgrade !== undefined) reportDowngrade(downgrade, dir, observer);
+    if (!command.endsWith(" plan")) await recordRelease(root, "content", verified, downgrade !== undefined);
+    return verified.digests;
+  };
   return {
     root,
     config,
@@ -114,10 +126,16 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
       observer,
       probe,
       command,
-      ...(verifyContent ? { verifyContent } : {}),
+      ...(verifyContent ? { verifyContent: verifyContent(observer, command) } : {}),
       ...(signal ? { signal } : {}),
     }),
   };
+}
+
+/** Logs an allowed downgrade and reports it to `observer`, which makes it an Event where a reporter listens. */
+export function reportDowngrade(d: AllowedDowngrade, dir: string, observer?: LifecycleObserver): void {
+  createLogger("anti-rollback").warn("downgrade allowed", { kind: d.kind, bundle: dir, from: d.from, to: d.to ?? "(unversioned)", key: d.keyId });
+  observer?.event({ type: "downgrade-allowed", at: new Date().toISOString(), kind: d.kind, keyId: d.keyId, from: d.from, to: d.to });
 }
 
 /** The public key file a command was given, read; a clear error when it cannot be, or is not an ed25519 public key. */

@@ -77,6 +77,9 @@ export function ttyProgress(out: ProgressOut): Progress {
         case "reboot-done":
           out.write("the host restarted; continuing\n");
           return;
+        case "downgrade-allowed":
+          out.write(`downgrade allowed: ${e.kind} ${e.to ?? "(unversioned)"} replaces ${e.from} (key ${e.keyId.slice(0, 16)}…)\n`);
+          return;
         case "component-installed":
         case "component-upgraded":
         case "component-removed":

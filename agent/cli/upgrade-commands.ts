@@ -5,9 +5,10 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { appInfo } from "../broker/client";
 import { endpointPath, loadBrokerConfig } from "../broker/config";
-import { verifyBundle } from "../release/signing";
+import { assertAgentVersion, checkRelease, recordRelease } from "../release/anti-rollback";
+import { type VerifiedBundle, verifyBundle } from "../release/signing";
 import { loadAgentConfig } from "../service/config";
-import { readKey } from "./lifecycle-setup";
+import { defaultRoot, readKey, reportDowngrade } from "./lifecycle-setup";
 import { createLogger } from "../common/log";
 import { installationAt } from "../upgrade/installation";
 import { pidFileManager, systemdManager } from "../upgrade/service-manager";
@@ -18,7 +19,7 @@ import { up } from "../upgrade/up";
 import { defaultRunDir } from "./broker-commands";
 import { reportFailure } from "./report";
 
-interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile" | "windows"; timeout: number; detach: boolean; publicKey?: string; agentConfig?: string }
+interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile" | "windows"; timeout: number; detach: boolean; publicKey?: string; agentConfig?: string; root?: string; allowDowngrade?: boolean }
 
 /** Registers `up` and `service`. */
 export function registerUpgradeCommands(program: Command): void {
@@ -32,7 +33,9 @@ export function registerUpgradeCommands(program: Command): void {
     .option("--timeout <seconds>", "how long the new version has to answer", (v) => Number(v), 30)
     .option("--detach", "run the upgrade in the background (when started through the broker, whose restart would end it)", false)
     .option("--public-key <file>", "refuse a bundle not signed with this ed25519 public key (PEM)")
-    .option("--agent-config <file>", "take the pinned public key from this agent config")
+    .option("--agent-config <file>", "take the pinned public key (and the root, and allowDowngrade) from this agent config")
+    .option("--root <dir>", "host path of / whose .winfleet/ records the agent versions accepted (default: the agent config's root, else the system drive's root on Windows, / elsewhere)")
+    .option("--allow-downgrade", "accept a signed agent older than the one this node accepted before under the same key (logged)")
     .action(async (opts: UpOpts) => {
       try {
         if (opts.detach) {
@@ -56,17 +59,31 @@ export function registerUpgradeCommands(program: Command): void {
           process.exitCode = 2;
           return;
         }
-        const key = opts.publicKey !== undefined ? readKey(opts.publicKey) : opts.agentConfig !== undefined ? (await loadAgentConfig(opts.agentConfig)).publicKey : undefined;
+        const agentConfig = opts.agentConfig !== undefined ? await loadAgentConfig(opts.agentConfig) : undefined;
+        const key = opts.publicKey !== undefined ? readKey(opts.publicKey) : agentConfig?.publicKey;
+        const root = resolve(opts.root ?? agentConfig?.root ?? defaultRoot());
+        const allowDowngrade = opts.allowDowngrade === true || agentConfig?.allowDowngrade === true;
+        // Checked against the versions accepted before with the signature, before anything is installed;
+        // recorded only once the new agent answers, so a rolled-back upgrade raises nothing.
+        let accepted: { release: VerifiedBundle; downgraded: boolean } | undefined;
+        const verify = key === undefined ? undefined : async (dir: string): Promise<void> => {
+          const verified = await verifyBundle(dir, key);
+          await assertAgentVersion(dir, verified);
+          const downgrade = await checkRelease(root, "agent", dir, verified, allowDowngrade);
+          if (downgrade !== undefined && accepted === undefined) reportDowngrade(downgrade, dir);
+          accepted = { release: verified, downgraded: downgrade !== undefined };
+        };
         const bundle = await openBundle(resolve(opts.bundle));
         try {
           const result = await up(bundle.dir, {
-            ...(key !== undefined ? { verify: async (dir: string) => void (await verifyBundle(dir, key)) } : {}),
+            ...(verify ? { verify } : {}),
             installation: installationAt(installDir),
             manager,
             probe: async () => (await appInfo(socket)).Info?.Version,
             timeoutMs: opts.timeout * 1000,
             log: createLogger("up"),
           });
+          if (accepted !== undefined) await recordRelease(root, "agent", accepted.release, accepted.downgraded);
           process.stdout.write(`${result.outcome}: ${result.from ?? "(none)"} -> ${result.to}\n`);
         } finally {
           await bundle.done();

@@ -147,7 +147,7 @@ const content: Collector = {
     else {
       try {
         const v = await verifyBundle(dir, ctx.config.publicKey);
-        signature = { status: "verified", files: v.files };
+        signature = { status: "verified", files: v.files, version: v.version ?? "(not signed)", keyId: v.keyId };
       } catch (e) {
         signature = { status: e instanceof BundleVerificationError ? e.kind : "error", detail: errorMessage(e) };
       }

@@ -188,6 +188,9 @@ export class Host {
       case "drift-corrected":
         note("drift", `corrected ${e.components.join(", ")}`);
         break;
+      case "downgrade-allowed":
+        note("downgrade", `${e.kind} ${e.to ?? "(unversioned)"} accepted over ${e.from}`);
+        break;
       case "state":
         v.components = e.components.map((c) => ({ ...c }));
         // `template` is what the host converged to; a failed upgrade's target is `desired`.

@@ -63,6 +63,18 @@ export type LifecycleEvent =
   | { readonly type: "drift-found"; readonly at: string; readonly items: readonly DriftItem[] }
   | { readonly type: "drift-corrected"; readonly at: string; readonly components: readonly string[] }
   | {
+      /** A signed bundle older than the one accepted before (or unversioned) was accepted because the operator allowed it. */
+      readonly type: "downgrade-allowed";
+      readonly at: string;
+      readonly kind: "agent" | "content";
+      /** The signing key's fingerprint (SHA-256 of its DER, hex). */
+      readonly keyId: string;
+      /** The version accepted before. */
+      readonly from: string;
+      /** The version accepted now; undefined when its signature carries none. */
+      readonly to: string | undefined;
+    }
+  | {
       /** The state a Node annotation or a status page shows; sent whenever it changes. */
       readonly type: "state";
       readonly at: string;

@@ -7,6 +7,7 @@
  *   does (for hosts set up by hand); and `node-runtime.json`, the pinned
  *   Node.js runtime the bootstrap installs (components/node-runtime.ts);
  * - `content/` — the built content bundle (`manifest.json` and its artifacts);
+ *   both signatures cover the release version (anti-rollback.ts);
  * - `agent-<version>.tgz` — `agent/` as the deterministic archive the node
  *   bootstrap downloads and unpacks into `releases\<version>` (a stack's
  *   `agent.bundle` is its URL and SHA-256), signature file included.
@@ -65,10 +66,11 @@ export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
     await writeFile(join(agent, "node-runtime.json"), `${canonicalJson(DEFAULT_NODE_RUNTIME)}\n`);
     const content = join(staging, "release", "content");
     await buildContent(options.contentDir, content);
-    const signedAgent = await signBundle(agent, options.privateKeyPem);
-    const signedContent = await signBundle(content, options.privateKeyPem);
     const pkg = JSON.parse(await readFile(join(agent, "package.json"), "utf8")) as { version: string };
     const version = pkg.version || built.version;
+    // Both bundles carry the release version in their signature, so a node can refuse an older release.
+    const signedAgent = await signBundle(agent, options.privateKeyPem, version);
+    const signedContent = await signBundle(content, options.privateKeyPem, version);
     const archived = await archiveDirectory(agent);
     const file = `agent-${version}.tgz`;
     await writeFile(join(staging, "release", file), archived.data);

@@ -1,7 +1,7 @@
 /**
  * Signed bundles. A bundle (the agent's or the content's) is a directory; its
- * signature file lists the SHA-256 of every other file in it and carries an
- * ed25519 signature over that list. A node that pins a public key refuses a
+ * signature file lists the SHA-256 of every other file in it, and the release
+ * version, and carries an ed25519 signature over both. A node that pins a public key refuses a
  * bundle that is unsigned, tampered with (a file differs, is missing or was
  * added) or signed by another key, each with its own message, before it reads
  * anything else from it: verification changes nothing.
@@ -15,22 +15,39 @@ import { ed25519PrivateKeyProblem } from "../common/ed25519-key";
 import { AgentError, AgentErrorCode } from "../common/errors";
 import { writeFileAtomic } from "../common/atomic-file";
 import { canonicalJson } from "../common/canonical-json";
+import { RELEASE_VERSION } from "./anti-rollback";
 
 /** The signature file at a bundle's top. */
 export const SIGNATURE_FILE = "winfleet-signature.json";
 
-const signatureSchema = z.strictObject({
-  format: z.literal(1),
+const signedFields = {
   /** SHA-256 (hex) of each file, by path relative to the bundle, `/`-separated. */
   files: z.record(z.string(), z.string().regex(/^[0-9a-f]{64}$/)),
   /** SHA-256 of the signing public key (DER), to tell keys apart in messages. */
   keyId: z.string().regex(/^[0-9a-f]{64}$/),
-  /** ed25519 signature (base64) over the canonical JSON of `{ format, files, keyId }`. */
+  /** ed25519 signature (base64) over the canonical JSON of every other field. */
   signature: z.string().min(1),
-});
+};
+
+// Format 1 carries no release version (still read: a node that has accepted no versioned bundle takes
+// it); format 2 signs the version too, which is what lets a node refuse an older release (anti-rollback.ts).
+const signatureSchema = z.discriminatedUnion("format", [
+  z.strictObject({ format: z.literal(1), ...signedFields }),
+  z.strictObject({ format: z.literal(2), version: z.string().regex(RELEASE_VERSION), ...signedFields }),
+]);
 
 /** How a bundle failed verification. */
 export type VerifyFailure = "unsigned" | "tampered" | "wrongly signed";
+
+/** What {@link verifyBundle} established. */
+export interface VerifiedBundle {
+  readonly files: number;
+  readonly digests: Readonly<Record<string, string>>;
+  /** The signing (pinned) key's id: SHA-256 of its DER, hex. */
+  readonly keyId: string;
+  /** The signed release version; undefined when the signature carries none (format 1). */
+  readonly version: string | undefined;
+}
 
 /** A refused bundle: `kind` says which of the three ways. */
 export class BundleVerificationError extends AgentError {
@@ -128,14 +145,19 @@ function keyId(publicKeyPem: string): string {
   return createHash("sha256").update(createPublicKey(publicKeyPem).export({ type: "spki", format: "der" })).digest("hex");
 }
 
-/** Signs the bundle in `dir` with an ed25519 private key (PEM), writing its signature file. */
-export async function signBundle(dir: string, privateKeyPem: string): Promise<{ files: number; keyId: string }> {
+/**
+ * Signs the bundle in `dir` with an ed25519 private key (PEM), writing its
+ * signature file; with a `version`, the release version is signed too (format
+ * 2), so a node can refuse an older release replayed to it.
+ */
+export async function signBundle(dir: string, privateKeyPem: string, version?: string): Promise<{ files: number; keyId: string }> {
   const problem = ed25519PrivateKeyProblem(privateKeyPem);
   if (problem !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `the signing key ${problem}`);
+  if (version !== undefined && !RELEASE_VERSION.test(version)) throw new AgentError(AgentErrorCode.InvalidInput, `release version ${JSON.stringify(version)} is not a version such as 1.4.0`);
   const key = createPrivateKey(privateKeyPem);
   const files = await digestTree(dir);
   const id = keyId(createPublicKey(key).export({ type: "spki", format: "pem" }).toString());
-  const body = { format: 1 as const, files, keyId: id };
+  const body = version === undefined ? { format: 1 as const, files, keyId: id } : { format: 2 as const, version, files, keyId: id };
   const signature = sign(null, Buffer.from(canonicalJson(body)), key).toString("base64");
   await writeFileAtomic(join(dir, SIGNATURE_FILE), `${canonicalJson({ ...body, signature })}\n`);
   return { files: Object.keys(files).length, keyId: id };
@@ -145,9 +167,10 @@ export async function signBundle(dir: string, privateKeyPem: string): Promise<{ 
  * Verifies the bundle in `dir` against the pinned public key (PEM); throws a
  * {@link BundleVerificationError} saying how it failed, naming the file when
  * one was changed, removed or added. Returns the signed SHA-256 of each file,
- * for a reader that must see the bytes that were checked.
+ * for a reader that must see the bytes that were checked, and the signing key's
+ * id and the signed release version (undefined for a format-1 signature).
  */
-export async function verifyBundle(dir: string, publicKeyPem: string): Promise<{ files: number; digests: Readonly<Record<string, string>> }> {
+export async function verifyBundle(dir: string, publicKeyPem: string): Promise<VerifiedBundle> {
   let bytes: Buffer | undefined;
   try {
     bytes = await readRegular(join(dir, SIGNATURE_FILE));
@@ -182,7 +205,7 @@ export async function verifyBundle(dir: string, publicKeyPem: string): Promise<{
   // A signed bundle's directories are exactly those its files are in.
   const addedDir = emptyDirectory(tree.dirs, Object.keys(body.files));
   if (addedDir !== undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${addedDir}/ was added after signing`);
-  return { files: Object.keys(body.files).length, digests: body.files };
+  return { files: Object.keys(body.files).length, digests: body.files, keyId: pinned, version: body.format === 2 ? body.version : undefined };
 }
 
 /** Writes a new ed25519 key pair: `<prefix>.key` (PKCS#8 PEM, mode 0600) and `<prefix>.pub` (SPKI PEM). */

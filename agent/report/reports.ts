@@ -18,6 +18,7 @@ export const REASONS = {
   converged: "Converged",
   driftFound: "DriftFound",
   driftCorrected: "DriftCorrected",
+  downgradeAllowed: "DowngradeAllowed",
   /** Reports folded together because the on-disk queue was full. */
   summarized: "ReportsSummarized",
 } as const;
@@ -104,6 +105,8 @@ export function eventReport(e: LifecycleEvent): EventReport | undefined {
       return r("Warning", REASONS.driftFound, driftText(e.items));
     case "drift-corrected":
       return r("Normal", REASONS.driftCorrected, `Re-applied ${e.components.join(", ")}`);
+    case "downgrade-allowed":
+      return r("Warning", REASONS.downgradeAllowed, `Accepted ${e.kind} ${e.to === undefined ? "with no signed version" : `version ${e.to}`}, older than version ${e.from} accepted before, signed with key ${e.keyId.slice(0, 16)}…, because a downgrade was allowed`);
     case "step-started":
     case "step-finished":
     case "state":

@@ -72,6 +72,8 @@ export const agentConfigSchema = z.strictObject({
   broker: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
   /** ed25519 public key (PEM) that content and agent bundles must be signed with; absent means unsigned bundles are accepted. */
   publicKey: ed25519PublicKey.optional(),
+  /** Accept signed bundles older than the release accepted before under the same key (each acceptance logged and reported as an Event). @default false */
+  allowDowngrade: z.boolean().default(false),
   /** How a reboot happens: `exit` records it and exits 3010 for the supervisor to restart the agent; `windows` runs shutdown.exe. @default windows on Windows, exit elsewhere */
   reboot: z.enum(["exit", "windows"]).optional(),
   /** Reporting to Kubernetes; absent means the defaults of {@link reportConfigSchema}. */
