@@ -46,6 +46,8 @@ export function renderSandboxUpgrader(args: UpgraderRenderArgs & { readonly targ
       },
     },
   };
-  const configMap: KubeObject = { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: args.namespace, labels }, data: { target: JSON.stringify(t) } };
+  // The group's ConfigMap, as a Windows pool's has for its broker config; it carries nothing that
+  // changes with a rollout (the provider replaces a ConfigMap whose data changes).
+  const configMap: KubeObject = { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: args.namespace, labels }, data: { group: args.group.name } };
   return { configMap, daemonSet };
 }

@@ -102,4 +102,21 @@ describe("upgrader DaemonSets", () => {
     assert.match(wins, /cli prc run --path 'c:\\\\etc\\\\wmi-exporter\\\\wmi-exporter.exe'/);
     assert.doesNotMatch(wins, /hostProcess/);
   });
+
+  it("renders a local pool's upgrader with POSIX commands: the host's agent retargets it and the probe waits for its convergence", () => {
+    const sandbox = { ...base, group: { ...base.group, sandbox: true }, target: { ...target, content: { configMap: "winfleet-content-eeee" } } };
+    const r = renderUpgrader(sandbox);
+    new DaemonSet(r.daemonSet).validate();
+    new ConfigMap(r.configMap).validate();
+    type Pod = { spec: { template: { spec: { initContainers: { command: string[] }[]; containers: { readinessProbe: { exec: { command: string[] } } }[] } } } };
+    const pod = (r.daemonSet as unknown as Pod).spec.template.spec;
+    assert.deepEqual(pod.initContainers[0]?.command.slice(0, 4), ["winfleet-agent", "retarget", "--config", "$(WINFLEET_AGENT_CONFIG)"]);
+    assert.ok(pod.initContainers[0]?.command.includes("content/bundle.tgz"));
+    assert.deepEqual(pod.containers[0]?.readinessProbe.exec.command.slice(0, 4), ["winfleet-agent", "ready", "--server", "$(WINFLEET_BROKER)"]);
+    assert.ok(!JSON.stringify(r.daemonSet).includes("powershell"));
+    // A new version changes the pod template and leaves the ConfigMap alone: the provider would replace a changed one.
+    const next = renderUpgrader({ ...sandbox, target: { ...sandbox.target, templateVersion: "9.9.9" } });
+    assert.deepEqual(next.configMap, r.configMap);
+    assert.notDeepEqual((next.daemonSet as unknown as Pod).spec.template, (r.daemonSet as unknown as Pod).spec.template);
+  });
 });
