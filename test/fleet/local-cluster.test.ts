@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { KubeClient } from "../../agent/cluster/kube-client";
+import { writeContent } from "../support/agent";
 import { enginesOrSkip, portOpen, runCommand } from "../support/engines";
 import { type Fleet, REPO, killFleet, processesMentioning, startFleet, winfleet, writeStack } from "./support";
 
@@ -122,5 +123,91 @@ describe("winfleet local up --cluster", { skip: typeof engines === "string" ? en
     assert.equal(await fleet?.exit, 0);
     assert.equal(await portOpen(port), false, "the API server's port is closed");
     assert.deepEqual(processesMentioning(join(dir, "state")), [], "no agent, etcd, kube-apiserver or kube-controller-manager is left");
+  });
+});
+
+describe("winfleet local up --cluster: a failing host halts the DaemonSet's rollout, and fixed content finishes it", { skip: typeof engines === "string" ? engines : false, timeout: 600_000 }, () => {
+  let dir: string;
+  let content: string;
+  let fleet: Fleet | undefined;
+  let kube: KubeClient;
+  const stack = () => join(dir, "Pulumi.halt.yaml");
+  const roll = (version: string) => {
+    writeStack(stack(), { content, template: "svc", version, hosts: 3 });
+    return runCommand(process.execPath, [join(REPO, "bin", "winfleet.js"), "local", "up", "--cluster", "--stack", stack(), "--state-dir", join(dir, "state")], { cwd: REPO, timeoutMs: 300_000 });
+  };
+  /** Each Node's reported template version and state, as its agent last annotated it. */
+  const reported = async () =>
+    (await kube.get<Nodes>("/api/v1/nodes")).items.map((n) => `${n.metadata.annotations?.["winfleet.io/template-version"] ?? "-"} ${n.metadata.annotations?.["winfleet.io/state"] ?? "-"}`).sort();
+  /** Waits until the Nodes report `want` (their agents report a moment after they converge). */
+  const reports = async (want: readonly string[]) => {
+    let last: string[] = [];
+    await kube
+      .waitFor(async () => JSON.stringify((last = await reported())) === JSON.stringify(want), 30_000, "the nodes' reports")
+      .catch(() => assert.deepEqual(last, want));
+  };
+  const settled = (n: number) =>
+    kube.waitFor(
+      async () => {
+        const d = await kube.getOrUndefined<{ status: { numberAvailable?: number; updatedNumberScheduled?: number } }>("/apis/apps/v1/namespaces/winfleet-system/daemonsets/winfleet-agent-upgrader-local");
+        return d?.status.numberAvailable === n && d.status.updatedNumberScheduled === 3 ? true : undefined;
+      },
+      120_000,
+      `the upgrader DaemonSet to have ${n} available pods of the current template`,
+    );
+
+  before(async () => {
+    if (typeof engines === "string") return;
+    dir = mkdtempSync(join(tmpdir(), "winfleet-local-cluster-halt-"));
+    content = writeContent(
+      [
+        { name: "app", version: "1", metadata: { install: { commands: ["true"] }, uninstall: { commands: ["true"] } } },
+        { name: "app", version: "2", metadata: { install: { commands: ["true"] }, pre_upgrade: { commands: ["echo 'cannot reach the registry' >&2; exit 7"] } } },
+        { name: "app", version: "3", metadata: { install: { commands: ["true"] }, pre_upgrade: { commands: ["true"] } } },
+      ],
+      [
+        { name: "svc", version: "1", packages: ["app_1"] },
+        { name: "svc", version: "2", packages: ["app_2"] },
+        { name: "svc", version: "3", packages: ["app_3"] },
+      ],
+      join(dir, "content"),
+    );
+    writeStack(stack(), { content, template: "svc", version: "1", hosts: 3 });
+    fleet = startFleet(["--cluster", "--stack", stack(), "--state-dir", join(dir, "state"), "--port", "0"]);
+    await fleet.waitFor(/rollout done: local-1, local-2, local-3/, 180_000);
+    kube = KubeClient.fromKubeconfigFile(join(dir, "state", "kubeconfig"));
+    await settled(3);
+  });
+
+  after(() => {
+    killFleet(fleet);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("halts at the first host whose content fails: its pod stays unready and the controller goes no further", async () => {
+    const r = await roll("2");
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(r.stdout, /rollout halted at local-\d: app pre_upgrade: echo 'cannot reach the registry' >&2; exit 7: exit 7: cannot reach the registry; not started: local-\d, local-\d/);
+    // Past the upgrader's minReadySeconds, the DaemonSet controller still has not moved another host.
+    await new Promise((res) => setTimeout(res, 15_000));
+    // The failed host reports the version it could not reach; the others were never moved.
+    await reports(["1 converged", "1 converged", "2 failed"]);
+    const ds = await kube.get<{ status: { numberUnavailable?: number; updatedNumberScheduled?: number } }>("/apis/apps/v1/namespaces/winfleet-system/daemonsets/winfleet-agent-upgrader-local");
+    assert.equal(ds.status.numberUnavailable, 1);
+    assert.equal(ds.status.updatedNumberScheduled, 1);
+  });
+
+  it("fixed content, run again, finishes the rollout", async () => {
+    const r = await roll("3");
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /rollout done: local-\d, local-\d, local-\d/);
+    await reports(["3 converged", "3 converged", "3 converged"]);
+    await settled(3);
+  });
+
+  it("stops cleanly", async () => {
+    assert.equal(winfleet(["local", "down", "--state-dir", join(dir, "state")]).code, 0);
+    assert.equal(await fleet?.exit, 0);
+    assert.deepEqual(processesMentioning(join(dir, "state")), []);
   });
 });
