@@ -12,6 +12,7 @@ import { dirname, join } from "node:path";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { type ControlPlane, startControlPlane } from "../cluster/control-plane";
 import { findEngines } from "../cluster/engines";
+import { KubeClient } from "../cluster/kube-client";
 import { NodeStandIn, tlsBootstrap } from "../cluster/node-stand-in";
 import { PodRunner } from "../cluster/pod-runner";
 import { pulumiProject } from "../cluster/pulumi-project";
@@ -19,6 +20,14 @@ import { AgentError, AgentErrorCode } from "../common/errors";
 import { AGENT_VERSION as VERSION } from "../version";
 import { POOL_LABEL } from "../../components/pool-render";
 import { type FleetSpec, hostNames, hostPaths } from "./spec";
+
+/** What the status page shows of the cluster: the Nodes, the upgrader DaemonSets' rollouts and recent Events. */
+export interface ClusterView {
+  readonly server: string;
+  readonly nodes: readonly { readonly name: string; readonly ready: string; readonly winfleetReady: string; readonly template: string }[];
+  readonly daemonSets: readonly { readonly name: string; readonly desired: number; readonly updated: number; readonly ready: number; readonly unavailable: number }[];
+  readonly events: readonly { readonly at: string; readonly object: string; readonly reason: string; readonly message: string; readonly type: string }[];
+}
 
 /** A running local cluster with the fleet's hosts joined. */
 export interface LocalCluster {
@@ -37,8 +46,42 @@ export interface LocalCluster {
    * engine again: the upgraders' pod templates change and the DaemonSet controller rolls them.
    */
   readonly deploy: (spec: FleetSpec) => Promise<void>;
+  /** The cluster's view of the fleet, read with the administrator's credential. */
+  readonly view: () => Promise<ClusterView>;
   /** Stops the node stand-ins and the control plane. */
   stop(): Promise<void>;
+}
+
+type Condition = { type: string; status: string };
+type NodeList = { items: { metadata: { name: string; annotations?: Record<string, string> }; status?: { conditions?: Condition[] } }[] };
+type DaemonSetList = { items: { metadata: { name: string }; status?: { desiredNumberScheduled?: number; updatedNumberScheduled?: number; numberReady?: number; numberUnavailable?: number } }[] };
+type EventList = { items: { lastTimestamp?: string; eventTime?: string; metadata: { creationTimestamp?: string }; involvedObject: { kind?: string; name?: string }; reason?: string; message?: string; type?: string }[] };
+
+/** The cluster's view through `api` (an administrator's client). */
+export async function clusterView(api: KubeClient, namespace: string): Promise<ClusterView> {
+  const [nodes, daemonSets, events] = await Promise.all([
+    api.get<NodeList>("/api/v1/nodes"),
+    api.get<DaemonSetList>(`/apis/apps/v1/namespaces/${namespace}/daemonsets`),
+    api.get<EventList>("/api/v1/events"),
+  ]);
+  const status = (cs: Condition[] | undefined, type: string) => cs?.find((c) => c.type === type)?.status ?? "Unknown";
+  return {
+    server: api.server,
+    nodes: nodes.items
+      .map((n) => ({ name: n.metadata.name, ready: status(n.status?.conditions, "Ready"), winfleetReady: status(n.status?.conditions, "WinfleetReady"), template: `${n.metadata.annotations?.["winfleet.io/template"] ?? ""} ${n.metadata.annotations?.["winfleet.io/template-version"] ?? ""}`.trim() }))
+      .sort((a, b) => a.name.localeCompare(b.name)),
+    daemonSets: daemonSets.items.map((d) => ({
+      name: d.metadata.name,
+      desired: d.status?.desiredNumberScheduled ?? 0,
+      updated: d.status?.updatedNumberScheduled ?? 0,
+      ready: d.status?.numberReady ?? 0,
+      unavailable: d.status?.numberUnavailable ?? 0,
+    })),
+    events: events.items
+      .map((e) => ({ at: e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? "", object: `${e.involvedObject.kind ?? ""}/${e.involvedObject.name ?? ""}`, reason: e.reason ?? "", message: e.message ?? "", type: e.type ?? "Normal" }))
+      .sort((a, b) => b.at.localeCompare(a.at))
+      .slice(0, 20),
+  };
 }
 
 const ENGINES = ["kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes"] as const;
@@ -150,7 +193,9 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
         runner.start();
       }
     };
-    return { server: cp.server, kubeconfig, kubeconfigFor: (host) => joined.get(host), startPods, deploy, stop };
+    const admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
+    const view = () => clusterView(admin, "winfleet-system");
+    return { server: cp.server, kubeconfig, kubeconfigFor: (host) => joined.get(host), startPods, deploy, view, stop };
   } catch (e) {
     await stop();
     throw e;

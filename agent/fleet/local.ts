@@ -89,6 +89,7 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
     manager: () => manager,
     token: () => token,
     acceptSpec: (body) => checkSpec(body, spec),
+    cluster: () => cluster?.view(),
     shutdown: () => {
       stopRequested = true;
       shutdownHook();

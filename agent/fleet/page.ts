@@ -2,7 +2,9 @@
  * The status page: one self-contained HTML document (no external assets) that
  * renders the fleet from `/api/events` as it changes — each host's template
  * and component versions, its state, the step it runs and its last error, the
- * rollout in progress, and a timeline. Every value is set with textContent.
+ * rollout in progress, and a timeline; in cluster mode also the cluster's view
+ * (each Node's Ready and WinfleetReady, the upgrader DaemonSets' rollout, recent
+ * Events), polled from `/api/cluster`. Every value is set with textContent.
  */
 
 const STYLE = `
@@ -76,6 +78,18 @@ source.onmessage = (m) => {
   }
   document.getElementById('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
 };
+function renderCluster(c) {
+  document.getElementById('cluster').hidden = false;
+  const rows = (id, items, cells) => { const body = document.getElementById(id); body.replaceChildren(); for (const it of items) { const tr = el('tr'); for (const [text, cls] of cells(it)) tr.appendChild(el('td', String(text), cls)); body.appendChild(tr); } };
+  const cond = (s) => [s, s === 'True' ? 'state converged' : 'state failed'];
+  rows('nodes', c.nodes, (n) => [[n.name], cond(n.ready), cond(n.winfleetReady), [n.template]]);
+  rows('daemonsets', c.daemonSets, (d) => [[d.name], [d.desired], [d.updated], [d.ready], [d.unavailable, d.unavailable > 0 ? 'state applying' : '']]);
+  rows('events', c.events, (e) => [[e.at ? new Date(e.at).toLocaleTimeString() : ''], [e.object], [e.reason, e.type === 'Warning' ? 'kind-failed' : ''], [e.message]]);
+}
+function pollCluster() {
+  fetch('/api/cluster').then((r) => (r.ok ? r.json().then(renderCluster) : r.status === 404 ? 'none' : null), () => null).then((none) => { if (none !== 'none') setTimeout(pollCluster, 2000); });
+}
+pollCluster();
 source.onerror = () => { document.getElementById('updated').textContent = 'disconnected: is the fleet still running?'; };
 `;
 
@@ -97,6 +111,21 @@ export function statusPage(): string {
 <thead><tr><th>host</th><th>state</th><th>template</th><th>components</th><th>step / last error</th></tr></thead>
 <tbody id="hosts"></tbody>
 </table>
+<section id="cluster" hidden>
+<h2>cluster</h2>
+<table>
+<thead><tr><th>node</th><th>Ready</th><th>WinfleetReady</th><th>template</th></tr></thead>
+<tbody id="nodes"></tbody>
+</table>
+<table>
+<thead><tr><th>upgrader DaemonSet</th><th>desired</th><th>updated</th><th>ready</th><th>unavailable</th></tr></thead>
+<tbody id="daemonsets"></tbody>
+</table>
+<table>
+<thead><tr><th>time</th><th>object</th><th>reason</th><th>message</th></tr></thead>
+<tbody id="events"></tbody>
+</table>
+</section>
 <h2>timeline</h2>
 <ul id="timeline"></ul>
 <script>${SCRIPT}</script>

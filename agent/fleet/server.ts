@@ -22,6 +22,8 @@ export interface ServerHooks {
   /** Checks and completes a spec another invocation sent. */
   readonly acceptSpec: (spec: unknown) => FleetSpec;
   readonly shutdown: () => void;
+  /** The cluster's view, when the fleet runs one (cluster mode). */
+  readonly cluster?: () => Promise<unknown> | undefined;
 }
 
 async function body(req: IncomingMessage): Promise<unknown> {
@@ -91,6 +93,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, hooks: ServerHo
   if (req.method === "GET" && url.pathname === "/api/status") {
     if (!manager) return json(res, 503, { error: "the fleet is starting" });
     return json(res, 200, manager.status());
+  }
+  if (req.method === "GET" && url.pathname === "/api/cluster") {
+    const view = hooks.cluster?.();
+    if (!view) return json(res, 404, { error: "the fleet runs no cluster (winfleet local up --cluster runs one)" });
+    try {
+      return json(res, 200, await view);
+    } catch (e) {
+      return json(res, 502, { error: `the cluster did not answer: ${e instanceof Error ? e.message : String(e)}` });
+    }
   }
   if (req.method === "GET" && url.pathname === "/api/events") {
     if (state.streams >= MAX_EVENT_STREAMS) {

@@ -13,7 +13,8 @@ import { after, before, describe, it } from "node:test";
 import { KubeClient } from "../../agent/cluster/kube-client";
 import { writeContent } from "../support/agent";
 import { enginesOrSkip, portOpen, runCommand } from "../support/engines";
-import { type Fleet, REPO, killFleet, processesMentioning, startFleet, winfleet, writeStack } from "./support";
+import { CHROMIUM, locate, skipUnlessInstalled } from "../support/tools";
+import { type Fleet, REPO, killFleet, portOf, processesMentioning, startFleet, winfleet, writeStack } from "./support";
 
 const engines = enginesOrSkip("kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes");
 
@@ -81,6 +82,26 @@ describe("winfleet local up --cluster", { skip: typeof engines === "string" ? en
     for (const p of pods.items) {
       assert.equal(p.status.phase, "Running");
       assert.equal(p.status.initContainerStatuses?.[0]?.state.terminated?.exitCode, 0, "the upgrade init container ran on the host and succeeded");
+    }
+  });
+
+  it("the status page shows the cluster's view beside the hosts': each Node's conditions, the DaemonSet's rollout and recent Events", { skip: skipUnlessInstalled(CHROMIUM) }, async () => {
+    const { chromium } = await import("playwright-core");
+    const url = `http://127.0.0.1:${portOf(fleet as Fleet)}/`;
+    const browser = await chromium.launch({ executablePath: locate(CHROMIUM) ?? "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(url);
+      await page.waitForSelector("#cluster:not([hidden]) #nodes tr:nth-child(3)", { timeout: 30_000 });
+      const rows = async (selector: string) => (await page.locator(selector).allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+      const nodes = await rows("#nodes tr");
+      assert.deepEqual(nodes, ["local-1 True True sandbox 1.0.0", "local-2 True True sandbox 1.0.0", "local-3 True True sandbox 1.0.0"]);
+      const ds = await rows("#daemonsets tr");
+      assert.deepEqual(ds, ["winfleet-agent-upgrader-local 3 3 3 0"]);
+      const reasons = await rows("#events tr td:nth-child(3)");
+      assert.ok(reasons.includes("Converged") || reasons.includes("SuccessfulCreate"), `recent Events: ${reasons.join(", ")}`);
+    } finally {
+      await browser.close();
     }
   });
 
