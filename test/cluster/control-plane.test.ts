@@ -59,6 +59,15 @@ describe("throwaway control plane", { skip: typeof engines === "string" ? engine
     assert.ok(sa);
   });
 
+  it("restarts its API server on the same port, with what etcd holds intact", async () => {
+    const port = Number(new URL(cp.server).port);
+    await cp.stopApiServer();
+    assert.equal(await portOpen(port), false);
+    await cp.startApiServer();
+    assert.equal(await portOpen(port), true);
+    assert.ok(await kube.getOrUndefined("/api/v1/namespaces/cp-test"), "the namespace made before the restart is still there");
+  });
+
   it("stops without leaving a process, a port or its directory behind", async () => {
     const port = Number(new URL(cp.server).port);
     assert.equal(await portOpen(port), true);
