@@ -13,7 +13,10 @@ import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
 import { KubeClient } from "../../agent/cluster/kube-client";
 import { NodeStandIn, tlsBootstrap } from "../../agent/cluster/node-stand-in";
+import type { LifecycleEvent } from "../../agent/lifecycle/events";
+import type { Logger } from "../../agent/common/log";
 import { NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
+import { Reporter } from "../../agent/report/reporter";
 import { renderKubeadmJoin } from "../../components/cluster-render";
 import { enginesOrSkip, startTestControlPlane } from "../support/engines";
 
@@ -90,5 +93,52 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
     assert.ok(refused instanceof NodeApiError, `refused: ${String(refused)}`);
     assert.equal(refused.status, 403);
     assert.equal((await admin.get<Node>("/api/v1/nodes/local-1")).metadata.annotations?.["winfleet.io/state"], undefined);
+  });
+
+  describe("the agent's reporter under the real Node authorizer", () => {
+    const at = (): string => new Date().toISOString();
+    const template = { name: "sandbox", version: "1.0.0" };
+    const converged: LifecycleEvent[] = [
+      { type: "apply-started", at: at(), template, steps: 1, resumed: false },
+      { type: "component-installed", at: at(), component: "app", version: "1.0.0" },
+      { type: "state", at: at(), state: "converged", template, components: [{ name: "app", version: "1.0.0", state: "installed" }], agentVersion: "0.1.0", contentDigest: "ab".repeat(32) },
+      { type: "apply-converged", at: at(), template, changed: true },
+    ];
+    const logged: string[] = [];
+    const log: Logger = { debug() {}, info() {}, warn: (m, f) => void logged.push(`${m} ${JSON.stringify(f ?? {})}`), error: (m, f) => void logged.push(`${m} ${JSON.stringify(f ?? {})}`) };
+    const reporter = (kubeconfig: string, nodeName: string) =>
+      new Reporter({ api: () => nodeApiFromKubeconfig(kubeconfig, 5000), nodeName, namespace: "default", queueDir: mkdtempSync(join(dir, "queue-")), queueLimit: 1000, eventsPerSecond: 100, burst: 100, maxBackoffMs: 500, stopTimeoutMs: 5000, log });
+    const reasonsOn = async (node: string) =>
+      (await admin.get<{ items: { reason: string; involvedObject: { name: string } }[] }>("/api/v1/namespaces/default/events")).items.filter((e) => e.involvedObject.name === node).map((e) => e.reason);
+
+    it("loses no report while the API server is down: the queue delivers them when it is back", async () => {
+      const { credential } = await join_("local-3");
+      const r = reporter(credential.kubeconfig, "local-3");
+      await cp.stopApiServer();
+      try {
+        r.start();
+        for (const e of converged) r.event(e);
+        await new Promise((res) => setTimeout(res, 1500));
+        assert.ok(r.queued > 0, "the reports wait in the queue while the API server is away");
+      } finally {
+        await cp.startApiServer();
+      }
+      await admin.waitFor(async () => ((await reasonsOn("local-3")).includes("Converged") && r.queued === 0 ? true : undefined), 60_000, "the queued reports to be delivered");
+      const node = await admin.get<Node>("/api/v1/nodes/local-3");
+      assert.equal(node.status?.conditions?.find((c) => c.type === "WinfleetReady")?.status, "True");
+      await r.stop();
+    });
+
+    it("refuses a node's reports about another Node, logs the refusal, and sets nothing on that Node", async () => {
+      const local2 = join(dir, "local-2", "kubelet.conf");
+      // local-2's credential, reporting as if it were local-1: NodeRestriction refuses the Node patch.
+      const r = reporter(local2, "local-1");
+      r.start();
+      for (const e of converged) r.event(e);
+      await admin.waitFor(() => Promise.resolve(logged.some((l) => /403|forbidden/i.test(l)) ? true : undefined), 30_000, "the refusal to be logged");
+      const node = await admin.get<Node>("/api/v1/nodes/local-1");
+      assert.notEqual(node.status?.conditions?.find((c) => c.type === "WinfleetReady")?.status, "True", "local-1's condition is not local-2's to set");
+      await r.stop();
+    });
   });
 });
