@@ -155,7 +155,7 @@ export class FleetManager {
       const pending = existing.filter((h) => !sameTarget(h.desired, target, this.options.deploy !== undefined));
       if (this.options.deploy && pending.length > 0) {
         this.emit({ type: "rollout", state: "started", text: `${spec.template} ${spec.templateVersion}: ${pending.length} to roll through the DaemonSet controller (maxUnavailable ${spec.maxUnavailable})` });
-        const result = await this.rollThroughCluster(spec, target, pending, this.options.deploy);
+        const result = await this.rollThroughCluster(spec, target, pending, this.options.deploy, signal);
         this.last = result;
         this.emit({ type: "rollout", state: "finished", text: describeResult(result), result });
         return result;
@@ -188,15 +188,20 @@ export class FleetManager {
    * it. The first failure halts the rollout, as the DaemonSet controller stops there: the hosts
    * not converged yet are reported as not started.
    */
-  private async rollThroughCluster(spec: FleetSpec, target: HostTarget, pending: readonly Host[], deploy: (spec: FleetSpec) => Promise<void>): Promise<RolloutResult> {
+  private async rollThroughCluster(spec: FleetSpec, target: HostTarget, pending: readonly Host[], deploy: (spec: FleetSpec) => Promise<void>, signal: AbortSignal): Promise<RolloutResult> {
     const done: string[] = [];
-    const watches = pending.map((h) => this.move(h, target, false).then((o) => ({ host: h.name, o })));
+    // Once the rollout has an outcome (or the fleet stops), the watches still waiting end with it:
+    // a halted rollout never moves the hosts they wait for.
+    const finished = new AbortController();
+    const stop = AbortSignal.any([signal, finished.signal]);
+    const watches = pending.map((h) => this.move(h, target, false, stop).then((o) => ({ host: h.name, o })));
     try {
       await deploy(spec);
     } catch (e) {
+      finished.abort();
       return { kind: "halted", host: "(cluster)", step: "pulumi up", error: String(e instanceof Error ? e.message : e), done, untouched: pending.map((h) => h.name) };
     }
-    return new Promise<RolloutResult>((resolve) => {
+    const outcome = new Promise<RolloutResult>((resolve) => {
       let left = watches.length;
       for (const w of watches) {
         void w.then(({ host, o }) => {
@@ -211,17 +216,24 @@ export class FleetManager {
         });
       }
     });
+    try {
+      return await outcome;
+    } finally {
+      finished.abort();
+    }
   }
 
   /** Configures a host for `target` (unless `configure` is false: something else moves it) and waits until its agent converged there or failed. */
-  private move(host: Host, target: HostTarget, configure = true): Promise<HostOutcome> {
+  private move(host: Host, target: HostTarget, configure = true, cancel?: AbortSignal): Promise<HostOutcome> {
     return new Promise<HostOutcome>((resolve) => {
       const timeoutMs = this.options.hostTimeoutMs ?? 5 * 60_000;
       const finish = (o: HostOutcome): void => {
         clearTimeout(timer);
         this.waiters.delete(waiter);
+        cancel?.removeEventListener("abort", onCancel);
         resolve(o);
       };
+      const onCancel = (): void => finish({ ok: false, step: "(none)", error: "the rollout ended first" });
       const timer = setTimeout(() => finish({ ok: false, step: host.view.step ? `${host.view.step.component} ${host.view.step.phase}: ${host.view.step.title}` : "(none)", error: `did not converge within ${timeoutMs / 1000} s` }), timeoutMs);
       const waiter = (h: Host, e: LifecycleEvent): void => {
         if (h !== host) return;
@@ -229,6 +241,8 @@ export class FleetManager {
         else if (e.type === "apply-failed") finish({ ok: false, step: `${e.component} ${e.phase}: ${e.command}`, error: `exit ${String(e.exitCode)}${e.errorTail.trim() ? `: ${e.errorTail.trim().split("\n").slice(-3).join(" | ")}` : ""}` });
       };
       this.waiters.add(waiter);
+      if (cancel?.aborted) return onCancel();
+      cancel?.addEventListener("abort", onCancel, { once: true });
       if (!configure) return;
       const running = host.view.pid !== undefined;
       host.configure(target).then(
