@@ -49,7 +49,7 @@ const RULES = [
 export function findWords(text, tracked = new Set()) {
   const hits = [];
   text.split("\n").forEach((line, i) => {
-    const taken = []; // [start, end) of this line's hits: "issue #12" is one hit, not two
+    const taken = []; // [start, end) of this line's hits: a phrase two patterns match is one hit, not two
     for (const rule of RULES) {
       for (const m of line.matchAll(rule.re)) {
         const start = m.index;
