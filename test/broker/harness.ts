@@ -3,6 +3,7 @@
  * the .proto files by @grpc/proto-loader — a different code path from the
  * server's generated codecs, as an old wins client would be.
  */
+import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -141,4 +142,28 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Starts `winfleet-agent broker --config FILE` as a process (added to `children`) and waits until it listens. */
+export async function startBrokerProcess(config: string, children: ChildProcess[]): Promise<ChildProcess> {
+  const server = spawn(process.execPath, [AGENT, "broker", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
+  children.push(server);
+  let log = "";
+  server.stderr?.on("data", (d: Buffer) => (log += d.toString()));
+  await eventually(() => log.includes("broker listening"), 15_000, `the broker to listen (log: ${log})`);
+  return server;
+}
+
+/** Runs `cli prc run --path TOOL` through the broker at `socket` (added to `children`); resolves with the pid the tool prints first. */
+export function runClientProcess(socket: string, tool: string, children: ChildProcess[]): Promise<{ child: ChildProcess; pid: number }> {
+  const child = spawn(process.execPath, [AGENT, "cli", "prc", "run", "--server", socket, "--path", tool], { stdio: ["ignore", "pipe", "inherit"] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (out.includes("\n")) resolve({ child, pid: Number(out.split("\n")[0]) });
+    });
+    child.once("exit", (code) => reject(new Error(`client exited ${code} before printing its pid: ${out}`)));
+  });
 }

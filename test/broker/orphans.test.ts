@@ -4,36 +4,18 @@
  * `cli prc kill --orphans` (or by name) ends its whole tree through the broker.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { AGENT, alive, eventually, script, tempDir } from "./harness";
+import { AGENT, alive, eventually, runClientProcess, script, startBrokerProcess, tempDir } from "./harness";
 
 const children: ChildProcess[] = [];
 after(() => children.forEach((c) => c.kill("SIGKILL")));
+const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
+const startServer = (config: string) => startBrokerProcess(config, children);
 
-function runClient(socket: string, tool: string): Promise<{ child: ChildProcess; pid: number }> {
-  const child = spawn(process.execPath, [AGENT, "cli", "prc", "run", "--server", socket, "--path", tool], { stdio: ["ignore", "pipe", "inherit"] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (out.includes("\n")) resolve({ child, pid: Number(out.split("\n")[0]) });
-    });
-    child.once("exit", (code) => reject(new Error(`client exited ${code} before printing its pid: ${out}`)));
-  });
-}
 
-async function startServer(config: string): Promise<ChildProcess> {
-  const server = spawn(process.execPath, [AGENT, "broker", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
-  children.push(server);
-  let log = "";
-  server.stderr?.on("data", (d: Buffer) => (log += d.toString()));
-  await eventually(() => log.includes("broker listening"), 15_000, `the broker to listen (log: ${log})`);
-  return server;
-}
 
 const cli = (...args: string[]): { code: number | null; stdout: string; stderr: string } => {
   const r = spawnSync(process.execPath, [AGENT, "cli", "prc", ...args], { encoding: "utf8", timeout: 30_000 });

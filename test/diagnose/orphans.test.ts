@@ -4,38 +4,20 @@
  * the new broker once one does; the summary says so and how to end it.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { AGENT, alive, eventually, script, tempDir } from "../broker/harness";
+import { AGENT, alive, eventually, runClientProcess, script, startBrokerProcess, tempDir } from "../broker/harness";
 import { agent } from "../support/agent";
 import { entryJson, unpack } from "./support";
 
 const children: ChildProcess[] = [];
 after(() => children.forEach((c) => c.kill("SIGKILL")));
+const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
+const startBroker = (config: string) => startBrokerProcess(config, children);
 
-async function startBroker(config: string): Promise<ChildProcess> {
-  const server = spawn(process.execPath, [AGENT, "broker", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
-  children.push(server);
-  let log = "";
-  server.stderr?.on("data", (d: Buffer) => (log += d.toString()));
-  await eventually(() => log.includes("broker listening"), 15_000, `the broker to listen (log: ${log})`);
-  return server;
-}
 
-function runClient(socket: string, tool: string): Promise<{ child: ChildProcess; pid: number }> {
-  const child = spawn(process.execPath, [AGENT, "cli", "prc", "run", "--server", socket, "--path", tool], { stdio: ["ignore", "pipe", "inherit"] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (out.includes("\n")) resolve({ child, pid: Number(out.split("\n")[0]) });
-    });
-    child.once("exit", (code) => reject(new Error(`client exited ${code}: ${out}`)));
-  });
-}
 
 interface Procs { from: string; processes: { name: string; pid: number; state: string }[] }
 
