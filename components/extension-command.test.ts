@@ -32,6 +32,6 @@ describe("the extension command", () => {
 
   it("refuses, naming the way out, what still does not fit", () => {
     const secrets = secretsLine({ KUBE_BOOTSTRAP_TOKEN: "abcdef.0123456789abcdef", BIG: "z".repeat(7000) });
-    assert.throws(() => extensionCommand(HASH, secrets), /the extension takes at most 8191: keep large values such as kubeconfigs out of content\.secrets, or use a token-only kubeconfig/);
+    assert.throws(() => extensionCommand(HASH, secrets), /the extension takes at most 8191: only the join token belongs here, larger secrets travel through the Key Vault secret/);
   });
 });

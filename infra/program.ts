@@ -80,6 +80,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
         bootstrap,
         content: { url: content.url, sha256: content.sha256, auth: content.auth, ...(content.sas ? { sas: content.sas } : {}) },
         join: joinArgs,
+        ...(fleet.content.keyVault ? { keyVault: fleet.content.keyVault } : {}),
         adminPassword: config.requireSecret(pool.adminPasswordSecret),
       });
       pools[pool.name] = { nodeNames: p.nodeNames, bootstrapSha256: p.bootstrapHash, contentUrl: p.contentUrl };
