@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
-import { readFleet } from "../infra/program";
+import { contentAccountOf, nodeConfigOf, readFleet } from "../infra/program";
 import { type Rendered, renderStack } from "../infra/render";
 import { STACKS_DIR } from "../infra/stack-file";
 import { realKubeconfig } from "../test/support/kubeconfig";
@@ -65,10 +65,10 @@ async function renderPool(stack: string, secrets?: Record<string, string>): Prom
     new WindowsNodePool(
       pool.name,
       {
-        fleet,
+        node: nodeConfigOf(fleet),
         pool,
         bootstrap: { node: DEFAULT_NODE_RUNTIME, agent: { ...fleet.agent.bundle, version: fleet.agent.version } },
-        content: { url: `https://${publish.storageAccount}.blob.core.windows.net/${publish.container}/content-c.tgz`, sha256: "c".repeat(64), auth: publish.auth, ...(publish.auth === "sas" ? { sas: pulumi.secret("sv=x&sig=y") } : {}) },
+        content: { url: `https://${publish.storageAccount}.blob.core.windows.net/${publish.container}/content-c.tgz`, sha256: "c".repeat(64), auth: publish.auth, ...(publish.auth === "sas" ? { sas: pulumi.secret("sv=x&sig=y") } : {}), storageAccount: contentAccountOf(fleet) ?? { resourceGroup: "", name: "" } },
         join: {
           variables: { KUBE_API_SERVER: "https://10.20.0.4:6443" },
           secrets: {
@@ -77,7 +77,7 @@ async function renderPool(stack: string, secrets?: Record<string, string>): Prom
             ...Object.fromEntries(Object.entries(fleet.content.secrets).map(([variable, key]) => [variable, config.requireSecret(key)])),
           },
         },
-        ...(fleet.content.keyVault ? { keyVault: fleet.content.keyVault } : {}),
+        ...(fleet.content.keyVault ? { keyVault: { id: fleet.content.keyVault, cluster: fleet.cluster?.name ?? "" } } : {}),
         adminPassword: config.requireSecret(pool.adminPasswordSecret),
       },
       { transformations: [record] },

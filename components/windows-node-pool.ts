@@ -23,15 +23,33 @@
  */
 import * as azure from "@pulumi/azure-native";
 import * as pulumi from "@pulumi/pulumi";
-import type { FleetConfig, PoolConfig } from "../infra/config";
 import { type BootstrapArgs, bootstrapHash, renderBootstrap } from "./bootstrap";
 import { storageAccountId } from "./content-bundle";
 import { extensionCommand } from "./extension-command";
 import { type NodeSecrets, secretsJson, splitSecrets } from "./node-secrets";
-import { computerNames, imageOf, nodeAgentConfig, poolTags, scaleSetPrefix } from "./pool-render";
+import { type ImageArgs, type NodeConfigArgs, type PoolValues, computerNames, imageOf, nodeAgentConfig, poolTags, scaleSetPrefix } from "./pool-render";
+
+/** An Azure pool's machines, and what of the node config is the pool's own (labels, taint, variables). */
+export interface AzurePoolArgs extends PoolValues {
+  /** The pool's name: it names the scale set or the VMs, and the identity. */
+  readonly name: string;
+  readonly location: string;
+  /** The resource group the machines and the identity go into (it must exist). */
+  readonly resourceGroup: string;
+  /** The full resource id of the subnet the nodes join; its subscription is the pool's. */
+  readonly subnetId: string;
+  readonly vmSize: string;
+  readonly image: ImageArgs;
+  /** One scale set, or individual VMs each with its NIC. */
+  readonly mode: "vmss" | "vms";
+  readonly count: number;
+  readonly adminUsername: string;
+  /** A public IP per node. */
+  readonly publicIp: boolean;
+}
 
 /** The user-assigned identity of a pool's nodes: its resource name, and its resource id the bootstrap asks IMDS for. */
-export function poolIdentity(pool: Extract<PoolConfig, { kind: "azure" }>): { readonly name: string; readonly id: string } {
+export function poolIdentity(pool: Pick<AzurePoolArgs, "name" | "resourceGroup" | "subnetId">): { readonly name: string; readonly id: string } {
   const name = `winfleet-${pool.name}-nodes`;
   const id = `/subscriptions/${subscriptionOf(pool.subnetId)}/resourceGroups/${pool.resourceGroup}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${name}`;
   return { name, id };
@@ -39,15 +57,29 @@ export function poolIdentity(pool: Extract<PoolConfig, { kind: "azure" }>): { re
 
 /** Arguments of {@link WindowsNodePool}. */
 export interface WindowsNodePoolArgs {
-  readonly fleet: FleetConfig;
-  readonly pool: Extract<PoolConfig, { kind: "azure" }>;
+  /** What every node of the fleet runs and how it joins. */
+  readonly node: NodeConfigArgs;
+  readonly pool: AzurePoolArgs;
   /** Everything of the bootstrap but the content, which comes from the published bundle. */
   readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "secretVariables">;
-  readonly content: { readonly url: string; readonly sha256: string; readonly auth: "none" | "managedIdentity" | "sas"; readonly sas?: pulumi.Input<string> };
+  /**
+   * The published content bundle and how nodes read it. With `auth: managedIdentity`, the
+   * storage account it is on: the pool's identity gets Storage Blob Data Reader there.
+   */
+  readonly content: {
+    readonly url: string;
+    readonly sha256: string;
+    readonly auth: "none" | "managedIdentity" | "sas";
+    readonly sas?: pulumi.Input<string>;
+    readonly storageAccount?: { readonly resourceGroup: string; readonly name: string };
+  };
   /** Join variables (non-secret), and the secret variables: the join token under the variable content reads, and the content secrets. */
   readonly join: { readonly variables: Readonly<Record<string, string>>; readonly secrets: NodeSecrets };
-  /** The Key Vault (resource id, RBAC authorization) for the secrets other than the join token; required when there are any. */
-  readonly keyVault?: string;
+  /**
+   * The Key Vault (resource id, RBAC authorization) for the secrets other than the join token,
+   * required when there are any, and the cluster's name, which names the pool's secret there.
+   */
+  readonly keyVault?: { readonly id: string; readonly cluster: string };
   readonly adminPassword: pulumi.Input<string>;
 }
 
@@ -93,13 +125,13 @@ export class WindowsNodePool extends pulumi.ComponentResource {
 
   constructor(name: string, args: WindowsNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("winfleet:index:WindowsNodePool", name, {}, opts);
-    const { pool, fleet } = args;
-    if (!fleet.agent) throw new pulumi.ResourceError("an Azure pool needs the stack's agent section", this);
-    const readsWithIdentity = args.content.auth === "managedIdentity" && fleet.content.publish.to === "blob";
+    const { pool } = args;
+    const storage = args.content.auth === "managedIdentity" ? args.content.storageAccount : undefined;
+    const readsWithIdentity = storage !== undefined;
     const { inline, bulky } = splitSecrets(args.join.secrets);
     const larger = Object.keys(bulky);
     if (larger.length > 0 && !args.keyVault) throw new pulumi.ResourceError(`winfleet:fleet.content.keyVault is required: the nodes' ${larger.join(", ")} would not fit the extension's command line`, this);
-    const vault = larger.length > 0 && args.keyVault ? poolVaultSecret(args.keyVault, fleet.cluster?.name ?? "fleet", pool.name) : undefined;
+    const vault = larger.length > 0 && args.keyVault ? poolVaultSecret(args.keyVault.id, args.keyVault.cluster, pool.name) : undefined;
     const identityRef = readsWithIdentity || vault ? poolIdentity(pool) : undefined;
     // The identity can read the whole storage account, so a bundle kept there is read with it too.
     const agentAuth = readsWithIdentity && sameHost(args.bootstrap.agent.url, args.content.url) ? "managedIdentity" : "none";
@@ -107,7 +139,7 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       ...args.bootstrap,
       agent: { ...args.bootstrap.agent, auth: agentAuth },
       content: { kind: "url", url: args.content.url, sha256: args.content.sha256, auth: args.content.auth },
-      agentConfig: nodeAgentConfig(fleet, args.join.variables, pool),
+      agentConfig: nodeAgentConfig(args.node, args.join.variables, pool),
       secretVariables: Object.keys(args.join.secrets),
       ...(identityRef ? { identity: identityRef.id } : {}),
       ...(vault ? { vaultSecret: vault.url } : {}),
@@ -116,7 +148,7 @@ export class WindowsNodePool extends pulumi.ComponentResource {
     this.bootstrapHash = hash;
     this.contentUrl = args.content.url;
     const userData = Buffer.from(script).toString("base64");
-    const tags = poolTags(fleet, pool.name, hash);
+    const tags = poolTags(args.node, pool.name, hash);
     const image = imageOf(pool.image);
     const osDisk = { createOption: "FromImage", managedDisk: { storageAccountType: "Premium_LRS" } };
     const windowsConfiguration = { provisionVMAgent: true, enableAutomaticUpdates: false, timeZone: "UTC" };
@@ -132,8 +164,7 @@ export class WindowsNodePool extends pulumi.ComponentResource {
         { parent: this, deleteBeforeReplace: true },
       );
       const waits: pulumi.Resource[] = [];
-      if (readsWithIdentity && fleet.content.publish.to === "blob") {
-        const publish = fleet.content.publish;
+      if (storage) {
         const subscription = subscriptionOf(pool.subnetId);
         waits.push(
           new azure.authorization.RoleAssignment(
@@ -142,7 +173,7 @@ export class WindowsNodePool extends pulumi.ComponentResource {
               principalId: uai.principalId,
               principalType: "ServicePrincipal",
               roleDefinitionId: `/subscriptions/${subscription}/providers/Microsoft.Authorization/roleDefinitions/${BLOB_READER_ROLE}`,
-              scope: storageAccountId(subscription, publish.resourceGroup, publish.storageAccount),
+              scope: storageAccountId(subscription, storage.resourceGroup, storage.name),
             },
             { parent: this },
           ),
@@ -165,7 +196,7 @@ export class WindowsNodePool extends pulumi.ComponentResource {
           {
             principalId: uai.principalId,
             principalType: "ServicePrincipal",
-            roleDefinitionId: `/subscriptions/${subscriptionOf(args.keyVault)}/providers/Microsoft.Authorization/roleDefinitions/${SECRETS_USER_ROLE}`,
+            roleDefinitionId: `/subscriptions/${subscriptionOf(args.keyVault.id)}/providers/Microsoft.Authorization/roleDefinitions/${SECRETS_USER_ROLE}`,
             // The one secret, not the vault: another pool's identity cannot read it.
             scope: vault.id,
           },
