@@ -186,7 +186,8 @@ export class WindowsNodePool extends pulumi.ComponentResource {
         });
         const secret = new azure.keyvault.Secret(
           `${name}-secrets`,
-          { resourceGroupName: vault.resourceGroup, vaultName: vault.vaultName, secretName: vault.name, properties: { value: pulumi.secret(value), contentType: "application/json" }, tags },
+          // Not the pool's tags: they carry the bootstrap's hash, and every change would write a new version.
+          { resourceGroupName: vault.resourceGroup, vaultName: vault.vaultName, secretName: vault.name, properties: { value: pulumi.secret(value), contentType: "application/json" }, tags: { "winfleet-pool": pool.name } },
           { parent: this },
         );
         // The version the command names: the node reads exactly what this update wrote.
