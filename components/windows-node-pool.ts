@@ -130,7 +130,7 @@ export class WindowsNodePool extends pulumi.ComponentResource {
     const readsWithIdentity = storage !== undefined;
     const { inline, bulky } = splitSecrets(args.join.secrets);
     const larger = Object.keys(bulky);
-    if (larger.length > 0 && !args.keyVault) throw new pulumi.ResourceError(`winfleet:fleet.content.keyVault is required: the nodes' ${larger.join(", ")} would not fit the extension's command line`, this);
+    if (larger.length > 0 && !args.keyVault) throw new pulumi.ResourceError(`keyVault is required (a stack sets content.keyVault): the nodes' ${larger.join(", ")} would not fit the extension's command line`, this);
     const vault = larger.length > 0 && args.keyVault ? poolVaultSecret(args.keyVault.id, args.keyVault.cluster, pool.name) : undefined;
     const identityRef = readsWithIdentity || vault ? poolIdentity(pool) : undefined;
     // The identity can read the whole storage account, so a bundle kept there is read with it too.
