@@ -90,6 +90,52 @@ describe("bootstrap", () => {
     for (const variables of said) assert.ok(!variables.includes("url"), `a message reads $Url: ${variables.join(", ")}`);
   });
 
+  describe("with a Key Vault secret for the larger secrets", () => {
+    const id = "/subscriptions/0000/resourceGroups/rg-x/providers/Microsoft.ManagedIdentity/userAssignedIdentities/winfleet-win-nodes";
+    const vaultSecret = "https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets";
+    const withVault = renderBootstrap({ ...args, identity: id, vaultSecret });
+
+    it("parses, and reads the secret with a Key Vault token of the pool's identity, before it checks the variables", async () => {
+      assert.deepEqual(await powerShellSyntaxErrors(withVault), []);
+      assert.ok(withVault.includes(`resource=https%3A%2F%2Fvault.azure.net&msi_res_id=${encodeURIComponent(id)}'`));
+      assert.match(withVault, /\[string\]\$SecretsVersion\n\)/);
+      assert.ok(withVault.includes("$vaultUrl = 'https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets?api-version=7.4'"), "the latest version without -SecretsVersion");
+      assert.ok(withVault.includes("$vaultUrl = 'https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets/' + $SecretsVersion + '?api-version=7.4'"));
+      assert.match(withVault, /if \(\$SecretsVersion -notmatch '\^\[0-9a-f\]\{32\}\$'\) \{ throw/, "a version, not anything that would change the URL");
+      const read = withVault.indexOf("(Get-VaultSecrets -Url $vaultUrl)");
+      assert.ok(read > withVault.indexOf("function Get-VaultSecrets") && read < withVault.indexOf("foreach ($name in @("), "merged before the required variables are checked");
+      assert.match(withVault, /\$secretValues \| Add-Member -NotePropertyName \$p\.Name -NotePropertyValue \$p\.Value -Force/);
+      assert.doesNotMatch(renderBootstrap(args), /Get-VaultSecrets|vault\.azure\.net/, "nothing of it without a vault secret");
+      assert.throws(() => renderBootstrap({ ...args, vaultSecret: `${vaultSecret}/0123` }), /not a Key Vault secret URL without a version/);
+    });
+
+    it("retries the token and the read (a new role assignment takes minutes to reach Key Vault), bounded, with a pause", async () => {
+      const f = await scriptFacts(withVault);
+      for (const fn of ["Get-ImdsToken", "Get-VaultSecrets"]) {
+        const inFn = f.commands.filter((c) => c.inFunction === fn);
+        assert.ok(inFn.some((c) => c.name === "Invoke-RestMethod"), fn);
+        assert.ok(inFn.some((c) => c.name === "Start-Sleep"), `${fn} pauses between attempts`);
+        assert.ok(f.emissions.some((e) => e.inFunction === fn && e.kind === "throw" && e.variables.includes("attempt")), `${fn} gives up after a bounded number of attempts`);
+      }
+      assert.match(withVault, /function Get-VaultSecrets\(\[string\]\$Url\) \{\n {4}for \(\$attempt = 1; ; \$attempt\+\+\) \{\n {8}try \{\n {12}\$response = Invoke-RestMethod [^\n]*Get-ImdsToken/, "a fresh token on each attempt");
+      assert.match(withVault, /if \(\$attempt -ge 10\) \{ throw "reading the node's secrets from \$Url failed/);
+      assert.ok(!f.commands.some((c) => (c.inFunction === "Get-ImdsToken" || c.inFunction === "Get-VaultSecrets") && c.name === "Write-Output"), "progress as warnings: a function's output is its result");
+    });
+
+    it("never names a token, a secret value or what it parsed in what it prints or throws", async () => {
+      const f = await scriptFacts(withVault);
+      const fns = new Set(["Get-ImdsToken", "Get-VaultSecrets", "Get-StorageHeaders"]);
+      const said = [
+        ...f.emissions.filter((e) => e.inFunction !== undefined && fns.has(e.inFunction) && e.kind === "throw").map((e) => e.variables),
+        ...f.commands.filter((c) => c.inFunction !== undefined && fns.has(c.inFunction) && /^Write-/.test(c.name)).map((c) => c.args.flatMap((a) => a.variables)),
+      ];
+      assert.ok(said.length >= 5, `${said.length}`);
+      for (const variables of said) for (const v of ["token", "response", "values", "_", "secrets", "secretvalues", "p"]) assert.ok(!variables.includes(v), `a message reads $${v}: ${variables.join(", ")}`);
+      assert.match(withVault, /try \{ \$values = \$response\.value \| ConvertFrom-Json \} catch \{ \$values = \$null \}/, "a value that does not parse is not quoted by ConvertFrom-Json's error");
+      assert.match(withVault, /\$reason = \$_\.Exception\.Message\n/, "the reason is the exception's message (status and text, not the request's headers)");
+    });
+  });
+
   it("restricts its directory by SID, so the ACL works on any display language", () => {
     const s = renderBootstrap(args);
     assert.match(s, /icacls\.exe \$root \/inheritance:r \/grant:r '\*S-1-5-18:\(OI\)\(CI\)F' '\*S-1-5-32-544:\(OI\)\(CI\)F'/);

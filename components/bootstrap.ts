@@ -8,8 +8,12 @@
  * `content.secrets`) arrive as one JSON object, in the `-Secrets` argument (the
  * Azure extension passes it from `protectedSettings`) or as a line on standard
  * input (`-SecretsFromStdin`, the SSH path), and a content SAS as
- * `-ContentSas`. They go only into the agent config's `secrets`, which only
- * SYSTEM and Administrators can read.
+ * `-ContentSas`. An Azure pool's larger secrets (kubeconfigs, kube-proxy's
+ * token) do not fit the extension's command line: they wait in one Key Vault
+ * secret that only the pool's identity may read, which the bootstrap reads with
+ * an IMDS token (the version to read passed as `-SecretsVersion`). They go
+ * only into the agent config's `secrets`, which only SYSTEM and Administrators
+ * can read.
  */
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../agent/common/canonical-json";
@@ -40,8 +44,14 @@ export interface BootstrapArgs {
    * RKE2_TOKEN, and the stack's content secrets): the bootstrap refuses to run without any of them.
    */
   readonly secretVariables: readonly string[];
-  /** The resource id of the user-assigned identity to ask IMDS for storage tokens with (a VM may carry several). */
+  /** The resource id of the user-assigned identity to ask IMDS for tokens with (a VM may carry several). */
   readonly identity?: string;
+  /**
+   * The Key Vault secret (its URL without a version, `https://<vault>.vault.azure.net/secrets/<name>`)
+   * holding, as one JSON object, the secret variables that do not travel in `-Secrets`; read with
+   * the identity's token. Its names are among {@link secretVariables}.
+   */
+  readonly vaultSecret?: string;
   /** @default "C:\\ProgramData\\winfleet" */
   readonly installDir?: string;
 }
@@ -52,6 +62,17 @@ export const AGENT_TASK = "winfleet-agent";
 export const DEFAULT_INSTALL_DIR = "C:\\ProgramData\\winfleet";
 
 const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+/** Key Vault's data-plane API version the bootstrap reads secrets with. */
+export const KEY_VAULT_API = "7.4";
+/** A Key Vault secret URL without a version, as {@link BootstrapArgs.vaultSecret} takes it. */
+export const VAULT_SECRET_URL = /^https:\/\/[a-z0-9-]{3,24}\.vault\.azure\.net\/secrets\/[A-Za-z0-9-]{1,127}$/;
+
+// IMDS's token endpoint for one resource, with the identity to use when the machine names one.
+function imdsTokenUrl(resource: string, identity: string | undefined): string {
+  const id = identity ? `&msi_res_id=${encodeURIComponent(identity).replace(/'/g, "%27")}` : "";
+  return `http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=${encodeURIComponent(resource)}${id}`;
+}
 
 /**
  * PowerShell that registers the agent's scheduled task (at boot, as SYSTEM,
@@ -117,9 +138,56 @@ Get-Pinned -Url (${q(c.url)} + '?' + $ContentSas.TrimStart('?')) -ExpectedHash $
   return `Get-Pinned -Url ${q(c.url)} -ExpectedHash ${q(c.sha256.toUpperCase())} -Path ${file}${headers}`;
 }
 
+// Reads the Key Vault secret: the version -SecretsVersion names (checked to be one), the latest without it.
+function vaultRead(secretUrl: string): string {
+  return `$vaultUrl = ${q(`${secretUrl}?api-version=${KEY_VAULT_API}`)}
+if ($SecretsVersion) {
+    if ($SecretsVersion -notmatch '^[0-9a-f]{32}$') { throw '-SecretsVersion must be a Key Vault secret version (32 hex digits)' }
+    $vaultUrl = ${q(`${secretUrl}/`)} + $SecretsVersion + ${q(`?api-version=${KEY_VAULT_API}`)}
+}
+foreach ($p in (Get-VaultSecrets -Url $vaultUrl).PSObject.Properties) {
+    $secretValues | Add-Member -NotePropertyName $p.Name -NotePropertyValue $p.Value -Force
+}
+`;
+}
+
+/**
+ * PowerShell that reads the node's Key Vault secret (a JSON object of secret
+ * variables). A new role assignment can take minutes to reach Key Vault, so a
+ * 403 is retried too, for about four minutes, with a fresh token each time.
+ * Messages name the secret's URL (no credential in it) and the failure, never
+ * the token or the value: they reach the extension's status, which anyone with
+ * Reader on the machine can read.
+ */
+function vaultFunction(identity: string | undefined): string {
+  return `
+# The node's larger secrets, from the Key Vault secret only this pool's identity may read.
+function Get-VaultSecrets([string]$Url) {
+    for ($attempt = 1; ; $attempt++) {
+        try {
+            $response = Invoke-RestMethod -UseBasicParsing -Uri $Url -Headers @{ Authorization = 'Bearer ' + (Get-ImdsToken ${q(imdsTokenUrl("https://vault.azure.net", identity))}) }
+            break
+        }
+        catch {
+            $reason = $_.Exception.Message
+            if ($attempt -ge 10) { throw "reading the node's secrets from $Url failed $attempt times; the last: $reason" }
+            $wait = [math]::Min(30, [math]::Pow(2, $attempt))
+            Write-Warning "reading the node's secrets from $Url failed ($reason); trying again in $wait s"
+            Start-Sleep -Seconds $wait
+        }
+    }
+    # ConvertFrom-Json quotes what it cannot parse: its message must not reach the status.
+    try { $values = $response.value | ConvertFrom-Json } catch { $values = $null }
+    if ($values -isnot [System.Management.Automation.PSCustomObject]) { throw "the Key Vault secret $Url does not hold a JSON object of secret variables" }
+    return $values
+}
+`;
+}
+
 /** The bootstrap script. */
 export function renderBootstrap(args: BootstrapArgs): string {
   if (args.secretVariables.length === 0) throw new Error("a bootstrap needs at least the join token's secret variable");
+  if (args.vaultSecret !== undefined && !VAULT_SECRET_URL.test(args.vaultSecret)) throw new Error(`vaultSecret ${args.vaultSecret} is not a Key Vault secret URL without a version (https://<vault>.vault.azure.net/secrets/<name>)`);
   const dir = args.installDir ?? DEFAULT_INSTALL_DIR;
   const config = canonicalJson(args.agentConfig);
   const contentDir = `"$root\\content\\${args.content.sha256.slice(0, 12)}"`;
@@ -127,7 +195,8 @@ export function renderBootstrap(args: BootstrapArgs): string {
 param(
     [string]$Secrets,
     [switch]$SecretsFromStdin,
-    [string]$ContentSas
+    [string]$ContentSas,
+    [string]$SecretsVersion
 )
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
@@ -135,10 +204,6 @@ $ProgressPreference = 'SilentlyContinue'
 $root = ${q(dir)}
 if ($SecretsFromStdin) { $Secrets = [Console]::In.ReadLine() }
 if (-not $Secrets) { throw 'the secrets are missing: pass -Secrets or -SecretsFromStdin (a JSON object)' }
-$secretValues = $Secrets | ConvertFrom-Json
-foreach ($name in @(${[...args.secretVariables].sort().map(q).join(", ")})) {
-    if (-not $secretValues.$name) { throw "the secret variable $name is missing from -Secrets" }
-}
 
 function Assert-Pinned([string]$Path, [string]$ExpectedHash) {
     $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $Path).Hash
@@ -170,13 +235,29 @@ function Get-Pinned([string]$Url, [string]$ExpectedHash, [string]$Path, [hashtab
     Move-Item -Force -LiteralPath $partial -Destination $Path
 }
 
-# A token for Azure Storage from the VM's managed identity (IMDS).
-function Get-StorageHeaders {
-    $imds = 'http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fstorage.azure.com%2F${args.identity ? `&msi_res_id=${encodeURIComponent(args.identity).replace(/'/g, "%27")}` : ""}'
-    $token = Invoke-RestMethod -UseBasicParsing -Headers @{ Metadata = 'true' } -Uri $imds
-    return @{ Authorization = "Bearer $($token.access_token)"; 'x-ms-version' = '2021-08-06' }
+# A token from the VM's managed identity (IMDS), retried: IMDS answers 429 and 5xx while the
+# identity is being attached. Messages name the endpoint and the failure, never a token.
+function Get-ImdsToken([string]$Uri) {
+    for ($attempt = 1; ; $attempt++) {
+        try {
+            return (Invoke-RestMethod -UseBasicParsing -Headers @{ Metadata = 'true' } -Uri $Uri).access_token
+        }
+        catch {
+            $reason = $_.Exception.Message
+            if ($attempt -ge 5) { throw "IMDS gave no managed-identity token after $attempt tries; the last: $reason" }
+            # A warning, not output: the function's output is the token.
+            Write-Warning "IMDS gave no managed-identity token ($reason); trying again in $([math]::Pow(2, $attempt)) s"
+            Start-Sleep -Seconds ([math]::Pow(2, $attempt))
+        }
+    }
 }
 
+# A token for Azure Storage from the VM's managed identity.
+function Get-StorageHeaders {
+    $token = Get-ImdsToken ${q(imdsTokenUrl("https://storage.azure.com/", args.identity))}
+    return @{ Authorization = "Bearer $token"; 'x-ms-version' = '2021-08-06' }
+}
+${args.vaultSecret === undefined ? "" : vaultFunction(args.identity)}
 function Expand-Once([string]$Archive, [string]$Destination) {
     if (Test-Path -LiteralPath (Join-Path $Destination '.complete')) { return }
     if (Test-Path -LiteralPath $Destination) { Remove-Item -Recurse -Force -LiteralPath $Destination }
@@ -184,6 +265,11 @@ function Expand-Once([string]$Archive, [string]$Destination) {
     & tar.exe -xzf $Archive -C $Destination
     if ($LASTEXITCODE -ne 0) { throw "tar could not extract $Archive ($LASTEXITCODE)" }
     New-Item -ItemType File -Path (Join-Path $Destination '.complete') | Out-Null
+}
+
+$secretValues = $Secrets | ConvertFrom-Json
+${args.vaultSecret === undefined ? "" : vaultRead(args.vaultSecret)}foreach ($name in @(${[...args.secretVariables].sort().map(q).join(", ")})) {
+    if (-not $secretValues.$name) { throw "the secret variable $name is missing from ${args.vaultSecret === undefined ? "-Secrets" : "-Secrets and the Key Vault secret"}" }
 }
 
 foreach ($d in @($root, "$root\\downloads", "$root\\releases", "$root\\content")) { New-Item -ItemType Directory -Force -Path $d | Out-Null }

@@ -9,25 +9,33 @@
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
-import type { FleetConfig, PoolConfig } from "../infra/config";
 import { type BootstrapArgs, DEFAULT_INSTALL_DIR, bootstrapHash, renderBootstrap } from "./bootstrap";
 import { type NodeSecrets, secretsJson } from "./node-secrets";
-import { nodeAgentConfig } from "./pool-render";
+import { type NodeConfigArgs, type PoolValues, nodeAgentConfig } from "./pool-render";
 
-type ByoPool = Extract<PoolConfig, { kind: "byo" }>;
+/** The host, and how to reach it over SSH. */
+export interface ByoHostArgs {
+  /** The node name it registers as. */
+  readonly name: string;
+  readonly address: string;
+  readonly port: number;
+  readonly user: string;
+}
 
 /** Arguments of {@link ByoWindowsHost}. */
 export interface ByoWindowsHostArgs {
-  readonly fleet: FleetConfig;
-  readonly pool: ByoPool;
-  readonly host: ByoPool["hosts"][number];
+  /** What every node of the fleet runs and how it joins. */
+  readonly node: NodeConfigArgs;
+  /** The host's pool: its labels, taint and variables. */
+  readonly pool: PoolValues;
+  readonly host: ByoHostArgs;
   readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "secretVariables">;
   /** The content archive on this machine and its SHA-256. */
   readonly content: { readonly archivePath: string; readonly sha256: string };
   /** Join variables (non-secret), and the secret variables: the join token under the variable content reads, and the content secrets. */
   readonly join: { readonly variables: Readonly<Record<string, string>>; readonly secrets: NodeSecrets };
-  /** The private key or password (a secret) for `host.user`. */
-  readonly credential: pulumi.Input<string>;
+  /** The private key or the password (a secret) for `host.user`. */
+  readonly credential: { readonly kind: "privateKey" | "password"; readonly value: pulumi.Input<string> };
 }
 
 /** Where uploads land on the host. */
@@ -57,14 +65,14 @@ export class ByoWindowsHost extends pulumi.ComponentResource {
       host: host.address,
       port: host.port,
       user: host.user,
-      ...(host.privateKeySecret !== undefined ? { privateKey: pulumi.secret(args.credential) } : { password: pulumi.secret(args.credential) }),
+      ...(args.credential.kind === "privateKey" ? { privateKey: pulumi.secret(args.credential.value) } : { password: pulumi.secret(args.credential.value) }),
     };
     const sha = args.content.sha256;
     const commands = byoCommands(sha);
     const script = renderBootstrap({
       ...args.bootstrap,
       content: { kind: "file", path: commands.contentPath, sha256: sha },
-      agentConfig: { ...nodeAgentConfig(args.fleet, args.join.variables, args.pool), nodeName: host.name },
+      agentConfig: { ...nodeAgentConfig(args.node, args.join.variables, args.pool), nodeName: host.name },
       secretVariables: Object.keys(args.join.secrets),
     });
     this.bootstrapHash = bootstrapHash(script);

@@ -9,16 +9,34 @@
  */
 import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { FleetConfig } from "../infra/config";
 import { KUBE_PROXY_TOKEN_SECRET, renderAgentAccess, renderKubeProxyAccess, renderKubeadmJoin, renderRke2Join } from "./cluster-render";
 import { kubeResource } from "./kube-objects";
+
+/** How nodes join: a kubeadm TLS bootstrap with a bootstrap token winfleet creates, or an RKE2 agent. */
+export type JoinArgs =
+  | {
+      readonly method: "kubeadm";
+      /** The API server endpoint, e.g. https://10.0.0.4:6443. */
+      readonly apiServer: string;
+      /** kubeadm discovery: `sha256:<hex>` of the cluster CA's public key. */
+      readonly caCertHash: string;
+      /** The bootstrap token's id (6 characters); its Secret `bootstrap-token-<id>` must not exist yet. */
+      readonly tokenId: string;
+      /** When the token stops working (ISO 8601); absent, it never does. */
+      readonly tokenExpiry?: string | undefined;
+    }
+  | {
+      readonly method: "rke2";
+      /** The RKE2 server's supervisor address, e.g. https://rke2.example:9345. */
+      readonly server: string;
+    };
 
 /** Arguments of {@link ClusterJoin}. */
 export interface ClusterJoinArgs {
   /** The winfleet namespace. @default "winfleet-system" */
   readonly namespace: string;
-  /** How nodes join (the stack's `cluster.join`). */
-  readonly join: NonNullable<FleetConfig["cluster"]>["join"];
+  /** How nodes join. */
+  readonly join: JoinArgs;
   /** The join secret: the bootstrap token's 16-character secret (kubeadm) or the RKE2 token. */
   readonly secret: pulumi.Input<string>;
 }

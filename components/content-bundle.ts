@@ -12,12 +12,25 @@ import * as azure from "@pulumi/azure-native";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { buildContent } from "../agent/content/build";
-import type { FleetConfig } from "../infra/config";
 import { archiveDirectory } from "./content-archive";
 import { CONTENT_SAS_SECRET } from "./upgrader-render";
 
-/** Where and how the bundle is published (the stack's `content.publish`). */
-export type PublishArgs = FleetConfig["content"]["publish"];
+/** Where and how the bundle is published. */
+export type PublishArgs =
+  /** A ConfigMap in {@link ContentBundleArgs.namespace} (bundles up to 1 MiB). */
+  | { readonly to: "configMap" }
+  | {
+      readonly to: "blob";
+      /** The storage account (which must exist) and its resource group. */
+      readonly resourceGroup: string;
+      readonly storageAccount: string;
+      /** The container winfleet creates for the bundle. */
+      readonly container: string;
+      /** How nodes read it: their pool's managed identity, or a read-only SAS of the blob. */
+      readonly auth: "managedIdentity" | "sas";
+      /** When the SAS expires (ISO 8601), required with `auth: sas`. */
+      readonly sasExpiry?: string | undefined;
+    };
 
 /** Arguments of {@link ContentBundle}. */
 export interface ContentBundleArgs {

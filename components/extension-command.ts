@@ -2,8 +2,9 @@
  * What the CustomScriptExtension runs (`protectedSettings.commandToExecute`):
  * PowerShell that reads the bootstrap from the VM's userData (IMDS), refuses it
  * unless its SHA-256 is the one rendered here, and runs it with the node's
- * secret variables (the join token and the stack's content secrets, as one
- * JSON object) and a content SAS, when blobs are read with one. It travels as
+ * small secret variables (the join token, as a JSON object), a content SAS
+ * when blobs are read with one, and the version of the Key Vault secret that
+ * holds the larger ones (kubeconfigs and tokens, which would not fit). It travels as
  * base64 of its UTF-8 (no character cmd.exe or PowerShell quoting could touch)
  * that a one-line `-Command` decodes and runs, and only ever as a protected
  * setting: the secrets are inside. `commandToExecute` is limited to about
@@ -20,9 +21,10 @@ export const COMMAND_LIMIT = 8191;
 const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** The PowerShell the extension runs (tested as data and parsed). */
-export function extensionScript(bootstrapSha256: string, secretsLine: string, contentSas?: string): string {
+export function extensionScript(bootstrapSha256: string, secretsLine: string, contentSas?: string, secretsVersion?: string): string {
   if (/[\r\n\0]/.test(secretsLine) || (contentSas !== undefined && /[\r\n\0]/.test(contentSas))) throw new Error("the secrets and the SAS must be single-line values");
-  const sas = contentSas !== undefined ? ` -ContentSas ${q(contentSas)}` : "";
+  if (secretsVersion !== undefined && !/^[0-9a-f]{32}$/.test(secretsVersion)) throw new Error(`${secretsVersion} is not a Key Vault secret version (32 hex digits)`);
+  const sas = `${contentSas !== undefined ? ` -ContentSas ${q(contentSas)}` : ""}${secretsVersion !== undefined ? ` -SecretsVersion ${q(secretsVersion)}` : ""}`;
   return `$ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 $dir = Join-Path $env:SystemDrive 'AzureData\\winfleet'
@@ -46,12 +48,12 @@ exit 0
 }
 
 /** `commandToExecute`: the script above, base64 of its UTF-8, decoded and run by a one-line `-Command`. */
-export function extensionCommand(bootstrapSha256: string, secretsLine: string, contentSas?: string): string {
-  const encoded = Buffer.from(extensionScript(bootstrapSha256, secretsLine, contentSas), "utf8").toString("base64");
+export function extensionCommand(bootstrapSha256: string, secretsLine: string, contentSas?: string, secretsVersion?: string): string {
+  const encoded = Buffer.from(extensionScript(bootstrapSha256, secretsLine, contentSas, secretsVersion), "utf8").toString("base64");
   const command = `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -Command "& ([scriptblock]::Create([Text.Encoding]::UTF8.GetString([Convert]::FromBase64String('${encoded}'))))"`;
   if (command.length > COMMAND_LIMIT) {
     // Base64 of UTF-8: each character of a secret takes about 1.33 characters here.
-    throw new Error(`commandToExecute would be ${command.length} characters (the secrets are ${secretsLine.length}); the extension takes at most ${COMMAND_LIMIT}: keep large values such as kubeconfigs out of content.secrets, or use a token-only kubeconfig that references C:\\etc\\kubernetes\\pki\\ca.crt`);
+    throw new Error(`commandToExecute would be ${command.length} characters (the secrets are ${secretsLine.length}); the extension takes at most ${COMMAND_LIMIT}: only the join token belongs here, larger secrets travel through the Key Vault secret`);
   }
   return command;
 }

@@ -3,8 +3,6 @@
  * Server release, computer names Windows accepts, the tags every node carries,
  * and the non-secret agent config a node's bootstrap writes.
  */
-import type { FleetConfig, PoolConfig } from "../infra/config";
-
 /** The node label that names a node's pool (set at join, selected by the pool's upgrader). */
 export const POOL_LABEL = "winfleet.io/pool";
 
@@ -23,8 +21,27 @@ const RELEASES: Readonly<Record<"ws2019" | "ws2022" | "ws2025", ImageRef>> = {
   ws2025: { publisher: "MicrosoftWindowsServer", offer: "WindowsServer", sku: "2025-datacenter-core-g2", version: "latest" },
 };
 
+/** A Windows Server image: a release name (Server Core, generation 2) or an explicit marketplace image. */
+export type ImageArgs = "ws2019" | "ws2022" | "ws2025" | ImageRef;
+
+/**
+ * What every node of the fleet is configured with, whatever its pool: the
+ * content it runs, the agent, and how it joins (which decides where its
+ * kubeconfig lands).
+ */
+export interface NodeConfigArgs {
+  readonly template: string;
+  readonly templateVersion: string;
+  /** Values for content commands on every node (a pool's own go over them). */
+  readonly variables: Readonly<Record<string, string>>;
+  readonly agentVersion: string;
+  /** The ed25519 public key (PEM) nodes pin: they then refuse unsigned bundles. */
+  readonly publicKey?: string | undefined;
+  readonly joinMethod: keyof typeof NODE_KUBECONFIG;
+}
+
 /** The image of an Azure pool. */
-export function imageOf(image: Extract<PoolConfig, { kind: "azure" }>["image"]): ImageRef {
+export function imageOf(image: ImageArgs): ImageRef {
   return typeof image === "string" ? RELEASES[image] : image;
 }
 
@@ -45,12 +62,12 @@ export function scaleSetPrefix(pool: string): string {
 }
 
 /** Tags every node of a pool carries: what it runs, so the portal and the policy pack can see it. */
-export function poolTags(fleet: FleetConfig, pool: string, bootstrapSha256: string): Record<string, string> {
+export function poolTags(node: NodeConfigArgs, pool: string, bootstrapSha256: string): Record<string, string> {
   return {
     "winfleet-pool": pool,
-    "winfleet-template": fleet.content.template,
-    "winfleet-template-version": fleet.content.templateVersion,
-    "winfleet-agent-version": fleet.agent?.version ?? "",
+    "winfleet-template": node.template,
+    "winfleet-template-version": node.templateVersion,
+    "winfleet-agent-version": node.agentVersion,
     "winfleet-bootstrap-sha256": bootstrapSha256,
   };
 }
@@ -76,22 +93,22 @@ export interface PoolValues {
  * added on the node): the stack's content variables, the pool's over them,
  * and the join variables winfleet sets (the schema keeps stacks from setting those).
  */
-export function nodeAgentConfig(fleet: FleetConfig, join: Readonly<Record<string, string>>, pool: PoolValues): Record<string, unknown> {
+export function nodeAgentConfig(node: NodeConfigArgs, join: Readonly<Record<string, string>>, pool: PoolValues): Record<string, unknown> {
   const labels = Object.entries(pool.labels).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(",");
   return {
-    template: fleet.content.template,
-    templateVersion: fleet.content.templateVersion,
+    template: node.template,
+    templateVersion: node.templateVersion,
     variables: {
-      ...fleet.content.variables,
+      ...node.variables,
       ...pool.variables,
       ...join,
       ...(labels ? { KUBE_NODE_LABELS: labels } : {}),
       ...(pool.registerTaint ? { KUBE_REGISTER_TAINT: "true" } : {}),
     },
-    kubeconfig: NODE_KUBECONFIG[fleet.cluster?.join.method ?? "kubeadm"],
+    kubeconfig: NODE_KUBECONFIG[node.joinMethod],
     broker: BROKER_CONFIG,
     verifyIntervalSeconds: 300,
     autoCorrect: true,
-    ...(fleet.agent?.publicKey ? { publicKey: fleet.agent.publicKey } : {}),
+    ...(node.publicKey ? { publicKey: node.publicKey } : {}),
   };
 }

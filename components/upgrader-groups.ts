@@ -4,13 +4,35 @@
  * registration of each group's ConfigMap and DaemonSet.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import type { FleetConfig } from "../infra/config";
 import { kubeResource } from "./kube-objects";
 import { POOL_LABEL } from "./pool-render";
 import { type AgentTarget, type UpgraderGroup, type UpgraderKind, fixWinsConfig, renderUpgrader } from "./upgrader-render";
 
-/** The stack's upgrader section. */
-export type UpgraderConfig = NonNullable<FleetConfig["upgrader"]>;
+/** One of the rancher-wins-upgrader chart's `winsConfigs[]`: a node group and the broker (wins) config its hosts run. */
+export interface WinsConfigArgs {
+  readonly name: string;
+  /** An image that carries the winfleet agent. */
+  readonly image: { readonly repository: string; readonly tag: string };
+  /** The wins config; `whiteList` is rewritten to `white_list`. */
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly nodeSelector: Readonly<Record<string, string>>;
+  readonly tolerations: readonly Readonly<Record<string, unknown>>[];
+}
+
+/** How the upgraders roll: the same shape as the rancher-wins-upgrader chart's values. */
+export interface UpgraderConfig {
+  /** HostProcess containers (Kubernetes 1.26 and later), or the wins pipe. */
+  readonly mode: "hostProcess" | "wins";
+  /** How many nodes (or what percentage, `"25%"`) a rollout may take at once. */
+  readonly maxUnavailable: number | string;
+  /** The image carrying the agent, for the agent upgrader's pods. */
+  readonly image: string;
+  /** The wins upgrader's node groups; none, and no wins upgrader is deployed. */
+  readonly winsConfigs: readonly WinsConfigArgs[];
+  /** The chart's `global.cattle.rkeWindowsPathPrefix`, ending in `/` or `\`. */
+  readonly pathPrefix: string;
+  readonly masquerade: { readonly enabled: boolean; readonly as?: string | undefined };
+}
 
 /** Arguments both upgrader components take. */
 export interface UpgraderArgs {

@@ -11,11 +11,13 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
-import { readFleet } from "../infra/program";
+import { contentAccountOf, nodeConfigOf, readFleet } from "../infra/program";
 import { type Rendered, renderStack } from "../infra/render";
 import { STACKS_DIR } from "../infra/stack-file";
+import { realKubeconfig } from "../test/support/kubeconfig";
+import { COMMAND_LIMIT, decodeExtensionCommand } from "./extension-command";
 import { DEFAULT_NODE_RUNTIME } from "./node-runtime";
-import { BLOB_READER_ROLE, WindowsNodePool, poolIdentity } from "./windows-node-pool";
+import { BLOB_READER_ROLE, SECRETS_USER_ROLE, WindowsNodePool, poolIdentity } from "./windows-node-pool";
 
 const scratch = mkdtempSync(join(tmpdir(), "winfleet-pool-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -39,8 +41,11 @@ interface Registration {
   readonly dependsOn: string[];
 }
 
+// kube-proxy's service-account token, as large as a real one (a JWT of about 1 KB).
+const KUBE_PROXY_TOKEN = `eyJhbGciOiJSUzI1NiIsImtpZCI6IjFhMmIzYyJ9.${"e".repeat(700)}.${"s".repeat(342)}`;
+
 /** Renders one pool of the stack (its first), the content at a fixed blob URL, and every child's options. */
-async function renderPool(stack: string): Promise<{ rendered: Rendered; options: Map<string, Registration> }> {
+async function renderPool(stack: string, secrets?: Record<string, string>): Promise<{ rendered: Rendered; options: Map<string, Registration> }> {
   let options = new Map<string, Registration>();
   const program = (): Promise<{ pools: Record<string, never> }> => {
     options = new Map();
@@ -60,18 +65,26 @@ async function renderPool(stack: string): Promise<{ rendered: Rendered; options:
     new WindowsNodePool(
       pool.name,
       {
-        fleet,
+        node: nodeConfigOf(fleet),
         pool,
         bootstrap: { node: DEFAULT_NODE_RUNTIME, agent: { ...fleet.agent.bundle, version: fleet.agent.version } },
-        content: { url: `https://${publish.storageAccount}.blob.core.windows.net/${publish.container}/content-c.tgz`, sha256: "c".repeat(64), auth: publish.auth, ...(publish.auth === "sas" ? { sas: pulumi.secret("sv=x&sig=y") } : {}) },
-        join: { variables: { KUBE_API_SERVER: "https://10.20.0.4:6443" }, secrets: { KUBE_BOOTSTRAP_TOKEN: config.requireSecret(fleet.cluster?.join.tokenSecret ?? "") } },
+        content: { url: `https://${publish.storageAccount}.blob.core.windows.net/${publish.container}/content-c.tgz`, sha256: "c".repeat(64), auth: publish.auth, ...(publish.auth === "sas" ? { sas: pulumi.secret("sv=x&sig=y") } : {}), storageAccount: contentAccountOf(fleet) ?? { resourceGroup: "", name: "" } },
+        join: {
+          variables: { KUBE_API_SERVER: "https://10.20.0.4:6443" },
+          secrets: {
+            [fleet.cluster?.join.method === "rke2" ? "RKE2_TOKEN" : "KUBE_BOOTSTRAP_TOKEN"]: config.requireSecret(fleet.cluster?.join.tokenSecret ?? ""),
+            ...(fleet.cluster?.join.method === "kubeadm" ? { KUBE_PROXY_TOKEN: pulumi.secret(KUBE_PROXY_TOKEN) } : {}),
+            ...Object.fromEntries(Object.entries(fleet.content.secrets).map(([variable, key]) => [variable, config.requireSecret(key)])),
+          },
+        },
+        ...(fleet.content.keyVault ? { keyVault: { id: fleet.content.keyVault, cluster: fleet.cluster?.name ?? "" } } : {}),
         adminPassword: config.requireSecret(pool.adminPasswordSecret),
       },
       { transformations: [record] },
     );
     return Promise.resolve({ pools: {} });
   };
-  const rendered = await renderStack(stack, { program });
+  const rendered = await renderStack(stack, { program, ...(secrets ? { secrets } : {}) });
   return { rendered, options };
 }
 
@@ -104,8 +117,8 @@ describe("nodes that read their content with a managed identity", () => {
       const { rendered, options } = await renderPool(stackWith("dev", (p) => void (p.mode = mode)));
       const [uai] = inputsOf(rendered, "azure-native:managedidentity:UserAssignedIdentity") as { resourceName: string; resourceGroupName: string }[];
       assert.deepEqual(uai && [uai.resourceName, uai.resourceGroupName], ["winfleet-win-nodes", "rg-winfleet-dev"]);
-      const roles = rendered.resources.filter((x) => x.type === "azure-native:authorization:RoleAssignment");
-      assert.equal(roles.length, 1, "one assignment for the pool's identity");
+      const roles = rendered.resources.filter((x) => x.type === "azure-native:authorization:RoleAssignment" && String(x.inputs.roleDefinitionId).endsWith(BLOB_READER_ROLE));
+      assert.equal(roles.length, 1, "one content assignment for the pool's identity");
       const role = roles[0]?.inputs as { principalId: string; principalType: string; roleDefinitionId: string; scope: string };
       assert.equal(role.principalId, "win-identity-principal", "the identity's principal");
       assert.equal(role.principalType, "ServicePrincipal");
@@ -114,7 +127,7 @@ describe("nodes that read their content with a managed identity", () => {
       const machineType = mode === "vmss" ? "azure-native:compute:VirtualMachineScaleSet" : "azure-native:compute:VirtualMachine";
       const machines = [...options.entries()].filter(([, o]) => o.type === machineType);
       assert.equal(machines.length, mode === "vmss" ? 1 : 2);
-      for (const [name, o] of machines) assert.deepEqual(o.dependsOn, [roles[0]?.name], `${name} waits for the role assignment`);
+      for (const [name, o] of machines) assert.deepEqual(o.dependsOn, [roles[0]?.name, "win-secrets", "win-secrets-reader"], `${name} waits for the role assignments and the secret`);
       for (const m of inputsOf(rendered, machineType) as { identity: { type: string; userAssignedIdentities: string[] }; userData?: string; virtualMachineProfile?: { userData: string } }[]) {
         assert.deepEqual(m.identity, { type: "UserAssigned", userAssignedIdentities: ["win-identity-id"] });
         const script = bootstrapOf(m.userData ?? m.virtualMachineProfile?.userData);
@@ -133,6 +146,80 @@ describe("nodes that read their content with a managed identity", () => {
     const elsewhere = await renderPool(stackWith("dev", (_, f) => void ((f.agent as { bundle: { url: string } }).bundle.url = "https://github.com/example/winfleet/releases/download/v0.1.0/winfleet-agent-0.1.0.tgz")));
     const [other] = inputsOf(elsewhere.rendered, "azure-native:compute:VirtualMachineScaleSet") as { virtualMachineProfile: { userData: string } }[];
     assert.match(bootstrapOf(other?.virtualMachineProfile.userData), /Get-Pinned -Url 'https:\/\/github\.com\/[^\n]*-Path "\$root\\downloads\\agent-0\.1\.0\.tgz"\n/);
+  });
+});
+
+describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () => {
+  const kubeconfig = realKubeconfig();
+  const commandOf = (r: Rendered, type: string): string => {
+    const raw = r.raw.find((x) => x.type === type)?.inputs as Record<string, unknown>;
+    const unwrap = (v: unknown): unknown => (v !== null && typeof v === "object" && "value" in v && Object.keys(v).length === 2 ? v.value : v);
+    const ext = type.endsWith("VirtualMachineScaleSet")
+      ? (unwrap(raw.virtualMachineProfile) as { extensionProfile: { extensions: { protectedSettings: unknown }[] } }).extensionProfile.extensions[0]?.protectedSettings
+      : raw.protectedSettings;
+    return (unwrap(ext) as { commandToExecute: string }).commandToExecute;
+  };
+
+  it("is a real kubeconfig of more than 4 KB", () => {
+    assert.ok(kubeconfig.length > 4096, `${kubeconfig.length}`);
+    assert.match(kubeconfig, /client-key-data: LS0tLS1CRUdJTi/);
+  });
+
+  for (const mode of ["vmss", "vms"] as const) {
+    it(`${mode}: leave the command line under ${COMMAND_LIMIT} characters with the join token alone, and wait in the pool's Key Vault secret`, async () => {
+      const { rendered } = await renderPool(stackWith("dev", (p) => void (p.mode = mode)), { calicoKubeconfig: kubeconfig });
+      const command = commandOf(rendered, mode === "vmss" ? "azure-native:compute:VirtualMachineScaleSet" : "azure-native:compute:VirtualMachineExtension");
+      assert.ok(command.length <= COMMAND_LIMIT, `${command.length}`);
+      const script = decodeExtensionCommand(command);
+      assert.ok(!script.includes(kubeconfig) && !script.includes(JSON.stringify(kubeconfig).slice(1, -1)), "the kubeconfig is not in the command");
+      assert.ok(!script.includes(KUBE_PROXY_TOKEN), "nor kube-proxy's token");
+      assert.match(script, /-Secrets '\{"KUBE_BOOTSTRAP_TOKEN":"placeholder-bootstrapTokenSecret"\}' -SecretsVersion '0123456789abcdef0123456789abcdef'/, "the join token and the version of the secret to read");
+      const secret = rendered.raw.find((x) => x.type === "azure-native:keyvault:Secret")?.inputs as { resourceGroupName: string; vaultName: string; secretName: string; properties: { value: unknown; contentType: string } };
+      assert.deepEqual([secret.resourceGroupName, secret.vaultName, secret.secretName], ["rg-winfleet-dev", "kv-winfleet-dev", "winfleet-dev-win-secrets"]);
+      const shown = rendered.resources.find((x) => x.type === "azure-native:keyvault:Secret")?.inputs as { properties: { value: unknown } };
+      assert.equal(shown.properties.value, "[secret]", "the value is a Pulumi secret");
+      assert.deepEqual(JSON.parse((secret.properties.value as { value: string }).value), { CALICO_KUBECONFIG: kubeconfig, KUBE_PROXY_TOKEN });
+      const [machine] = inputsOf(rendered, mode === "vmss" ? "azure-native:compute:VirtualMachineScaleSet" : "azure-native:compute:VirtualMachine") as { userData?: string; virtualMachineProfile?: { userData: string } }[];
+      const bootstrap = bootstrapOf(machine?.userData ?? machine?.virtualMachineProfile?.userData);
+      assert.ok(bootstrap.includes("'https://kv-winfleet-dev.vault.azure.net/secrets/winfleet-dev-win-secrets?api-version=7.4'"), "the bootstrap reads that secret");
+      assert.ok(bootstrap.includes("resource=https%3A%2F%2Fvault.azure.net&msi_res_id="), "with a token of the pool's identity");
+    });
+  }
+
+  it("never reach a plain setting or a rendered file", async () => {
+    const { rendered } = await renderPool("dev", { calicoKubeconfig: kubeconfig });
+    const lines = kubeconfig.split("\n").filter((l) => l.length > 60);
+    for (const [file, text] of rendered.files) for (const l of [...lines, KUBE_PROXY_TOKEN]) assert.ok(!text.includes(l.trim()), `${file} holds a secret`);
+  });
+
+  it("are readable by the pool's identity alone: Key Vault Secrets User scoped to exactly that secret", async () => {
+    const { rendered, options } = await renderPool("dev", { calicoKubeconfig: kubeconfig });
+    const roles = rendered.resources.filter((x) => x.type === "azure-native:authorization:RoleAssignment" && String(x.inputs.roleDefinitionId).endsWith(SECRETS_USER_ROLE));
+    assert.equal(roles.length, 1);
+    const role = roles[0]?.inputs as { principalId: string; principalType: string; roleDefinitionId: string; scope: string };
+    assert.deepEqual(role, {
+      principalId: "win-identity-principal",
+      principalType: "ServicePrincipal",
+      roleDefinitionId: `/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Authorization/roleDefinitions/${SECRETS_USER_ROLE}`,
+      scope: "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-winfleet-dev/providers/Microsoft.KeyVault/vaults/kv-winfleet-dev/secrets/winfleet-dev-win-secrets",
+    });
+    assert.deepEqual(options.get(roles[0]?.name ?? "")?.dependsOn, ["win-secrets"], "assigned once the secret exists");
+  });
+
+  it("give a pool that reads its content with a SAS an identity for the secret alone", async () => {
+    const stack = stackWith("dev", (_, f) => {
+      (f.content as { publish: Record<string, unknown> }).publish = { to: "blob", resourceGroup: "rg-winfleet-dev", storageAccount: "winfleetdevcontent", auth: "sas", sasExpiry: "2027-06-30T00:00:00Z" };
+      (f.agent as { bundle: { url: string } }).bundle.url = "https://github.com/example/winfleet/releases/download/v0.1.0/winfleet-agent-0.1.0.tgz";
+    });
+    const { rendered } = await renderPool(stack, { calicoKubeconfig: kubeconfig });
+    const roles = rendered.resources.filter((x) => x.type === "azure-native:authorization:RoleAssignment").map((x) => String(x.inputs.roleDefinitionId).split("/").pop());
+    assert.deepEqual(roles, [SECRETS_USER_ROLE]);
+    const [vmss] = inputsOf(rendered, "azure-native:compute:VirtualMachineScaleSet") as { identity: { type: string } }[];
+    assert.equal(vmss?.identity.type, "UserAssigned");
+  });
+
+  it("are refused, naming the stack key, without a Key Vault", async () => {
+    await assert.rejects(renderPool(stackWith("dev", (_, f) => void delete (f.content as Record<string, unknown>).keyVault)), /winfleet:fleet\.content\.keyVault/);
   });
 });
 

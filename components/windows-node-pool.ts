@@ -1,10 +1,17 @@
 /**
  * `WindowsNodePool`: Windows Server VMs on Azure (one scale set, or individual
  * VMs each with its NIC). The bootstrap travels as userData; a
- * CustomScriptExtension runs it, with the node's secret variables (join token,
- * content secrets) and any content SAS only in `protectedSettings`, as Pulumi
- * secrets, and `forceUpdateTag` set to the bootstrap's SHA-256 so a changed
- * bootstrap runs again. Nodes are tagged with their template and versions.
+ * CustomScriptExtension runs it, with the join token and any content SAS only
+ * in `protectedSettings`, as Pulumi secrets, and `forceUpdateTag` set to the
+ * bootstrap's SHA-256 so a changed bootstrap runs again. Nodes are tagged with
+ * their template and versions.
+ *
+ * The other secret variables (kubeconfigs, kube-proxy's token) would not fit
+ * the extension's 8,191-character command line: they go, as one JSON object,
+ * into a Key Vault secret of the pool's own, which only the pool's identity
+ * may read (Key Vault Secrets User on that secret alone); the bootstrap reads
+ * it with an IMDS token, and the command names the version to read, so a
+ * changed secret changes the extension's settings as an inline one did.
  *
  * A scale set carries the extension in its own model: with the Manual upgrade
  * policy a separate extension resource would only change the model, and the
@@ -16,15 +23,33 @@
  */
 import * as azure from "@pulumi/azure-native";
 import * as pulumi from "@pulumi/pulumi";
-import type { FleetConfig, PoolConfig } from "../infra/config";
 import { type BootstrapArgs, bootstrapHash, renderBootstrap } from "./bootstrap";
 import { storageAccountId } from "./content-bundle";
 import { extensionCommand } from "./extension-command";
-import { type NodeSecrets, secretsJson } from "./node-secrets";
-import { computerNames, imageOf, nodeAgentConfig, poolTags, scaleSetPrefix } from "./pool-render";
+import { type NodeSecrets, secretsJson, splitSecrets } from "./node-secrets";
+import { type ImageArgs, type NodeConfigArgs, type PoolValues, computerNames, imageOf, nodeAgentConfig, poolTags, scaleSetPrefix } from "./pool-render";
+
+/** An Azure pool's machines, and what of the node config is the pool's own (labels, taint, variables). */
+export interface AzurePoolArgs extends PoolValues {
+  /** The pool's name: it names the scale set or the VMs, and the identity. */
+  readonly name: string;
+  readonly location: string;
+  /** The resource group the machines and the identity go into (it must exist). */
+  readonly resourceGroup: string;
+  /** The full resource id of the subnet the nodes join; its subscription is the pool's. */
+  readonly subnetId: string;
+  readonly vmSize: string;
+  readonly image: ImageArgs;
+  /** One scale set, or individual VMs each with its NIC. */
+  readonly mode: "vmss" | "vms";
+  readonly count: number;
+  readonly adminUsername: string;
+  /** A public IP per node. */
+  readonly publicIp: boolean;
+}
 
 /** The user-assigned identity of a pool's nodes: its resource name, and its resource id the bootstrap asks IMDS for. */
-export function poolIdentity(pool: Extract<PoolConfig, { kind: "azure" }>): { readonly name: string; readonly id: string } {
+export function poolIdentity(pool: Pick<AzurePoolArgs, "name" | "resourceGroup" | "subnetId">): { readonly name: string; readonly id: string } {
   const name = `winfleet-${pool.name}-nodes`;
   const id = `/subscriptions/${subscriptionOf(pool.subnetId)}/resourceGroups/${pool.resourceGroup}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${name}`;
   return { name, id };
@@ -32,14 +57,43 @@ export function poolIdentity(pool: Extract<PoolConfig, { kind: "azure" }>): { re
 
 /** Arguments of {@link WindowsNodePool}. */
 export interface WindowsNodePoolArgs {
-  readonly fleet: FleetConfig;
-  readonly pool: Extract<PoolConfig, { kind: "azure" }>;
+  /** What every node of the fleet runs and how it joins. */
+  readonly node: NodeConfigArgs;
+  readonly pool: AzurePoolArgs;
   /** Everything of the bootstrap but the content, which comes from the published bundle. */
   readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "secretVariables">;
-  readonly content: { readonly url: string; readonly sha256: string; readonly auth: "none" | "managedIdentity" | "sas"; readonly sas?: pulumi.Input<string> };
+  /**
+   * The published content bundle and how nodes read it. With `auth: managedIdentity`, the
+   * storage account it is on: the pool's identity gets Storage Blob Data Reader there.
+   */
+  readonly content: {
+    readonly url: string;
+    readonly sha256: string;
+    readonly auth: "none" | "managedIdentity" | "sas";
+    readonly sas?: pulumi.Input<string>;
+    readonly storageAccount?: { readonly resourceGroup: string; readonly name: string };
+  };
   /** Join variables (non-secret), and the secret variables: the join token under the variable content reads, and the content secrets. */
   readonly join: { readonly variables: Readonly<Record<string, string>>; readonly secrets: NodeSecrets };
+  /**
+   * The Key Vault (resource id, RBAC authorization) for the secrets other than the join token,
+   * required when there are any, and the cluster's name, which names the pool's secret there.
+   */
+  readonly keyVault?: { readonly id: string; readonly cluster: string };
   readonly adminPassword: pulumi.Input<string>;
+}
+
+/** Key Vault Secrets User, Azure's built-in role id: reads secret values, nothing else. */
+export const SECRETS_USER_ROLE = "4633458b-17de-408a-b874-0445c86b69e6";
+/** Key Vault's limit on a secret's value. */
+export const VAULT_SECRET_LIMIT = 25 * 1024;
+
+/** The Key Vault secret of a pool's larger secrets: its name, resource id (the role's scope) and URL without a version. */
+export function poolVaultSecret(keyVault: string, cluster: string, pool: string): { readonly name: string; readonly id: string; readonly url: string; readonly vaultName: string; readonly resourceGroup: string } {
+  const m = /^\/subscriptions\/[^/]+\/resourceGroups\/([^/]+)\/providers\/Microsoft\.KeyVault\/vaults\/([^/]+)$/i.exec(keyVault);
+  if (!m?.[1] || !m[2]) throw new Error(`${keyVault} is not a Key Vault resource id`);
+  const name = `winfleet-${cluster}-${pool}-secrets`;
+  return { name, id: `${keyVault}/secrets/${name}`, url: `https://${m[2].toLowerCase()}.vault.azure.net/secrets/${name}`, vaultName: m[2], resourceGroup: m[1] };
 }
 
 /** Storage Blob Data Reader, Azure's built-in role id. */
@@ -71,56 +125,94 @@ export class WindowsNodePool extends pulumi.ComponentResource {
 
   constructor(name: string, args: WindowsNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("winfleet:index:WindowsNodePool", name, {}, opts);
-    const { pool, fleet } = args;
-    if (!fleet.agent) throw new pulumi.ResourceError("an Azure pool needs the stack's agent section", this);
-    const readsWithIdentity = args.content.auth === "managedIdentity" && fleet.content.publish.to === "blob";
-    const identityRef = readsWithIdentity ? poolIdentity(pool) : undefined;
+    const { pool } = args;
+    const storage = args.content.auth === "managedIdentity" ? args.content.storageAccount : undefined;
+    const readsWithIdentity = storage !== undefined;
+    const { inline, bulky } = splitSecrets(args.join.secrets);
+    const larger = Object.keys(bulky);
+    if (larger.length > 0 && !args.keyVault) throw new pulumi.ResourceError(`keyVault is required (a stack sets content.keyVault): the nodes' ${larger.join(", ")} would not fit the extension's command line`, this);
+    const vault = larger.length > 0 && args.keyVault ? poolVaultSecret(args.keyVault.id, args.keyVault.cluster, pool.name) : undefined;
+    const identityRef = readsWithIdentity || vault ? poolIdentity(pool) : undefined;
     // The identity can read the whole storage account, so a bundle kept there is read with it too.
     const agentAuth = readsWithIdentity && sameHost(args.bootstrap.agent.url, args.content.url) ? "managedIdentity" : "none";
     const script = renderBootstrap({
       ...args.bootstrap,
       agent: { ...args.bootstrap.agent, auth: agentAuth },
       content: { kind: "url", url: args.content.url, sha256: args.content.sha256, auth: args.content.auth },
-      agentConfig: nodeAgentConfig(fleet, args.join.variables, pool),
+      agentConfig: nodeAgentConfig(args.node, args.join.variables, pool),
       secretVariables: Object.keys(args.join.secrets),
       ...(identityRef ? { identity: identityRef.id } : {}),
+      ...(vault ? { vaultSecret: vault.url } : {}),
     });
     const hash = bootstrapHash(script);
     this.bootstrapHash = hash;
     this.contentUrl = args.content.url;
     const userData = Buffer.from(script).toString("base64");
-    const protectedSettings = pulumi.secret(
-      pulumi.all([secretsJson(args.join.secrets), args.content.sas ?? ""]).apply(([secrets, sas]) => ({ commandToExecute: extensionCommand(hash, secrets, args.content.auth === "sas" ? sas : undefined) })),
-    );
-    const tags = poolTags(fleet, pool.name, hash);
+    const tags = poolTags(args.node, pool.name, hash);
     const image = imageOf(pool.image);
     const osDisk = { createOption: "FromImage", managedDisk: { storageAccountType: "Premium_LRS" } };
     const windowsConfiguration = { provisionVMAgent: true, enableAutomaticUpdates: false, timeZone: "UTC" };
 
-    // The identity and its role first; machines wait for the assignment, not merely for the identity.
+    // The identity and its roles first; machines wait for the assignments, not merely for the identity.
     let identity: { type: "SystemAssigned" | "UserAssigned"; userAssignedIdentities?: pulumi.Input<string>[] } = { type: "SystemAssigned" };
     const machineOpts: pulumi.CustomResourceOptions = { parent: this, deleteBeforeReplace: true };
-    if (identityRef && fleet.content.publish.to === "blob") {
-      const publish = fleet.content.publish;
-      const subscription = subscriptionOf(pool.subnetId);
+    let secretsVersion: pulumi.Output<string | undefined> = pulumi.output(undefined);
+    if (identityRef) {
       const uai = new azure.managedidentity.UserAssignedIdentity(
         `${name}-identity`,
         { resourceGroupName: pool.resourceGroup, location: pool.location, resourceName: identityRef.name, tags },
         { parent: this, deleteBeforeReplace: true },
       );
-      const reader = new azure.authorization.RoleAssignment(
-        `${name}-content-reader`,
-        {
-          principalId: uai.principalId,
-          principalType: "ServicePrincipal",
-          roleDefinitionId: `/subscriptions/${subscription}/providers/Microsoft.Authorization/roleDefinitions/${BLOB_READER_ROLE}`,
-          scope: storageAccountId(subscription, publish.resourceGroup, publish.storageAccount),
-        },
-        { parent: this },
-      );
+      const waits: pulumi.Resource[] = [];
+      if (storage) {
+        const subscription = subscriptionOf(pool.subnetId);
+        waits.push(
+          new azure.authorization.RoleAssignment(
+            `${name}-content-reader`,
+            {
+              principalId: uai.principalId,
+              principalType: "ServicePrincipal",
+              roleDefinitionId: `/subscriptions/${subscription}/providers/Microsoft.Authorization/roleDefinitions/${BLOB_READER_ROLE}`,
+              scope: storageAccountId(subscription, storage.resourceGroup, storage.name),
+            },
+            { parent: this },
+          ),
+        );
+      }
+      if (vault && args.keyVault) {
+        const value = secretsJson(bulky).apply((json) => {
+          if (json.length > VAULT_SECRET_LIMIT) throw new Error(`the nodes' secrets take ${json.length} characters; a Key Vault secret holds at most ${VAULT_SECRET_LIMIT}`);
+          return json;
+        });
+        const secret = new azure.keyvault.Secret(
+          `${name}-secrets`,
+          // Not the pool's tags: they carry the bootstrap's hash, and every change would write a new version.
+          { resourceGroupName: vault.resourceGroup, vaultName: vault.vaultName, secretName: vault.name, properties: { value: pulumi.secret(value), contentType: "application/json" }, tags: { "winfleet-pool": pool.name } },
+          { parent: this },
+        );
+        // The version the command names: the node reads exactly what this update wrote.
+        secretsVersion = secret.properties.apply((p) => /\/([0-9a-f]{32})$/.exec(p.secretUriWithVersion ?? "")?.[1]);
+        const reader = new azure.authorization.RoleAssignment(
+          `${name}-secrets-reader`,
+          {
+            principalId: uai.principalId,
+            principalType: "ServicePrincipal",
+            roleDefinitionId: `/subscriptions/${subscriptionOf(args.keyVault.id)}/providers/Microsoft.Authorization/roleDefinitions/${SECRETS_USER_ROLE}`,
+            // The one secret, not the vault: another pool's identity cannot read it.
+            scope: vault.id,
+          },
+          { parent: this, dependsOn: [secret] },
+        );
+        waits.push(secret, reader);
+      }
       identity = { type: "UserAssigned", userAssignedIdentities: [uai.id] };
-      machineOpts.dependsOn = [reader];
+      machineOpts.dependsOn = waits;
     }
+    const protectedSettings = pulumi.secret(
+      pulumi.all([secretsJson(inline), args.content.sas ?? "", secretsVersion]).apply(([secrets, sas, version]) => ({
+        commandToExecute: extensionCommand(hash, secrets, args.content.auth === "sas" ? sas : undefined, version),
+      })),
+    );
 
     if (pool.mode === "vmss") {
       new azure.compute.VirtualMachineScaleSet(

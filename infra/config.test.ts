@@ -5,7 +5,7 @@ import { parseFleetConfig, secretKeys } from "./config";
 
 const valid = {
   cluster: { name: "dev", join: { method: "kubeadm", apiServer: "https://10.0.0.4:6443", caCertHash: `sha256:${"a".repeat(64)}`, tokenId: "abcdef", tokenSecret: "joinToken" } },
-  content: { template: "sandbox", templateVersion: "1.0.0", publish: { to: "blob", resourceGroup: "rg", storageAccount: "winfleetsa" } },
+  content: { template: "sandbox", templateVersion: "1.0.0", publish: { to: "blob", resourceGroup: "rg", storageAccount: "winfleetsa" }, keyVault: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.KeyVault/vaults/kv-winfleet" },
   agent: { version: "0.1.0", bundle: { url: "https://sa.blob.core.windows.net/winfleet/agent.tgz", sha256: "b".repeat(64) } },
   pools: [{ name: "win", kind: "azure", location: "westeurope", resourceGroup: "rg", subnetId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes", count: 2, adminPasswordSecret: "adminPassword" }],
 };
@@ -55,6 +55,26 @@ describe("stack config", () => {
 
   it("rejects unknown keys, with their path", () => {
     assert.deepEqual(pathsOf({ ...valid, extra: 1 }), ["winfleet:fleet"]);
+  });
+});
+
+describe("the Key Vault of Azure nodes' larger secrets", () => {
+  const without = (edit: (f: Record<string, Record<string, unknown>>) => void = () => undefined): unknown => {
+    const f = structuredClone(valid) as unknown as Record<string, Record<string, unknown>>;
+    delete (f.content as Record<string, unknown>).keyVault;
+    edit(f);
+    return f;
+  };
+
+  it("is required, naming it, when an Azure pool has secrets beyond its join token (kube-proxy's token on kubeadm, content secrets)", () => {
+    assert.deepEqual(pathsOf(without()), ["winfleet:fleet.content.keyVault"]);
+    const rke2 = (f: Record<string, Record<string, unknown>>): void => void (f.cluster = { name: "r", join: { method: "rke2", server: "https://10.0.0.4:9345", tokenSecret: "rke2Token" } });
+    assert.deepEqual(pathsOf(without(rke2)), [], "RKE2 with no content secrets: the token alone fits");
+    assert.deepEqual(pathsOf(without((f) => { rke2(f); (f.content as Record<string, unknown>).secrets = { CALICO_KUBECONFIG: "calico" }; })), ["winfleet:fleet.content.keyVault"]);
+  });
+
+  it("must be a Key Vault resource id", () => {
+    assert.deepEqual(pathsOf(without((f) => void ((f.content as Record<string, unknown>).keyVault = "kv-winfleet"))), ["winfleet:fleet.content.keyVault"]);
   });
 });
 

@@ -191,6 +191,13 @@ const fleetShape = z.strictObject({
      * land in the agent config's `secrets`.
      */
     secrets: z.record(variableName, secretRef).default({}),
+    /**
+     * The Key Vault (its resource id) Azure nodes read their larger secrets from: every secret
+     * variable but the join token (`content.secrets`, and kube-proxy's token on kubeadm clusters),
+     * which would not fit the extension's command line. It must use Azure RBAC authorization;
+     * winfleet writes one secret per pool and lets only that pool's identity read it.
+     */
+    keyVault: z.string().regex(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.KeyVault\/vaults\/[A-Za-z](?!.*--)[A-Za-z0-9-]{1,22}[A-Za-z0-9]$/i, "a Key Vault resource id (/subscriptions/…/resourceGroups/…/providers/Microsoft.KeyVault/vaults/<name>)").optional(),
     /** Where the bundle is published: a ConfigMap (small bundles) or Azure Blob Storage. */
     publish: z.discriminatedUnion("to", [
       z.strictObject({ to: z.literal("configMap") }),
@@ -248,6 +255,11 @@ export const fleetSchema = fleetShape.superRefine((f, ctx) => {
       ctx.addIssue({ code: "custom", path: ["content", "publish", "auth"], message: `must be sas (or publish to a configMap): pools[${i}] (byo) has no Azure managed identity to read content upgrades with` });
     }
   });
+  const azure = f.pools.findIndex((p) => p.kind === "azure");
+  const larger = [...(f.cluster?.join.method === "kubeadm" ? ["KUBE_PROXY_TOKEN"] : []), ...Object.keys(f.content.secrets)];
+  if (azure >= 0 && !f.content.keyVault && larger.length > 0) {
+    ctx.addIssue({ code: "custom", path: ["content", "keyVault"], message: `is required: pools[${azure}] (azure) reads ${larger.join(", ")} from a Key Vault secret (the extension's command line has room for the join token alone)` });
+  }
   reservedVariables(f, ctx);
   agentBundleReadable(f, ctx);
   const cloud = f.pools.findIndex((p) => p.kind !== "local");

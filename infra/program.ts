@@ -15,7 +15,7 @@ import { ByoWindowsHost } from "../components/byo-windows-host";
 import { ClusterJoin } from "../components/cluster-join";
 import { ContentBundle, buildArchive } from "../components/content-bundle";
 import { DEFAULT_NODE_RUNTIME } from "../components/node-runtime";
-import { POOL_LABEL } from "../components/pool-render";
+import { type NodeConfigArgs, POOL_LABEL } from "../components/pool-render";
 import { WindowsNodePool } from "../components/windows-node-pool";
 import { WinsUpgrader } from "../components/wins-upgrader";
 import { loadCatalog } from "../agent/content/catalog";
@@ -37,6 +37,24 @@ export function readFleet(config = new pulumi.Config("winfleet")): FleetConfig {
     if (e instanceof ValidationError) throw new pulumi.RunError(`the stack config is invalid:\n${formatIssues(e.issues)}`);
     throw e;
   }
+}
+
+/** What every node is configured with, from the stack (the components take no stack schema). */
+export function nodeConfigOf(fleet: FleetConfig): NodeConfigArgs {
+  return {
+    template: fleet.content.template,
+    templateVersion: fleet.content.templateVersion,
+    variables: fleet.content.variables,
+    agentVersion: fleet.agent?.version ?? "",
+    ...(fleet.agent?.publicKey ? { publicKey: fleet.agent.publicKey } : {}),
+    joinMethod: fleet.cluster?.join.method ?? "kubeadm",
+  };
+}
+
+/** The storage account an Azure pool reads its content from with its identity, when it does. */
+export function contentAccountOf(fleet: FleetConfig): { readonly resourceGroup: string; readonly name: string } | undefined {
+  const publish = fleet.content.publish;
+  return publish.to === "blob" ? { resourceGroup: publish.resourceGroup, name: publish.storageAccount } : undefined;
 }
 
 /** The program. */
@@ -70,16 +88,19 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   const secrets: Record<string, pulumi.Output<string>> = { ...join.secrets };
   for (const [variable, key] of Object.entries(fleet.content.secrets)) secrets[variable] = config.requireSecret(key);
   const joinArgs = { variables: join.variables, secrets };
+  const node = nodeConfigOf(fleet);
+  const storageAccount = contentAccountOf(fleet);
 
   for (const pool of deployed) {
     const labels = { ...pool.labels, [POOL_LABEL]: pool.name };
     if (pool.kind === "azure") {
       const p = new WindowsNodePool(pool.name, {
-        fleet,
+        node,
         pool: { ...pool, labels },
         bootstrap,
-        content: { url: content.url, sha256: content.sha256, auth: content.auth, ...(content.sas ? { sas: content.sas } : {}) },
+        content: { url: content.url, sha256: content.sha256, auth: content.auth, ...(content.sas ? { sas: content.sas } : {}), ...(storageAccount ? { storageAccount } : {}) },
         join: joinArgs,
+        ...(fleet.content.keyVault ? { keyVault: { id: fleet.content.keyVault, cluster: fleet.cluster.name } } : {}),
         adminPassword: config.requireSecret(pool.adminPasswordSecret),
       });
       pools[pool.name] = { nodeNames: p.nodeNames, bootstrapSha256: p.bootstrapHash, contentUrl: p.contentUrl };
@@ -87,13 +108,13 @@ export async function fleetProgram(): Promise<FleetOutputs> {
       const hashes: Record<string, string> = {};
       for (const host of pool.hosts) {
         const h = new ByoWindowsHost(`${pool.name}-${host.name}`, {
-          fleet,
+          node,
           pool: { ...pool, labels },
-          host,
+          host: { name: host.name, address: host.address, port: host.port, user: host.user },
           bootstrap,
           content: { archivePath: content.archivePath, sha256: content.sha256 },
           join: joinArgs,
-          credential: config.requireSecret(host.privateKeySecret ?? host.passwordSecret ?? ""),
+          credential: { kind: host.privateKeySecret !== undefined ? "privateKey" : "password", value: config.requireSecret(host.privateKeySecret ?? host.passwordSecret ?? "") },
         });
         hashes[host.name] = h.bootstrapHash;
       }

@@ -159,8 +159,14 @@ async function runProgram(stack: StackFile, secrets: Readonly<Record<string, str
         resources.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
         // Outputs a provider would compute, so the program's references resolve.
         const inputs = args.inputs as Record<string, unknown>;
-        // A service-account token Secret comes back filled by the cluster's token controller.
-        const filled = args.type === "kubernetes:core/v1:Secret" && inputs.type === "kubernetes.io/service-account-token" ? { data: { token: Buffer.from(`token-of-${args.name}`).toString("base64") } } : {};
+        // A service-account token Secret comes back filled by the cluster's token controller,
+        // a Key Vault secret with the URL of the version written.
+        const filled =
+          args.type === "kubernetes:core/v1:Secret" && inputs.type === "kubernetes.io/service-account-token"
+            ? { data: { token: Buffer.from(`token-of-${args.name}`).toString("base64") } }
+            : args.type === "azure-native:keyvault:Secret"
+              ? { properties: { secretUriWithVersion: `https://${String(inputs.vaultName).toLowerCase()}.vault.azure.net/secrets/${String(inputs.secretName)}/${"0123456789abcdef".repeat(2)}` } }
+              : {};
         return { id: `${args.name}-id`, state: { ...inputs, ...filled, name: providerName(args.type, inputs) ?? args.name, principalId: `${args.name}-principal`, clientId: `${args.name}-client`, identity: { principalId: `${args.name}-principal` } } };
       },
       call: (args) => (args.token.includes("listStorageAccountServiceSAS") ? { serviceSasToken: sas } : {}),
@@ -194,6 +200,7 @@ export const NAME_INPUTS: Readonly<Record<string, string>> = {
   "azure-native:network:PublicIPAddress": "publicIpAddressName",
   "azure-native:managedidentity:UserAssignedIdentity": "resourceName",
   "azure-native:authorization:RoleAssignment": "roleAssignmentName",
+  "azure-native:keyvault:Secret": "secretName",
 };
 
 /** The name a provider gives a resource from its inputs, when they set it; otherwise the provider picks one (the mock: the logical name). */

@@ -3,7 +3,7 @@
  * constructs Windows PowerShell 5.1's own parser rejects, each of which must
  * be reported under PowerShell's error id, and constructs it accepts, which
  * must not be; then every script in content/, every metadata command and
- * every rendered bootstrap (all content modes, both secret paths) under the
+ * every rendered bootstrap (all content modes, every secret path) under the
  * same rules.
  */
 import assert from "node:assert/strict";
@@ -223,6 +223,9 @@ describe("PowerShell parse rules over what ships", () => {
     for (const content of CONTENT_SOURCES) {
       for (const secretVariables of [base.secretVariables, ["RKE2_TOKEN"]]) {
         assert.deepEqual(await powerShellSyntaxErrors(renderBootstrap({ ...base, content, secretVariables })), [], `${content.kind} ${secretVariables.length}`);
+        // An Azure pool's: the larger secrets read from a Key Vault secret with the pool's identity.
+        const azure = { ...base, content, secretVariables, identity: "/subscriptions/0/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/winfleet-win-nodes", vaultSecret: "https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets" };
+        assert.deepEqual(await powerShellSyntaxErrors(renderBootstrap(azure)), [], `${content.kind} ${secretVariables.length} with a Key Vault secret`);
       }
     }
   });

@@ -16,6 +16,7 @@ import { decodeExtensionCommand } from "../../components/extension-command";
 import { secretKeys } from "../../infra/config";
 import { type Rendered, renderStack } from "../../infra/render";
 import { STACKS_DIR, readStackFile } from "../../infra/stack-file";
+import { realKubeconfig } from "../support/kubeconfig";
 
 const REPO = join(__dirname, "..", "..");
 // Pulumi's marker for a secret value in resource inputs (the SDK's specialSigKey / specialSecretSig).
@@ -64,6 +65,8 @@ const secrets = new Map<string, Record<string, string>>();
 before(async () => {
   for (const stack of ["dev", "rke2", "byoh", "local"]) {
     const values = await uniqueSecrets(stack);
+    // A real kubeconfig (CA and client certificate inline), too large for the extension's command line.
+    if (stack === "dev") values.calicoKubeconfig = realKubeconfig();
     secrets.set(stack, values);
     rendered.set(stack, await renderStack(stack, { secrets: values }));
   }
@@ -78,7 +81,8 @@ describe("what each stack deploys", () => {
     assert.equal(count(r, "azure-native:compute:VirtualMachineScaleSetExtension"), 0, "the extension is in the scale set's model");
     assert.equal(count(r, "azure-native:storage:Blob"), 1);
     assert.equal(count(r, "azure-native:managedidentity:UserAssignedIdentity"), 1);
-    assert.equal(count(r, "azure-native:authorization:RoleAssignment"), 1);
+    assert.equal(count(r, "azure-native:authorization:RoleAssignment"), 2, "content reader, and reader of the pool's Key Vault secret");
+    assert.equal(count(r, "azure-native:keyvault:Secret"), 1, "the nodes' larger secrets");
     assert.equal(count(r, "azure-native:compute:VirtualMachine"), 0);
     for (const t of ["winfleet:index:WindowsNodePool", "winfleet:index:ContentBundle", "winfleet:index:ClusterJoin", "winfleet:index:AgentUpgrader"]) assert.ok(typesOf(r).has(t), t);
     assert.ok(!typesOf(r).has("winfleet:index:WinsUpgrader"), "no wins upgrader without the chart's winsConfigs");
@@ -209,13 +213,17 @@ describe("what the stacks render", () => {
     }
   });
 
-  it("passes the secrets where they belong: the extension's protected command and the SSH stdin carry them", () => {
+  it("passes the secrets where they belong: the extension's protected command (the join token), the pool's Key Vault secret (the rest) and the SSH stdin carry them", () => {
     // The scale set's model holds the admin password and the extension's protected settings, so Pulumi marks it secret as a whole.
     const profile = (get("dev").raw.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as { virtualMachineProfile: Record<string, unknown> }).virtualMachineProfile;
     assert.equal(profile[SIG], SECRET_SIG);
     const dev = (profile.value as { extensionProfile: { extensions: { protectedSettings: { commandToExecute: string } }[] } }).extensionProfile.extensions[0];
     const command = dev?.protectedSettings.commandToExecute ?? "";
     assert.ok(decodeExtensionCommand(command).includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
+    const kubeconfig = secrets.get("dev")?.calicoKubeconfig ?? "none";
+    assert.ok(!decodeExtensionCommand(command).includes(JSON.stringify(kubeconfig).slice(1, -1)), "the kubeconfig does not travel in the command");
+    const vault = get("dev").raw.find((x) => x.type === "azure-native:keyvault:Secret")?.inputs as { properties: { value: { value: string } } };
+    assert.equal((JSON.parse(vault.properties.value.value) as Record<string, string>).CALICO_KUBECONFIG, kubeconfig, "but in the pool's Key Vault secret");
     const byo = get("byoh").raw.find((x) => x.name === "lab-winlab-02-bootstrap")?.inputs as { stdin: Record<string, unknown> };
     assert.match(JSON.stringify(byo.stdin), new RegExp(secrets.get("byoh")?.calicoKubeconfig ?? "none"));
   });
