@@ -2,8 +2,8 @@
  * The node bootstrap: PowerShell that installs the Node runtime, the agent
  * bundle and the content bundle (each SHA-256 verified before it is used),
  * writes the agent config (`agent/service/config.ts`'s shape), and registers
- * and starts the agent. Pure and deterministic; safe to re-run (every step
- * checks before it acts). It carries no secret: the secret variables (the join
+ * and starts the agent as a Windows service (./agent-service.ts). Pure and
+ * deterministic; safe to re-run (every step checks before it acts). It carries no secret: the secret variables (the join
  * token under KUBE_BOOTSTRAP_TOKEN or RKE2_TOKEN, and the stack's
  * `content.secrets`) arrive as one JSON object, in the `-Secrets` argument (the
  * Azure extension passes it from `protectedSettings`) or as a line on standard
@@ -13,6 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../agent/common/canonical-json";
+import { agentNssmInstall, agentServiceRegistration } from "./agent-service";
 import type { NodeRuntime } from "./node-runtime";
 
 /** A hash-pinned download. */
@@ -46,62 +47,10 @@ export interface BootstrapArgs {
   readonly installDir?: string;
 }
 
-/** The scheduled task the agent runs as; `up --manager windows` restarts it. */
-export const AGENT_TASK = "winfleet-agent";
 /** Where the bootstrap installs the agent. */
 export const DEFAULT_INSTALL_DIR = "C:\\ProgramData\\winfleet";
 
 const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
-
-/**
- * PowerShell that registers the agent's scheduled task (at boot, as SYSTEM,
- * restarted when it fails) and starts it, restarting it when `$changed`. It
- * expects `$node`, `$current` (the `current` junction) and `$configPath` set.
- * One text for the bootstrap and for a release's
- * `service/register-winfleet-agent.ps1`, so both register the same task.
- */
-export function agentTaskRegistration(): string {
-  return `# The agent runs at boot as SYSTEM. Task Scheduler's restart-on-failure only retries a failure
-# to start, so a second trigger fires every minute: an agent that exited is started again, and
-# one that runs is left alone (IgnoreNew).
-$action = New-ScheduledTaskAction -Execute $node -Argument ('"' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"')
-$atStartup = New-ScheduledTaskTrigger -AtStartup
-$watchdog = New-ScheduledTaskTrigger -Once -At ([DateTime]::Today) -RepetitionInterval (New-TimeSpan -Minutes 1)
-$settings = New-ScheduledTaskSettingsSet -RestartCount 999 -RestartInterval (New-TimeSpan -Minutes 1) -ExecutionTimeLimit ([TimeSpan]::Zero) -StartWhenAvailable -MultipleInstances IgnoreNew
-$principal = New-ScheduledTaskPrincipal -UserId 'SYSTEM' -LogonType ServiceAccount -RunLevel Highest
-Register-ScheduledTask -TaskName ${q(AGENT_TASK)} -Action $action -Trigger @($atStartup, $watchdog) -Settings $settings -Principal $principal -Force | Out-Null
-$task = Get-ScheduledTask -TaskName ${q(AGENT_TASK)}
-if ($changed -and $task.State -eq 'Running') { Stop-ScheduledTask -TaskName ${q(AGENT_TASK)} }
-if ((Get-ScheduledTask -TaskName ${q(AGENT_TASK)}).State -ne 'Running') { Start-ScheduledTask -TaskName ${q(AGENT_TASK)} }
-`;
-}
-
-/**
- * A release's Windows service file: registers the agent unpacked under
- * `<InstallDir>\\releases\\<version>` (with `current` pointing at it, as the
- * bootstrap lays it out) with the task the bootstrap registers.
- */
-export function renderTaskRegistrationScript(nodeExe: string): string {
-  return `# Registers the winfleet agent as the scheduled task the node bootstrap registers (at boot, as
-# SYSTEM, restarted when it fails) and starts it. Expects the layout the bootstrap makes: the
-# agent bundle unpacked under <InstallDir>\\releases\\<version>, <InstallDir>\\current pointing at it,
-# the Node runtime of node-runtime.json under <InstallDir>\\node, and the agent config.
-param(
-    [string]$InstallDir = ${q(DEFAULT_INSTALL_DIR)},
-    [string]$NodePath = '',
-    [string]$Config = ''
-)
-$ErrorActionPreference = 'Stop'
-$node = if ($NodePath) { $NodePath } else { Join-Path "$InstallDir\\node" ${q(nodeExe)} }
-$current = "$InstallDir\\current"
-$configPath = if ($Config) { $Config } else { "$InstallDir\\agent.json" }
-$changed = $true
-foreach ($path in @($node, "$current\\bin\\winfleet-agent.js", $configPath)) {
-    if (-not (Test-Path -LiteralPath $path)) { throw "$path does not exist: see the comment at the top of this script" }
-}
-${agentTaskRegistration()}Write-Output "winfleet agent registered as the scheduled task ${AGENT_TASK}"
-`;
-}
 
 function contentStep(c: ContentSource): string {
   const file = `"$root\\downloads\\content-${c.sha256.slice(0, 12)}.tgz"`;
@@ -199,10 +148,12 @@ $node = Join-Path "$root\\node" ${q(args.node.exe)}
 Get-Pinned -Url ${q(args.agent.url)} -ExpectedHash ${q(args.agent.sha256.toUpperCase())} -Path "$root\\downloads\\agent-${args.agent.version}.tgz"${args.agent.auth === "managedIdentity" ? " -Headers (Get-StorageHeaders)" : ""}
 Expand-Once -Archive "$root\\downloads\\agent-${args.agent.version}.tgz" -Destination "$root\\releases\\${args.agent.version}"
 $current = "$root\\current"
+$agentMoved = $false
 $target = "$root\\releases\\${args.agent.version}"
 if (-not (Test-Path -LiteralPath $current) -or ((Get-Item -LiteralPath $current).Target -ne $target)) {
     if (Test-Path -LiteralPath $current) { (Get-Item -LiteralPath $current).Delete() }
     New-Item -ItemType Junction -Path $current -Target $target | Out-Null
+    $agentMoved = $true
 }
 
 ${contentStep(args.content)}
@@ -213,7 +164,8 @@ $config | Add-Member -NotePropertyName content -NotePropertyValue ${contentDir} 
 $config | Add-Member -NotePropertyName secrets -NotePropertyValue $secretValues -Force
 $json = $config | ConvertTo-Json -Depth 20
 $configPath = "$root\\agent.json"
-$changed = $false
+# A new agent version restarts the agent even when its config is the same.
+$changed = $agentMoved
 # Written and compared byte for byte (UTF-8, no BOM, no added newline): a re-run with the same
 # config leaves the running agent alone.
 if (-not (Test-Path -LiteralPath $configPath) -or -not ([IO.File]::ReadAllText($configPath) -ceq $json)) {
@@ -222,7 +174,7 @@ if (-not (Test-Path -LiteralPath $configPath) -or -not ([IO.File]::ReadAllText($
     $changed = $true
 }
 
-${agentTaskRegistration()}Write-Output "winfleet agent ${args.agent.version} bootstrapped"
+${agentNssmInstall()}${agentServiceRegistration()}Write-Output "winfleet agent ${args.agent.version} bootstrapped"
 `;
 }
 
