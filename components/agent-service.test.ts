@@ -109,7 +109,7 @@ describe("a release's service registration and the Pester copy", () => {
     assert.equal(body, agentServiceFunction(), "copy agentServiceFunction()'s output (after the header comment) into test/windows/AgentService.ps1");
     const pester = readFileSync(join(__dirname, "..", "test", "windows", "WinfleetCommon.Tests.ps1"), "utf8");
     assert.match(pester, /\. \(Join-Path \$PSScriptRoot 'AgentService\.ps1'\)/);
-    assert.match(pester, /Register-WinfleetAgentService @script:Registration \| Should -BeTrue\n\s+Register-WinfleetAgentService @script:Registration \| Should -BeFalse/);
+    assert.match(pester, /Register-WinfleetAgentService @registration \| Should -BeTrue\n\s+Register-WinfleetAgentService @registration \| Should -BeFalse/);
     assert.match(pester, /Stop-Process -Id \$first -Force/);
   });
 });

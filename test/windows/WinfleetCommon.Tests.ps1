@@ -248,8 +248,9 @@ Describe 'the agent service the bootstrap registers' {
     }
 
     It 'registers it once: delayed automatic start, LocalSystem, the failure actions and the failure flag, rotated output' {
-        Register-WinfleetAgentService @script:Registration | Should -BeTrue
-        Register-WinfleetAgentService @script:Registration | Should -BeFalse
+        $registration = $script:Registration
+        Register-WinfleetAgentService @registration | Should -BeTrue
+        Register-WinfleetAgentService @registration | Should -BeFalse
         $service = Get-CimInstance -ClassName Win32_Service -Filter "Name='$($script:AgentName)'"
         $service.StartMode | Should -Be 'Auto'
         $service.DelayedAutoStart | Should -BeTrue
@@ -274,7 +275,8 @@ Describe 'the agent service the bootstrap registers' {
         $second = Wait-AgentPid -Not $first
         $second | Should -Not -Be $first
         (Get-Service -Name $script:AgentName).Status | Should -Be 'Running'
-        Register-WinfleetAgentService @script:Registration | Should -BeFalse
+        $registration = $script:Registration
+        Register-WinfleetAgentService @registration | Should -BeFalse
         Start-Sleep -Seconds 2
         [int](Get-Content -Raw -LiteralPath $script:PidFile) | Should -Be $second
         Get-Process -Id $second | Should -Not -BeNullOrEmpty
