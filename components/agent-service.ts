@@ -141,9 +141,14 @@ export function agentServiceFunction(): string {
 export function agentServiceRegistration(): string {
   return `${agentServiceFunction()}
 # Earlier bootstraps ran the agent as a scheduled task with a watchdog trigger: the service
-# replaces it.
+# replaces it, once the agent the task ran has stopped (two agents would contend for the broker's pipe).
 if ($null -ne (Get-ScheduledTask -TaskName ${q(AGENT_SERVICE)} -ErrorAction SilentlyContinue)) {
     Stop-ScheduledTask -TaskName ${q(AGENT_SERVICE)}
+    $deadline = (Get-Date).AddSeconds(60)
+    while ((Get-ScheduledTask -TaskName ${q(AGENT_SERVICE)}).State -eq 'Running') {
+        if ((Get-Date) -gt $deadline) { throw 'the winfleet-agent scheduled task did not stop within 60 s' }
+        Start-Sleep -Milliseconds 500
+    }
     Unregister-ScheduledTask -TaskName ${q(AGENT_SERVICE)} -Confirm:$false
 }
 $agentArguments = '"' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"'
