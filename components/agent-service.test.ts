@@ -80,10 +80,10 @@ describe("the agent service in the rendered bootstrap", () => {
     assert.equal(count(fn, "$changed = $true"), 4);
     assert.deepEqual(named(f, /^(Start-Service|Restart-Service|Stop-Service|Remove-Item|Remove-ItemProperty)$/), []);
     const reg = agentServiceRegistration();
-    assert.match(reg, /if \(\(\$changed -or \$registered\) -and \(Get-Service -Name 'winfleet-agent'\)\.Status -ne 'Stopped'\) \{\n\s+Restart-Service -Name 'winfleet-agent' -Force\n\}/);
+    assert.match(reg, /if \(\(\$changed -or \$agentMoved -or \$registered\) -and \(Get-Service -Name 'winfleet-agent'\)\.Status -ne 'Stopped'\) \{\n\s+Restart-Service -Name 'winfleet-agent' -Force\n\}/);
     assert.match(reg, /if \(\(Get-Service -Name 'winfleet-agent'\)\.Status -ne 'Running'\) \{\n\s+Start-Service -Name 'winfleet-agent'\n\}/);
-    // The bootstrap's own $changed: the config rewritten, or the agent moved to another version.
-    assert.match(s, /\$changed = \$agentMoved\n/);
+    // The bootstrap's $agentMoved: the current junction moved to another version.
+    assert.match(s, /\$agentMoved = \$false\n\$target = /);
     assert.match(s, /New-Item -ItemType Junction -Path \$current -Target \$target \| Out-Null\n\s+\$agentMoved = \$true/);
   });
 

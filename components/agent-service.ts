@@ -133,7 +133,8 @@ export function agentServiceFunction(): string {
 /**
  * PowerShell that registers the agent's service and (re)starts it: it expects
  * `$root`, `$node`, `$current`, `$configPath` and `$nssm` set, and `$changed`
- * (the agent config or version changed, so a running agent restarts). An agent
+ * (the agent config changed) and `$agentMoved` (`current` now points at another
+ * version): either restarts a running agent. An agent
  * an earlier bootstrap ran as a scheduled task is taken off it first, so nothing
  * supervises the agent twice. One text for the bootstrap and a release's
  * `service/register-winfleet-agent.ps1`.
@@ -153,7 +154,7 @@ if ($null -ne (Get-ScheduledTask -TaskName ${q(AGENT_SERVICE)} -ErrorAction Sile
 }
 $agentArguments = '"' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"'
 $registered = Register-WinfleetAgentService -Name ${q(AGENT_SERVICE)} -Nssm $nssm -Node $node -Arguments $agentArguments -Directory $root -LogFile "$root\\logs\\agent.log"
-if (($changed -or $registered) -and (Get-Service -Name ${q(AGENT_SERVICE)}).Status -ne 'Stopped') {
+if (($changed -or $agentMoved -or $registered) -and (Get-Service -Name ${q(AGENT_SERVICE)}).Status -ne 'Stopped') {
     Restart-Service -Name ${q(AGENT_SERVICE)} -Force
 }
 if ((Get-Service -Name ${q(AGENT_SERVICE)}).Status -ne 'Running') {
@@ -186,6 +187,7 @@ $nssm = if ($NssmPath) { $NssmPath } else { ${agentNssmPathExpression("$InstallD
 $current = "$InstallDir\\current"
 $configPath = if ($Config) { $Config } else { "$InstallDir\\agent.json" }
 $changed = $true
+$agentMoved = $false
 foreach ($path in @($node, $nssm, "$current\\bin\\winfleet-agent.js", $configPath)) {
     if (-not (Test-Path -LiteralPath $path)) { throw "$path does not exist: see the comment at the top of this script" }
 }

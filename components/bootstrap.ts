@@ -2,8 +2,8 @@
  * The node bootstrap: PowerShell that installs the Node runtime, the agent
  * bundle and the content bundle (each SHA-256 verified before it is used),
  * writes the agent config (`agent/service/config.ts`'s shape), and registers
- * and starts the agent as a Windows service (./agent-service.ts). Pure and
- * deterministic; safe to re-run (every step checks before it acts). It carries no secret: the secret variables (the join
+ * and starts the agent. Pure and deterministic; safe to re-run (every step
+ * checks before it acts). It carries no secret: the secret variables (the join
  * token under KUBE_BOOTSTRAP_TOKEN or RKE2_TOKEN, and the stack's
  * `content.secrets`) arrive as one JSON object, in the `-Secrets` argument (the
  * Azure extension passes it from `protectedSettings`) or as a line on standard
@@ -164,8 +164,7 @@ $config | Add-Member -NotePropertyName content -NotePropertyValue ${contentDir} 
 $config | Add-Member -NotePropertyName secrets -NotePropertyValue $secretValues -Force
 $json = $config | ConvertTo-Json -Depth 20
 $configPath = "$root\\agent.json"
-# A new agent version restarts the agent even when its config is the same.
-$changed = $agentMoved
+$changed = $false
 # Written and compared byte for byte (UTF-8, no BOM, no added newline): a re-run with the same
 # config leaves the running agent alone.
 if (-not (Test-Path -LiteralPath $configPath) -or -not ([IO.File]::ReadAllText($configPath) -ceq $json)) {
