@@ -56,6 +56,8 @@ describe("the agent service in the rendered bootstrap", () => {
     }
     assert.doesNotMatch(text, /'Restart'/);
     assert.match(s, /\$agentArguments = '"' \+ "\$current\\bin\\winfleet-agent\.js" \+ '" serve --config "' \+ \$configPath \+ '"'/);
+    // Beside the config (C:\ProgramData\winfleet\agent.json), where winfleet-agent diagnose reads the agent's log.
+    assert.match(s, /-Directory \$root -LogFile "\$root\\agent\.log"\n/);
     assert.ok(named(f, /^New-Service$/).some((c) => c.args.some((a) => a.parameter === "startuptype" && a.text === "Automatic")));
   });
 

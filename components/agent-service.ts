@@ -153,7 +153,8 @@ if ($null -ne (Get-ScheduledTask -TaskName ${q(AGENT_SERVICE)} -ErrorAction Sile
     Unregister-ScheduledTask -TaskName ${q(AGENT_SERVICE)} -Confirm:$false
 }
 $agentArguments = '"' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"'
-$registered = Register-WinfleetAgentService -Name ${q(AGENT_SERVICE)} -Nssm $nssm -Node $node -Arguments $agentArguments -Directory $root -LogFile "$root\\logs\\agent.log"
+# Its output beside the config, where winfleet-agent diagnose looks for the agent's log.
+$registered = Register-WinfleetAgentService -Name ${q(AGENT_SERVICE)} -Nssm $nssm -Node $node -Arguments $agentArguments -Directory $root -LogFile "$root\\agent.log"
 if (($changed -or $agentMoved -or $registered) -and (Get-Service -Name ${q(AGENT_SERVICE)}).Status -ne 'Stopped') {
     Restart-Service -Name ${q(AGENT_SERVICE)} -Force
 }
