@@ -149,10 +149,9 @@ describe("bootstrap", () => {
     assert.match(s, /\[IO\.File\]::WriteAllText\("\$configPath\.partial", \$json, \(New-Object System\.Text\.UTF8Encoding -ArgumentList \$false\)\)/);
   });
 
-  it("restarts an agent that exited: a watchdog trigger every minute that leaves a running agent alone", () => {
+  it("runs the agent as a Windows service, not a scheduled task (see agent-service.test.ts)", () => {
     const s = renderBootstrap(args);
-    assert.match(s, /\$watchdog = New-ScheduledTaskTrigger -Once -At \(\[DateTime\]::Today\) -RepetitionInterval \(New-TimeSpan -Minutes 1\)/);
-    assert.match(s, /-MultipleInstances IgnoreNew/);
-    assert.match(s, /Register-ScheduledTask -TaskName 'winfleet-agent' -Action \$action -Trigger @\(\$atStartup, \$watchdog\)/);
+    assert.match(s, /\$registered = Register-WinfleetAgentService -Name 'winfleet-agent' /);
+    assert.doesNotMatch(s, /Register-ScheduledTask|\$watchdog/);
   });
 });

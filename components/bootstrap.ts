@@ -17,6 +17,7 @@
  */
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../agent/common/canonical-json";
+import { agentNssmInstall, agentServiceRegistration } from "./agent-service";
 import type { NodeRuntime } from "./node-runtime";
 
 /** A hash-pinned download. */
@@ -56,8 +57,6 @@ export interface BootstrapArgs {
   readonly installDir?: string;
 }
 
-/** The scheduled task the agent runs as; `up --manager windows` restarts it. */
-export const AGENT_TASK = "winfleet-agent";
 /** Where the bootstrap installs the agent. */
 export const DEFAULT_INSTALL_DIR = "C:\\ProgramData\\winfleet";
 
@@ -72,56 +71,6 @@ export const VAULT_SECRET_URL = /^https:\/\/[a-z0-9-]{3,24}\.vault\.azure\.net\/
 function imdsTokenUrl(resource: string, identity: string | undefined): string {
   const id = identity ? `&msi_res_id=${encodeURIComponent(identity).replace(/'/g, "%27")}` : "";
   return `http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=${encodeURIComponent(resource)}${id}`;
-}
-
-/**
- * PowerShell that registers the agent's scheduled task (at boot, as SYSTEM,
- * restarted when it fails) and starts it, restarting it when `$changed`. It
- * expects `$node`, `$current` (the `current` junction) and `$configPath` set.
- * One text for the bootstrap and for a release's
- * `service/register-winfleet-agent.ps1`, so both register the same task.
- */
-export function agentTaskRegistration(): string {
-  return `# The agent runs at boot as SYSTEM. Task Scheduler's restart-on-failure only retries a failure
-# to start, so a second trigger fires every minute: an agent that exited is started again, and
-# one that runs is left alone (IgnoreNew).
-$action = New-ScheduledTaskAction -Execute $node -Argument ('"' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"')
-$atStartup = New-ScheduledTaskTrigger -AtStartup
-$watchdog = New-ScheduledTaskTrigger -Once -At ([DateTime]::Today) -RepetitionInterval (New-TimeSpan -Minutes 1)
-$settings = New-ScheduledTaskSettingsSet -RestartCount 999 -RestartInterval (New-TimeSpan -Minutes 1) -ExecutionTimeLimit ([TimeSpan]::Zero) -StartWhenAvailable -MultipleInstances IgnoreNew
-$principal = New-ScheduledTaskPrincipal -UserId 'SYSTEM' -LogonType ServiceAccount -RunLevel Highest
-Register-ScheduledTask -TaskName ${q(AGENT_TASK)} -Action $action -Trigger @($atStartup, $watchdog) -Settings $settings -Principal $principal -Force | Out-Null
-$task = Get-ScheduledTask -TaskName ${q(AGENT_TASK)}
-if ($changed -and $task.State -eq 'Running') { Stop-ScheduledTask -TaskName ${q(AGENT_TASK)} }
-if ((Get-ScheduledTask -TaskName ${q(AGENT_TASK)}).State -ne 'Running') { Start-ScheduledTask -TaskName ${q(AGENT_TASK)} }
-`;
-}
-
-/**
- * A release's Windows service file: registers the agent unpacked under
- * `<InstallDir>\\releases\\<version>` (with `current` pointing at it, as the
- * bootstrap lays it out) with the task the bootstrap registers.
- */
-export function renderTaskRegistrationScript(nodeExe: string): string {
-  return `# Registers the winfleet agent as the scheduled task the node bootstrap registers (at boot, as
-# SYSTEM, restarted when it fails) and starts it. Expects the layout the bootstrap makes: the
-# agent bundle unpacked under <InstallDir>\\releases\\<version>, <InstallDir>\\current pointing at it,
-# the Node runtime of node-runtime.json under <InstallDir>\\node, and the agent config.
-param(
-    [string]$InstallDir = ${q(DEFAULT_INSTALL_DIR)},
-    [string]$NodePath = '',
-    [string]$Config = ''
-)
-$ErrorActionPreference = 'Stop'
-$node = if ($NodePath) { $NodePath } else { Join-Path "$InstallDir\\node" ${q(nodeExe)} }
-$current = "$InstallDir\\current"
-$configPath = if ($Config) { $Config } else { "$InstallDir\\agent.json" }
-$changed = $true
-foreach ($path in @($node, "$current\\bin\\winfleet-agent.js", $configPath)) {
-    if (-not (Test-Path -LiteralPath $path)) { throw "$path does not exist: see the comment at the top of this script" }
-}
-${agentTaskRegistration()}Write-Output "winfleet agent registered as the scheduled task ${AGENT_TASK}"
-`;
 }
 
 function contentStep(c: ContentSource): string {
@@ -285,10 +234,12 @@ $node = Join-Path "$root\\node" ${q(args.node.exe)}
 Get-Pinned -Url ${q(args.agent.url)} -ExpectedHash ${q(args.agent.sha256.toUpperCase())} -Path "$root\\downloads\\agent-${args.agent.version}.tgz"${args.agent.auth === "managedIdentity" ? " -Headers (Get-StorageHeaders)" : ""}
 Expand-Once -Archive "$root\\downloads\\agent-${args.agent.version}.tgz" -Destination "$root\\releases\\${args.agent.version}"
 $current = "$root\\current"
+$agentMoved = $false
 $target = "$root\\releases\\${args.agent.version}"
 if (-not (Test-Path -LiteralPath $current) -or ((Get-Item -LiteralPath $current).Target -ne $target)) {
     if (Test-Path -LiteralPath $current) { (Get-Item -LiteralPath $current).Delete() }
     New-Item -ItemType Junction -Path $current -Target $target | Out-Null
+    $agentMoved = $true
 }
 
 ${contentStep(args.content)}
@@ -308,7 +259,7 @@ if (-not (Test-Path -LiteralPath $configPath) -or -not ([IO.File]::ReadAllText($
     $changed = $true
 }
 
-${agentTaskRegistration()}Write-Output "winfleet agent ${args.agent.version} bootstrapped"
+${agentNssmInstall()}${agentServiceRegistration()}Write-Output "winfleet agent ${args.agent.version} bootstrapped"
 `;
 }
 

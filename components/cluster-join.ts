@@ -2,14 +2,14 @@
  * `ClusterJoin`: the cluster side of joining Windows nodes — the agent's
  * namespace, service accounts and least-privilege RBAC, plus a kubeadm
  * bootstrap token with its TLS-bootstrap bindings or the RKE2 join token kept
- * as a Secret; on kubeadm clusters also kube-proxy's own service account,
- * least-privilege ClusterRole and token. Exposes what the nodes' content
+ * as a Secret; on kubeadm clusters also kube-proxy's and Calico's own service
+ * accounts, least-privilege roles and tokens. Exposes what the nodes' content
  * needs: the variables, and the secrets (the join token under the variable
- * name content reads, and KUBE_PROXY_TOKEN) as Pulumi secrets.
+ * name content reads, KUBE_PROXY_TOKEN and CALICO_TOKEN) as Pulumi secrets.
  */
 import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { KUBE_PROXY_TOKEN_SECRET, renderAgentAccess, renderKubeProxyAccess, renderKubeadmJoin, renderRke2Join } from "./cluster-render";
+import { CALICO_TOKEN_SECRET, KUBE_PROXY_TOKEN_SECRET, renderAgentAccess, renderCalicoAccess, renderKubeProxyAccess, renderKubeadmJoin, renderRke2Join } from "./cluster-render";
 import { kubeResource } from "./kube-objects";
 
 /** How nodes join: a kubeadm TLS bootstrap with a bootstrap token winfleet creates, or an RKE2 agent. */
@@ -51,8 +51,8 @@ export class ClusterJoin extends pulumi.ComponentResource {
   readonly token: pulumi.Output<string>;
   /**
    * Every secret variable the nodes need from the cluster side: the join token under
-   * {@link tokenVariable}, and on kubeadm clusters KUBE_PROXY_TOKEN (kube-proxy's
-   * service-account token, which the kube-proxy component turns into its kubeconfig).
+   * {@link tokenVariable}, and on kubeadm clusters KUBE_PROXY_TOKEN and CALICO_TOKEN (kube-proxy's
+   * and Calico's service-account tokens, which their components turn into their kubeconfigs).
    */
   readonly secrets: Readonly<Record<string, pulumi.Output<string>>>;
 
@@ -72,7 +72,7 @@ export class ClusterJoin extends pulumi.ComponentResource {
       this.tokenVariable = "RKE2_TOKEN";
       this.token = secret;
     }
-    if (args.join.method === "kubeadm") objects.push(...renderKubeProxyAccess(args.namespace));
+    if (args.join.method === "kubeadm") objects.push(...renderKubeProxyAccess(args.namespace), ...renderCalicoAccess(args.namespace));
     const namespaced = objects.filter((o) => o.kind !== "Namespace");
     const ns = objects.filter((o) => o.kind === "Namespace").map((o) => kubeResource(name, o, { parent: this }));
     const created = new Map<string, pulumi.CustomResource>();
@@ -80,13 +80,14 @@ export class ClusterJoin extends pulumi.ComponentResource {
     const accounts = namespaced.filter((o) => o.kind === "ServiceAccount").map((o) => kubeResource(name, o, { parent: this, dependsOn: ns }));
     for (const o of namespaced.filter((x) => x.kind !== "ServiceAccount")) created.set(`${o.kind}/${o.metadata.name}`, kubeResource(name, o, { parent: this, dependsOn: [...ns, ...accounts] }));
     const secrets: Record<string, pulumi.Output<string>> = { [this.tokenVariable]: this.token };
-    const tokenSecret = created.get(`Secret/${KUBE_PROXY_TOKEN_SECRET}`) as k8s.core.v1.Secret | undefined;
-    if (tokenSecret) {
+    for (const [variable, name] of [["KUBE_PROXY_TOKEN", KUBE_PROXY_TOKEN_SECRET], ["CALICO_TOKEN", CALICO_TOKEN_SECRET]] as const) {
+      const tokenSecret = created.get(`Secret/${name}`) as k8s.core.v1.Secret | undefined;
+      if (!tokenSecret) continue;
       // The provider waits until the token controller has filled the Secret's data.
-      secrets.KUBE_PROXY_TOKEN = pulumi.secret(
+      secrets[variable] = pulumi.secret(
         tokenSecret.data.apply((data) => {
           const token = data.token;
-          if (token === undefined || token === "") throw new Error(`the cluster did not fill ${KUBE_PROXY_TOKEN_SECRET}'s token (is the service-account token controller running?)`);
+          if (token === undefined || token === "") throw new Error(`the cluster did not fill ${name}'s token (is the service-account token controller running?)`);
           return Buffer.from(token, "base64").toString("utf8");
         }),
       );

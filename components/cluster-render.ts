@@ -120,3 +120,85 @@ export function renderKubeProxyAccess(namespace: string): Obj[] {
     },
   ];
 }
+
+/** Calico's service account on Windows nodes, and the Secret its long-lived token is kept in. */
+export const CALICO_ACCOUNT = "winfleet-calico-node";
+/** The Secret (type kubernetes.io/service-account-token) the token controller fills for {@link CALICO_ACCOUNT}. */
+export const CALICO_TOKEN_SECRET = "winfleet-calico-node-token";
+
+/**
+ * Calico's identity on Windows nodes (Kubernetes datastore, VXLAN): one kubeconfig
+ * serves calico-node's startup, Felix and the CNI plugin (the Windows CNI config
+ * names it). The rules are Calico 3.29's calico-node ClusterRole less what only
+ * Linux nodes use: minting the Linux CNI plugin's tokens (serviceaccounts/token),
+ * creating BGP objects (an upgrade from Calico 2.6; Windows runs VXLAN), reading
+ * DaemonSets (the host-local IPAM migration); and ConfigMaps narrowed from every
+ * one in the cluster to kube-system's kubeadm-config (startup's pod CIDR detection).
+ */
+export function renderCalicoAccess(namespace: string): Obj[] {
+  const labels = { "app.kubernetes.io/part-of": "winfleet", "app.kubernetes.io/component": "calico-node" };
+  const calico = "crd.projectcalico.org";
+  const subjects = [{ kind: "ServiceAccount", name: CALICO_ACCOUNT, namespace }];
+  return [
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: CALICO_ACCOUNT, namespace, labels } },
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: CALICO_TOKEN_SECRET, namespace, labels, annotations: { "kubernetes.io/service-account.name": CALICO_ACCOUNT } },
+      type: "kubernetes.io/service-account-token",
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "winfleet:calico-node", labels },
+      rules: [
+        // The CNI plugin reads the pod, its node and namespace, and patches the pod's status.
+        { apiGroups: [""], resources: ["pods", "nodes", "namespaces"], verbs: ["get"] },
+        { apiGroups: [""], resources: ["pods/status"], verbs: ["patch"] },
+        // Felix: Service-based policy rules, Kubernetes network policy, policy information.
+        { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
+        { apiGroups: [""], resources: ["endpoints", "services"], verbs: ["get", "list", "watch"] },
+        { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["list", "watch"] },
+        { apiGroups: [""], resources: ["pods", "namespaces", "serviceaccounts"], verbs: ["list", "watch"] },
+        // The node's Calico data lives on its Node (annotations, the NetworkUnavailable condition).
+        { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] },
+        { apiGroups: [""], resources: ["nodes/status"], verbs: ["patch", "update"] },
+        {
+          apiGroups: [calico],
+          resources: [
+            "globalfelixconfigs", "felixconfigurations", "bgppeers", "globalbgpconfigs", "bgpconfigurations", "ippools", "ipreservations", "ipamblocks",
+            "globalnetworkpolicies", "globalnetworksets", "networkpolicies", "networksets", "clusterinformations", "hostendpoints", "blockaffinities", "caliconodestatuses",
+          ],
+          verbs: ["get", "list", "watch"],
+        },
+        // Startup makes the default configuration when it is missing.
+        { apiGroups: [calico], resources: ["ippools", "felixconfigurations", "clusterinformations"], verbs: ["create", "update"] },
+        { apiGroups: [calico], resources: ["caliconodestatuses"], verbs: ["update"] },
+        // Calico IPAM: the node's block affinities and the pods' addresses.
+        { apiGroups: [calico], resources: ["blockaffinities", "ipamblocks", "ipamhandles"], verbs: ["get", "list", "create", "update", "delete"] },
+        { apiGroups: [calico], resources: ["ipamconfigs"], verbs: ["get", "create"] },
+        { apiGroups: [calico], resources: ["blockaffinities"], verbs: ["watch"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "winfleet:calico-node", labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "winfleet:calico-node" },
+      subjects,
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "winfleet:calico-node-kubeadm-config", namespace: "kube-system", labels },
+      rules: [{ apiGroups: [""], resources: ["configmaps"], resourceNames: ["kubeadm-config"], verbs: ["get"] }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "winfleet:calico-node-kubeadm-config", namespace: "kube-system", labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "winfleet:calico-node-kubeadm-config" },
+      subjects,
+    },
+  ];
+}

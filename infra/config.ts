@@ -256,7 +256,7 @@ export const fleetSchema = fleetShape.superRefine((f, ctx) => {
     }
   });
   const azure = f.pools.findIndex((p) => p.kind === "azure");
-  const larger = [...(f.cluster?.join.method === "kubeadm" ? ["KUBE_PROXY_TOKEN"] : []), ...Object.keys(f.content.secrets)];
+  const larger = [...(f.cluster?.join.method === "kubeadm" ? ["KUBE_PROXY_TOKEN", "CALICO_TOKEN"] : []), ...Object.keys(f.content.secrets)];
   if (azure >= 0 && !f.content.keyVault && larger.length > 0) {
     ctx.addIssue({ code: "custom", path: ["content", "keyVault"], message: `is required: pools[${azure}] (azure) reads ${larger.join(", ")} from a Key Vault secret (the extension's command line has room for the join token alone)` });
   }

@@ -12,7 +12,7 @@ import { defaultRoot, readKey, reportDowngrade } from "./lifecycle-setup";
 import { createLogger } from "../common/log";
 import { installationAt } from "../upgrade/installation";
 import { pidFileManager, systemdManager } from "../upgrade/service-manager";
-import { windowsTaskManager } from "../upgrade/service-manager.win32";
+import { windowsServiceManager } from "../upgrade/service-manager.win32";
 import { renderSystemdUnit, renderWindowsServiceInstall } from "../upgrade/service-units";
 import { openBundle } from "../upgrade/bundle-source";
 import { up } from "../upgrade/up";
@@ -29,7 +29,7 @@ export function registerUpgradeCommands(program: Command): void {
     .requiredOption("--bundle <path>", "the new agent bundle: a directory (package.json and bin/), or the agent-<version>.tgz winfleet release writes")
     .requiredOption("--install-dir <dir>", "the installation (releases/ and the current link)")
     .requiredOption("--config <file>", "the broker config, whose socket the new version must answer on")
-    .option("--manager <kind>", "how to restart the agent: systemd, windows (the scheduled task the bootstrap registers) or pidfile", process.platform === "win32" ? "windows" : "systemd")
+    .option("--manager <kind>", "how to restart the agent: systemd, windows (the service the bootstrap registers) or pidfile", process.platform === "win32" ? "windows" : "systemd")
     .option("--timeout <seconds>", "how long the new version has to answer", (v) => Number(v), 30)
     .option("--detach", "run the upgrade in the background (when started through the broker, whose restart would end it)", false)
     .option("--public-key <file>", "refuse a bundle not signed with this ed25519 public key (PEM)")
@@ -51,7 +51,7 @@ export function registerUpgradeCommands(program: Command): void {
         const installDir = resolve(opts.installDir);
         const manager =
           opts.manager === "pidfile" ? pidFileManager(installDir, ["broker", "--config", resolve(opts.config)])
-          : opts.manager === "windows" ? windowsTaskManager()
+          : opts.manager === "windows" ? windowsServiceManager()
           : opts.manager === "systemd" ? systemdManager()
           : undefined;
         if (!manager) {

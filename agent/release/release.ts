@@ -3,7 +3,7 @@
  * bundles side by side, each signed on its own (signing.ts):
  * - `agent/` — the single-file agent bundle (build.ts); under `service/`, a
  *   systemd unit for Linux hosts and `register-winfleet-agent.ps1`, which
- *   registers the `winfleet-agent` scheduled task exactly as the bootstrap
+ *   registers the `winfleet-agent` Windows service exactly as the bootstrap
  *   does (for hosts set up by hand); and `node-runtime.json`, the pinned
  *   Node.js runtime the bootstrap installs (components/node-runtime.ts);
  * - `content/` — the built content bundle (`manifest.json` and its artifacts);
@@ -17,7 +17,8 @@
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { archiveDirectory } from "../../components/content-archive";
-import { renderTaskRegistrationScript } from "../../components/bootstrap";
+import { renderServiceRegistrationScript } from "../../components/agent-service";
+import { DEFAULT_INSTALL_DIR } from "../../components/bootstrap";
 import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
 import { canonicalJson } from "../common/canonical-json";
 import { type OutputShape, assertReplaceable, replaceDirectory } from "../common/output-dir";
@@ -62,7 +63,7 @@ export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
     await cp(join(staging, "build", "agent"), agent, { recursive: true });
     await mkdir(join(agent, "service"), { recursive: true });
     await writeFile(join(agent, "service", "winfleet-agent.service"), renderSystemdUnit({ installDir: "/opt/winfleet", node: "/usr/bin/node", args: ["serve", "--config", "/etc/winfleet/agent.json"] }));
-    await writeFile(join(agent, "service", "register-winfleet-agent.ps1"), renderTaskRegistrationScript(DEFAULT_NODE_RUNTIME.exe));
+    await writeFile(join(agent, "service", "register-winfleet-agent.ps1"), renderServiceRegistrationScript(DEFAULT_NODE_RUNTIME.exe, DEFAULT_INSTALL_DIR));
     await writeFile(join(agent, "node-runtime.json"), `${canonicalJson(DEFAULT_NODE_RUNTIME)}\n`);
     const content = join(staging, "release", "content");
     await buildContent(options.contentDir, content);

@@ -1,22 +1,23 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { powerShellSyntaxErrors } from "../content/powershell-syntax";
-import { AGENT_TASK } from "../../components/bootstrap";
-import { restartTaskCommand, restartTaskScript } from "./service-manager.win32";
+import { AGENT_SERVICE } from "../../components/agent-service";
+import { restartServiceCommand, restartServiceScript } from "./service-manager.win32";
 
 describe("the Windows service manager (as data)", () => {
-  it("restarts the scheduled task the bootstrap registers", () => {
-    const argv = restartTaskCommand();
+  it("restarts the service the bootstrap registers, not a scheduled task", () => {
+    const argv = restartServiceCommand();
     assert.deepEqual(argv.slice(0, 7), ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command"]);
     const script = argv[7] ?? "";
-    assert.match(script, new RegExp(`Stop-ScheduledTask -TaskName '${AGENT_TASK}'`));
-    assert.match(script, new RegExp(`Start-ScheduledTask -TaskName '${AGENT_TASK}'`));
-    assert.ok(script.indexOf("Stop-ScheduledTask") < script.indexOf("Start-ScheduledTask"));
+    assert.match(script, new RegExp(`Stop-Service -Name '${AGENT_SERVICE}' -Force`));
+    assert.match(script, new RegExp(`Start-Service -Name '${AGENT_SERVICE}'`));
+    assert.ok(script.indexOf("Stop-Service") < script.indexOf("Start-Service"));
+    assert.doesNotMatch(script, /ScheduledTask/);
   });
 
-  it("parses with zero PowerShell syntax errors, and quotes the task name", async () => {
-    assert.deepEqual(await powerShellSyntaxErrors(restartTaskScript("winfleet-agent")), []);
-    assert.deepEqual(await powerShellSyntaxErrors(restartTaskScript("it's")), []);
-    assert.match(restartTaskScript("it's"), /-TaskName 'it''s'/);
+  it("parses with zero PowerShell syntax errors, and quotes the service name", async () => {
+    assert.deepEqual(await powerShellSyntaxErrors(restartServiceScript("winfleet-agent")), []);
+    assert.deepEqual(await powerShellSyntaxErrors(restartServiceScript("it's")), []);
+    assert.match(restartServiceScript("it's"), /-Name 'it''s'/);
   });
 });

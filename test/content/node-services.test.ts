@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { type AnalyzedComponent, type AnalyzedContent, analyzeContent } from "../../agent/content/analysis";
 import type { ScriptFacts } from "../../agent/content/powershell-facts";
-import { KUBE_PROXY_ACCOUNT, KUBE_PROXY_TOKEN_SECRET, renderKubeProxyAccess } from "../../components/cluster-render";
+import { CALICO_ACCOUNT, CALICO_TOKEN_SECRET, KUBE_PROXY_ACCOUNT, KUBE_PROXY_TOKEN_SECRET, renderCalicoAccess, renderKubeProxyAccess } from "../../components/cluster-render";
 import { validateObject } from "../../components/cluster-render.test";
 
 const CONTENT = join(__dirname, "..", "..", "content");
@@ -92,6 +92,40 @@ describe("ClusterJoin's kube-proxy access", () => {
     const binding = objects.find((o) => o.kind === "ClusterRoleBinding") as unknown as { subjects: { kind: string; name: string }[]; roleRef: { name: string } };
     assert.deepEqual(binding.subjects.map((s) => `${s.kind}/${s.name}`), [`ServiceAccount/${KUBE_PROXY_ACCOUNT}`]);
     assert.equal(binding.roleRef.name, "winfleet:kube-proxy");
+  });
+});
+
+describe("Calico's identity", () => {
+  it("declares its own credentials as secrets, either one enough", () => {
+    const vars = component("calico").metadata.variables ?? {};
+    for (const name of ["CALICO_KUBECONFIG", "CALICO_TOKEN"]) {
+      assert.equal(vars[name]?.secret, true, name);
+      assert.equal(vars[name]?.required, false, name);
+    }
+    assert.ok(vars.KUBE_API_SERVER, "KUBE_API_SERVER, which the token's kubeconfig points at");
+  });
+
+  it("writes its kubeconfig from CALICO_TOKEN as a secret file, and refuses to run with neither credential", () => {
+    const f = facts(component("calico"), "install.ps1");
+    const built = f.commands.find((c) => /^ConvertTo-WinfleetKubeconfig$/i.test(c.name));
+    assert.ok(built?.args.some((a) => a.parameter === "token" && a.variables.includes("calicotoken")));
+    assert.ok(f.commands.some((c) => /^Set-WinfleetSecretFile$/i.test(c.name) && c.args.some((a) => a.variables.includes("kubeconfig"))));
+    const refusal = f.emissions.find((e) => e.kind === "throw" && /needs its own identity/.test(e.text));
+    assert.ok(refusal && /CALICO_TOKEN/.test(refusal.text) && /CALICO_KUBECONFIG/.test(refusal.text));
+  });
+
+  it("is provisioned by ClusterJoin: a service account, its token Secret, a ClusterRole and a kube-system Role, all schema-valid", () => {
+    const objects = renderCalicoAccess("winfleet-system");
+    for (const o of objects) validateObject(o);
+    const secret = objects.find((o) => o.kind === "Secret") as unknown as { metadata: { name: string; annotations: Record<string, string> }; type: string };
+    assert.equal(secret.metadata.name, CALICO_TOKEN_SECRET);
+    assert.equal(secret.metadata.annotations["kubernetes.io/service-account.name"], CALICO_ACCOUNT);
+    const role = objects.find((o) => o.kind === "Role") as unknown as { metadata: { namespace: string }; rules: { resources: string[]; resourceNames?: string[]; verbs: string[] }[] };
+    assert.equal(role.metadata.namespace, "kube-system");
+    assert.deepEqual(role.rules, [{ apiGroups: [""], resources: ["configmaps"], resourceNames: ["kubeadm-config"], verbs: ["get"] }]);
+    for (const binding of objects.filter((o) => o.kind.endsWith("Binding")) as unknown as { subjects: { kind: string; name: string }[] }[]) {
+      assert.deepEqual(binding.subjects.map((s) => `${s.kind}/${s.name}`), [`ServiceAccount/${CALICO_ACCOUNT}`]);
+    }
   });
 });
 

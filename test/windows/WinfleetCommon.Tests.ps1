@@ -204,3 +204,81 @@ Describe 'cluster helpers' {
         Wait-WinfleetNetworkReady -TimeoutSeconds 1 | Should -BeTrue
     }
 }
+
+Describe 'the agent service the bootstrap registers' {
+    BeforeAll {
+        # The registration the bootstrap renders (AgentService.ps1 is kept equal to it), run
+        # with NSSM from the content's pinned artifact and a stand-in agent on the runner's Node.js.
+        . (Join-Path $PSScriptRoot 'AgentService.ps1')
+        $artifact = Get-WinfleetArtifact -Manifest (Join-Path $repository 'content\components\winfleet-common\1.0.0\files\k\winfleet\common\artifacts.json') -Name 'nssm'
+        $staging = Expand-WinfleetArtifact -Artifact $artifact -Destination (Join-Path $env:WINFLEET_ROOT 'nssm')
+        $script:AgentName = "winfleet-pester-agent-$($script:Run)"
+        $script:AgentDir = Join-Path $env:WINFLEET_ROOT 'agent'
+        New-Item -ItemType Directory -Force -Path $script:AgentDir | Out-Null
+        $script:PidFile = Join-Path $script:AgentDir 'agent.pid'
+        $agent = Join-Path $script:AgentDir 'agent.js'
+        # Records its process id and stays up, as the agent does.
+        [System.IO.File]::WriteAllText($agent, "require('fs').writeFileSync(process.argv[2], String(process.pid)); setInterval(() => {}, 1000);")
+        $script:Registration = @{
+            Name      = $script:AgentName
+            Nssm      = (Join-Path $staging 'nssm-2.24\win64\nssm.exe')
+            Node      = (Get-Command -Name 'node.exe' -CommandType Application | Select-Object -First 1).Source
+            Arguments = '"' + $agent + '" "' + $script:PidFile + '"'
+            Directory = $script:AgentDir
+            LogFile   = (Join-Path $script:AgentDir 'logs\agent.log')
+        }
+        function Wait-AgentPid([int]$Not) {
+            $deadline = (Get-Date).AddSeconds(60)
+            while ((Get-Date) -lt $deadline) {
+                if (Test-Path -LiteralPath $script:PidFile) {
+                    $found = [int](Get-Content -Raw -LiteralPath $script:PidFile)
+                    if ($found -ne $Not) {
+                        return $found
+                    }
+                }
+                Start-Sleep -Milliseconds 500
+            }
+            throw "no agent process recorded itself within 60 s"
+        }
+    }
+
+    AfterAll {
+        Stop-Service -Name $script:AgentName -Force -ErrorAction SilentlyContinue
+        & sc.exe delete $script:AgentName | Out-Null
+    }
+
+    It 'registers it once: delayed automatic start, LocalSystem, the failure actions and the failure flag, rotated output' {
+        $registration = $script:Registration
+        Register-WinfleetAgentService @registration | Should -BeTrue
+        Register-WinfleetAgentService @registration | Should -BeFalse
+        $service = Get-CimInstance -ClassName Win32_Service -Filter "Name='$($script:AgentName)'"
+        $service.StartMode | Should -Be 'Auto'
+        $service.DelayedAutoStart | Should -BeTrue
+        $service.StartName | Should -Be 'LocalSystem'
+        $failure = (& sc.exe qfailure $script:AgentName) -join "`n"
+        $failure | Should -Match 'RESET_PERIOD \(in seconds\)\s*:\s*86400'
+        foreach ($delay in @(5000, 10000, 30000)) {
+            $failure | Should -Match "RESTART -- Delay = $delay milliseconds"
+        }
+        ((& sc.exe qfailureflag $script:AgentName) -join "`n") | Should -Match 'FAILURE_ACTIONS_ON_NONCRASH_FAILURES\s*:\s*TRUE'
+        $parameters = Get-ItemProperty -LiteralPath "HKLM:\SYSTEM\CurrentControlSet\Services\$($script:AgentName)\Parameters"
+        $parameters.AppRotateFiles | Should -Be 1
+        $parameters.AppKillProcessTree | Should -Be 0
+        (Get-Item -LiteralPath "HKLM:\SYSTEM\CurrentControlSet\Services\$($script:AgentName)\Parameters\AppExit").GetValue('') | Should -Be 'Exit'
+    }
+
+    It 'runs the agent, the SCM starts it again when it dies, and registering again leaves it running' {
+        Start-Service -Name $script:AgentName
+        $first = Wait-AgentPid -Not 0
+        Stop-Process -Id $first -Force
+        # NSSM stops the service with the agent's exit code; the first failure action starts it 5 s later.
+        $second = Wait-AgentPid -Not $first
+        $second | Should -Not -Be $first
+        (Get-Service -Name $script:AgentName).Status | Should -Be 'Running'
+        $registration = $script:Registration
+        Register-WinfleetAgentService @registration | Should -BeFalse
+        Start-Sleep -Seconds 2
+        [int](Get-Content -Raw -LiteralPath $script:PidFile) | Should -Be $second
+        Get-Process -Id $second | Should -Not -BeNullOrEmpty
+    }
+}

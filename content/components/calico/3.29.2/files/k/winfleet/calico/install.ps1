@@ -1,8 +1,9 @@
 # calico install (and post_upgrade): Calico for Windows (VXLAN, Kubernetes
 # datastore) from the pinned release: its node and Felix services (Calico's
 # own service scripts, under NSSM, configured through their environment), its
-# CNI plugin and CNI config, and its kubeconfig (a secret, from
-# CALICO_KUBECONFIG). Calico creates the HNS networks and the host endpoint
+# CNI plugin and CNI config, and its kubeconfig (a secret: CALICO_KUBECONFIG,
+# or one written from CALICO_TOKEN, the token of the service account ClusterJoin
+# provisions with least privilege). Calico creates the HNS networks and the host endpoint
 # kube-proxy uses as its source VIP.
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
@@ -22,7 +23,22 @@ if ([int]$vni -lt 4096) {
 }
 $adapter = Get-WinfleetVariable -Name 'CALICO_VXLAN_ADAPTER'
 $nodeIp = Assert-WinfleetVariable -Name 'CALICO_NODE_IP' -Pattern '^(autodetect|[0-9a-fA-F.:]+)$' -Expected "'autodetect' or an IP address"
-$kubeconfig = Assert-WinfleetVariable -Name 'CALICO_KUBECONFIG' -Expected 'a kubeconfig'
+# Calico's own identity: a kubeconfig the stack provides, or the token of the
+# winfleet-calico-node service account ClusterJoin provisions (with the cluster CA
+# join-kubeadm verified).
+$kubeconfig = Get-WinfleetVariable -Name 'CALICO_KUBECONFIG'
+if ($kubeconfig -eq '') {
+    $calicoToken = Get-WinfleetVariable -Name 'CALICO_TOKEN'
+    if ($calicoToken -eq '') {
+        throw 'Calico needs its own identity: set CALICO_TOKEN (ClusterJoin provisions the winfleet-calico-node service account and passes its token) or CALICO_KUBECONFIG'
+    }
+    $apiServer = Assert-WinfleetVariable -Name 'KUBE_API_SERVER' -Pattern '^https://[A-Za-z0-9.:\[\]-]+(:[0-9]+)?/?$' -Expected 'the https:// URL of the API server'
+    $caFile = Join-Path $root 'etc\kubernetes\pki\ca.crt'
+    if (-not (Test-Path -LiteralPath $caFile)) {
+        throw "CALICO_TOKEN needs the cluster CA at $caFile, which join-kubeadm writes: join the node first"
+    }
+    $kubeconfig = ConvertTo-WinfleetKubeconfig -Server $apiServer.TrimEnd('/') -CertificateAuthorityPath $caFile -UserName 'winfleet-calico-node' -Token $calicoToken
+}
 
 $artifact = Get-WinfleetArtifact -Manifest (Join-Path $root 'k\winfleet\calico\artifacts.json') -Name 'calico-windows'
 $current = ''
