@@ -1,0 +1,165 @@
+#!/usr/bin/env node
+// Folders are layers. This check reads every non-test TypeScript source file,
+// maps each relative import to the folder it lands in, and fails when
+//   - the folders import each other in a cycle (it names the cycle), or
+//   - a file reaches past another folder's public index.ts into its internals.
+// Tests (*.test.ts, test/) may import internals and are not read.
+// A folder is agent/<name> for anything below agent/<name>/, "agent" for files
+// directly in agent/, and the top-level directory otherwise (infra, components, policy).
+// Usage: node scripts/check-layers.mjs [--graph]   (--graph: print the folder graph and stop)
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, relative, resolve, sep } from "node:path";
+
+const require = createRequire(import.meta.url);
+const ts = require("typescript");
+
+const ROOT = resolve(dirname(new URL(import.meta.url).pathname), "..");
+const SOURCE_DIRS = ["agent", "components", "infra", "policy"];
+/** Generated protobuf code is part of the broker and imports only its own folder. */
+const SKIPPED_DIRS = new Set(["node_modules", "dist", "generated"]);
+
+/**
+ * Folders whose index.ts is not a library surface. infra/index.ts is the Pulumi
+ * program's entry (`export =`), so infra's public surface is infra/public.ts.
+ */
+const PUBLIC_ENTRY = new Map([["infra", "infra/public.ts"]]);
+
+/** Every non-test .ts file below `dir`, relative to the repository root with "/" separators. */
+function sources(dir) {
+  const out = [];
+  for (const name of readdirSync(join(ROOT, dir))) {
+    const rel = `${dir}/${name}`;
+    const st = statSync(join(ROOT, rel));
+    if (st.isDirectory()) {
+      if (!SKIPPED_DIRS.has(name)) out.push(...sources(rel));
+    } else if (name.endsWith(".ts") && !name.endsWith(".test.ts") && !name.endsWith(".d.ts")) {
+      out.push(rel);
+    }
+  }
+  return out;
+}
+
+/** The layer a repository-relative file belongs to. */
+function folderOf(file) {
+  const parts = file.split("/");
+  if (parts[0] === "agent") return parts.length > 2 ? `agent/${parts[1]}` : "agent";
+  return parts[0];
+}
+
+/** The file a relative specifier resolves to, as TypeScript's CommonJS resolution would find it. */
+function resolveSpecifier(fromFile, spec) {
+  const base = relative(ROOT, resolve(ROOT, dirname(fromFile), spec)).split(sep).join("/");
+  const stripped = base.replace(/\.(?:js|ts)$/, "");
+  for (const candidate of [`${stripped}.ts`, `${stripped}/index.ts`, base]) {
+    try {
+      if (statSync(join(ROOT, candidate)).isFile()) return candidate;
+    } catch {
+      // try the next candidate
+    }
+  }
+  return undefined;
+}
+
+/** The public entry of a folder: index.ts unless PUBLIC_ENTRY names another file. */
+function publicEntry(folder) {
+  return PUBLIC_ENTRY.get(folder) ?? (folder === "agent" ? undefined : `${folder}/index.ts`);
+}
+
+const files = SOURCE_DIRS.flatMap(sources).sort();
+/** folder -> Map(target folder -> [file -> spec, ...]) */
+const graph = new Map();
+const violations = [];
+for (const file of files) {
+  const from = folderOf(file);
+  if (!graph.has(from)) graph.set(from, new Map());
+  const info = ts.preProcessFile(readFileSync(join(ROOT, file), "utf8"), true, true);
+  for (const { fileName: spec } of info.importedFiles) {
+    if (!spec.startsWith(".")) continue;
+    const target = resolveSpecifier(file, spec);
+    if (target === undefined) {
+      violations.push(`${file}: cannot resolve "${spec}"`);
+      continue;
+    }
+    const to = folderOf(target);
+    if (to === from) continue;
+    const edges = graph.get(from);
+    if (!edges.has(to)) edges.set(to, []);
+    edges.get(to).push(`${file} -> ${spec}`);
+    // Files directly in agent/ (version.ts) are leaves with no index of their own.
+    const entry = publicEntry(to);
+    if (entry !== undefined && target !== entry) {
+      violations.push(`${file}: imports "${spec}", past ${to}'s public ${entry.slice(to.length + 1)}`);
+    }
+  }
+}
+
+/** Strongly connected components with more than one folder (Tarjan). */
+function cycles() {
+  let index = 0;
+  const idx = new Map();
+  const low = new Map();
+  const stack = [];
+  const onStack = new Set();
+  const found = [];
+  const visit = (v) => {
+    idx.set(v, index);
+    low.set(v, index);
+    index += 1;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v)?.keys() ?? []) {
+      if (!idx.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v), idx.get(w)));
+      }
+    }
+    if (low.get(v) === idx.get(v)) {
+      const scc = [];
+      let w;
+      do {
+        w = stack.pop();
+        onStack.delete(w);
+        scc.push(w);
+      } while (w !== v);
+      if (scc.length > 1) found.push(scc.sort());
+    }
+  };
+  for (const v of [...graph.keys()].sort()) if (!idx.has(v)) visit(v);
+  return found;
+}
+
+/** The edges inside one strongly connected component, each with the imports behind it. */
+function describe(scc) {
+  const inside = new Set(scc);
+  const lines = [];
+  for (const from of scc) {
+    for (const [to, why] of graph.get(from) ?? []) {
+      if (inside.has(to)) lines.push(`  ${from} -> ${to}  (${why.join("; ")})`);
+    }
+  }
+  return lines;
+}
+
+if (process.argv.includes("--graph")) {
+  for (const from of [...graph.keys()].sort()) {
+    const targets = [...(graph.get(from)?.keys() ?? [])].sort();
+    process.stdout.write(`${from} -> ${targets.join(", ") || "(nothing)"}\n`);
+  }
+  for (const scc of cycles()) process.stdout.write(`cycle: ${scc.join(", ")}\n${describe(scc).join("\n")}\n`);
+  process.exit(0);
+}
+
+const loops = cycles();
+for (const scc of loops) {
+  process.stderr.write(`folders import each other in a cycle: ${scc.join(", ")}\n${describe(scc).join("\n")}\n`);
+}
+for (const v of violations) process.stderr.write(`${v}\n`);
+if (loops.length > 0 || violations.length > 0) {
+  process.stderr.write("see docs/architecture.md (Layers) for the order folders may import in\n");
+  process.exitCode = 1;
+} else {
+  process.stdout.write(`layers: ${graph.size} folders, no cycle, every cross-folder import goes through an index\n`);
+}
