@@ -84,7 +84,7 @@ export const OPERATOR_BUNDLE: BundleSpec = {
   bin: "bin/winfleet.js",
   lib: "lib/winfleet.js",
   external: EXTERNAL,
-  parts: [{ entry: "infra/render-main.ts", lib: "lib/winfleet-render.js" }],
+  parts: [{ entry: "agent/cli/render-run.ts", lib: "lib/winfleet-render.js" }],
   inCheckout: true,
 };
 

@@ -8,9 +8,9 @@
  * failures, so the errors it recognises are the classes it was built with.
  */
 import { resolve } from "node:path";
-import { failure } from "../agent/cli/lifecycle-setup";
-import { assertReplaceable } from "../agent/common/output-dir";
-import { RENDER_SHAPE, renderStack, writeRender } from "./render";
+import { assertReplaceable } from "../common/output-dir";
+import { RENDER_SHAPE, renderStack, writeRender } from "../../infra/render";
+import { failure } from "./lifecycle-setup";
 
 /** The parsed `winfleet render` options. */
 export interface RenderOptions {
