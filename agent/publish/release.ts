@@ -1,13 +1,13 @@
 /**
  * `winfleet release --out DIR --key FILE`: what a node receives, signed. Two
- * bundles side by side, each signed on its own (signing.ts):
- * - `agent/` — the single-file agent bundle (build.ts); under `service/`, a
+ * bundles side by side, each signed on its own (agent/release/signing.ts):
+ * - `agent/` — the single-file agent bundle (agent/release/build.ts); under `service/`, a
  *   systemd unit for Linux hosts and `register-winfleet-agent.ps1`, which
  *   registers the `winfleet-agent` scheduled task exactly as the bootstrap
  *   does (for hosts set up by hand); and `node-runtime.json`, the pinned
  *   Node.js runtime the bootstrap installs (components/node-runtime.ts);
  * - `content/` — the built content bundle (`manifest.json` and its artifacts);
- *   both signatures cover the release version (anti-rollback.ts);
+ *   both signatures cover the release version (agent/release/anti-rollback.ts);
  * - `agent-<version>.tgz` — `agent/` as the deterministic archive the node
  *   bootstrap downloads and unpacks into `releases\<version>` (a stack's
  *   `agent.bundle` is its URL and SHA-256), signature file included.
@@ -23,8 +23,8 @@ import { canonicalJson } from "../common/canonical-json";
 import { type OutputShape, assertReplaceable, replaceDirectory } from "../common/output-dir";
 import { buildContent } from "../content/build";
 import { renderSystemdUnit } from "../upgrade/service-units";
-import { buildBundles } from "./build";
-import { SIGNATURE_FILE, signBundle } from "./signing";
+import { buildBundles } from "../release/build";
+import { SIGNATURE_FILE, signBundle } from "../release/signing";
 
 /** What a release holds at its top. */
 export const RELEASE_SHAPE: OutputShape = {
