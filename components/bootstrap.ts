@@ -12,7 +12,7 @@
  * SYSTEM and Administrators can read.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson } from "../agent/common/canonical-json";
+import { canonicalJson } from "../agent/common";
 import type { NodeRuntime } from "./node-runtime";
 
 /** A hash-pinned download. */

@@ -5,11 +5,10 @@
  */
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { DEFAULT_LISTEN, endpointPath } from "../broker/config";
+import { DEFAULT_LISTEN, endpointPath, type StatusResponse } from "../broker";
 import { agentStatus, reloadBrokerConfig } from "../broker/client";
-import type { StatusResponse } from "../broker/generated/winfleet/agent_pb";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
-import { retarget } from "../service/retarget";
+import { AgentError, AgentErrorCode, errorMessage } from "../common";
+import { retarget } from "../service";
 import { defaultRunDir } from "./broker-commands";
 import { failure } from "./lifecycle-setup";
 

@@ -6,12 +6,10 @@
 import { tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { errorMessage } from "../common/errors";
-import { createLogger } from "../common/log";
-import { DEFAULT_LISTEN, DEFAULT_PROXY, endpointPath, loadBrokerConfig } from "../broker/config";
+import { errorMessage, createLogger } from "../common";
+import { DEFAULT_LISTEN, DEFAULT_PROXY, endpointPath, loadBrokerConfig, parseListValue, parsePortSpec } from "../broker";
 import type * as Client from "../broker/client";
 import type * as ProxyClient from "../broker/proxy-client";
-import { parseListValue, parsePortSpec } from "../broker/list-value";
 import type * as Server from "../broker/server";
 import { AGENT_VERSION } from "../version";
 import { reportFailure } from "./report";

@@ -2,12 +2,8 @@
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { writeFileAtomic } from "../common/atomic-file";
-import { formatIssues } from "../common/errors";
-import { analyzeContent } from "../content/analysis";
-import { renderContentReference } from "../content/docs";
-import { buildContent } from "../content/build";
-import { validateContent } from "../content/validate";
+import { writeFileAtomic, formatIssues } from "../common";
+import { analyzeContent, renderContentReference, buildContent, validateContent } from "../content";
 import { reportFailure } from "./report";
 
 /** Registers the `content` command group. */

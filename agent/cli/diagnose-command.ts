@@ -7,11 +7,9 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { writeFileAtomic } from "../common/atomic-file";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
-import { archiveOf, diagnose } from "../diagnose/diagnose";
-import { formatSummary, summarize } from "../diagnose/summary";
-import { loadAgentConfig } from "../service/config";
+import { writeFileAtomic, AgentError, AgentErrorCode, errorMessage } from "../common";
+import { archiveOf, diagnose, formatSummary, summarize } from "../diagnose";
+import { loadAgentConfig } from "../service";
 import { defaultRunDir } from "./broker-commands";
 import { defaultRoot } from "./lifecycle-setup";
 

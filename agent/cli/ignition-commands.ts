@@ -5,7 +5,7 @@
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import { AgentError, formatIssues } from "../common/errors";
+import { AgentError, formatIssues } from "../common";
 import { reportFailure } from "./report";
 import { applyIgnition, parseIgnition, renderV3, rootedMapper, type ParsedIgnition } from "../ignition";
 

@@ -5,8 +5,7 @@
  */
 import type { Command } from "commander";
 import { rootedMapper } from "../ignition";
-import { readStatus, type StatusReport } from "../lifecycle/status";
-import { verifyHost } from "../lifecycle/verify";
+import { readStatus, type StatusReport, verifyHost } from "../lifecycle";
 import { AGENT_VERSION } from "../version";
 import { EXIT, type LifecycleOptions, failure, lifecycleOptions, resolveOptions } from "./lifecycle-setup";
 

@@ -5,9 +5,7 @@
  * 2 usage, 3010 reboot required.
  */
 import type { Command } from "commander";
-import { apply, previewApply, uninstall } from "../lifecycle/engine";
-import type { RunOutcome } from "../lifecycle/executor";
-import { describeStep } from "../lifecycle/model";
+import { apply, previewApply, uninstall, type RunOutcome, describeStep } from "../lifecycle";
 import { EXIT, type LifecycleOptions, collectVar, failure, lifecycleOptions, resolveOptions } from "./lifecycle-setup";
 import { progressFor } from "./progress";
 

@@ -6,27 +6,15 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
-import { linuxProcessHost } from "../broker/process-host";
-import { windowsProcessHost } from "../broker/process-host.win32";
+import { linuxProcessHost, windowsProcessHost } from "../broker";
 import type { Command } from "commander";
-import { ed25519KeyProblem } from "../common/ed25519-key";
-import { AgentError, AgentErrorCode, ValidationError, formatIssues } from "../common/errors";
-import type { ShellKind } from "../content/schema";
+import { ed25519KeyProblem, AgentError, AgentErrorCode, ValidationError, formatIssues, baseEnvironment, createLogger } from "../common";
+import type { ShellKind } from "../content";
 import { rootedMapper } from "../ignition";
-import { baseEnvironment } from "../common/child-environment";
-import { WITHHELD } from "../lifecycle/environment";
-import type { EngineDeps } from "../lifecycle/engine";
-import type { LifecycleObserver } from "../lifecycle/events";
-import { type RebootExecutor, exitRebootExecutor } from "../lifecycle/reboot";
-import { windowsRebootExecutor } from "../lifecycle/reboot.win32";
-import { REBOOT_EXIT } from "../lifecycle/step-runner";
-import { type AllowedDowngrade, checkRelease, recordRelease } from "../release/anti-rollback";
-import { verifyBundle } from "../release/signing";
-import { createLogger } from "../common/log";
-import { type AgentConfig, loadAgentConfig } from "../service/config";
-import { PowerShellSession } from "../shell/powershell-session";
-import { ShSession } from "../shell/sh-session";
-import type { Shell } from "../shell/shell";
+import { WITHHELD, type EngineDeps, type LifecycleObserver, type RebootExecutor, exitRebootExecutor, windowsRebootExecutor, REBOOT_EXIT } from "../lifecycle";
+import { type AllowedDowngrade, checkRelease, recordRelease, verifyBundle } from "../release";
+import { type AgentConfig, loadAgentConfig } from "../service";
+import { PowerShellSession, ShSession, type Shell } from "../shell";
 
 /** Options the lifecycle commands share. */
 export interface LifecycleOptions {

@@ -4,8 +4,8 @@
  */
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import { projectRoot } from "../common/project-root";
-import { localDiagnose, localDown, localExec, localLogs, localStatus, localUp } from "../fleet/local";
+import { projectRoot } from "../common";
+import { localDiagnose, localDown, localExec, localLogs, localStatus, localUp } from "../fleet";
 import { failure } from "./lifecycle-setup";
 
 /** The agent's entry script, next to this CLI's own. */

@@ -3,14 +3,12 @@
  * signed release (agent bundle and content bundle) for nodes that pin the
  * public key in their agent config (`publicKey`).
  */
-import { projectRoot } from "../common/project-root";
+import { projectRoot, AgentError, AgentErrorCode, ed25519PrivateKeyProblem } from "../common";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { AgentError, AgentErrorCode } from "../common/errors";
 import type * as Release from "../publish/release";
-import { generateKeys } from "../release/signing";
-import { ed25519PrivateKeyProblem } from "../common/ed25519-key";
+import { generateKeys } from "../release";
 import { failure } from "./lifecycle-setup";
 
 /** Registers `keys` and `release`. */

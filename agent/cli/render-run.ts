@@ -8,7 +8,7 @@
  * failures, so the errors it recognises are the classes it was built with.
  */
 import { resolve } from "node:path";
-import { assertReplaceable } from "../common/output-dir";
+import { assertReplaceable } from "../common";
 import { RENDER_SHAPE, renderStack, writeRender } from "../../infra/render";
 import { failure } from "./lifecycle-setup";
 

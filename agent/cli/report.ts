@@ -1,5 +1,5 @@
 /** How every CLI command reports a catalog error to a person. */
-import { AgentError, ValidationError, formatIssues } from "../common/errors";
+import { AgentError, ValidationError, formatIssues } from "../common";
 
 /** Prints a failure and sets exit code 1; anything else is a bug and is rethrown. */
 export function reportFailure(e: unknown): void {

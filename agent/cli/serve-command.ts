@@ -6,11 +6,10 @@
  */
 import { hostname } from "node:os";
 import type { Command } from "commander";
-import { createLogger } from "../common/log";
-import { fanOut } from "../lifecycle/events";
-import { createReporter } from "../report/create";
-import { loadAgentConfig } from "../service/config";
-import { serve } from "../service/serve";
+import { createLogger } from "../common";
+import { fanOut } from "../lifecycle";
+import { createReporter } from "../report";
+import { loadAgentConfig, serve } from "../service";
 import { defaultRunDir } from "./broker-commands";
 import { failure, resolveWith } from "./lifecycle-setup";
 import { jsonProgress } from "./progress";

@@ -8,3 +8,4 @@ export { parseIgnition, SUPPORTED_VERSIONS, type ParseOptions, type ParsedIgniti
 export { refPath, rootedMapper, type HostRef, type PathMapper } from "./paths";
 export { locateInRoot, openRootedFs, type RootedFs } from "./rooted-fs";
 export { renderV3 } from "./render";
+export { writeLedger } from "./ledger";

@@ -16,15 +16,11 @@
  */
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { archiveDirectory } from "../../components/content-archive";
-import { renderTaskRegistrationScript } from "../../components/bootstrap";
-import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
-import { canonicalJson } from "../common/canonical-json";
-import { type OutputShape, assertReplaceable, replaceDirectory } from "../common/output-dir";
-import { buildContent } from "../content/build";
-import { renderSystemdUnit } from "../upgrade/service-units";
-import { buildBundles } from "../release/build";
-import { SIGNATURE_FILE, signBundle } from "../release/signing";
+import { archiveDirectory, renderTaskRegistrationScript, DEFAULT_NODE_RUNTIME } from "../../components";
+import { canonicalJson, type OutputShape, assertReplaceable, replaceDirectory } from "../common";
+import { buildContent } from "../content";
+import { renderSystemdUnit } from "../upgrade";
+import { buildBundles, SIGNATURE_FILE, signBundle } from "../release";
 
 /** What a release holds at its top. */
 export const RELEASE_SHAPE: OutputShape = {
