@@ -12,7 +12,7 @@
  * SYSTEM and Administrators can read.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson } from "../agent/common";
+import { WINDOWS_INSTALL_DIR, canonicalJson } from "../agent/common";
 import type { NodeRuntime } from "./node-runtime";
 
 /** A hash-pinned download. */
@@ -49,7 +49,7 @@ export interface BootstrapArgs {
 /** The scheduled task the agent runs as; `up --manager windows` restarts it. */
 export const AGENT_TASK = "winfleet-agent";
 /** Where the bootstrap installs the agent. */
-export const DEFAULT_INSTALL_DIR = "C:\\ProgramData\\winfleet";
+export const DEFAULT_INSTALL_DIR = WINDOWS_INSTALL_DIR;
 
 const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 

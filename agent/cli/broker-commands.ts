@@ -12,7 +12,7 @@ import type * as Client from "../broker/client";
 import type * as ProxyClient from "../broker/proxy-client";
 import type * as Server from "../broker/server";
 import { AGENT_VERSION } from "../version";
-import { reportFailure } from "./report";
+import { failure, printError } from "./errors";
 
 /* eslint-disable @typescript-eslint/no-require-imports -- each command loads what it uses, so the idle broker holds no client and a client no server */
 const client = (): typeof Client => require("../broker/client") as typeof Client;
@@ -46,8 +46,7 @@ function printJson(query: (socket: string) => Promise<unknown>): (opts: { server
     try {
       process.stdout.write(winsJson(await query(socketOf(opts.server))));
     } catch (e) {
-      process.stderr.write(`error: ${errorMessage(e)}\n`);
-      process.exitCode = 1;
+      printError(errorMessage(e));
     }
   };
 }
@@ -108,7 +107,7 @@ export function registerBrokerCommands(program: Command): void {
           process.on("SIGTERM", stop);
         });
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 
@@ -136,8 +135,7 @@ export function registerBrokerCommands(program: Command): void {
         process.once("SIGTERM", stop);
         process.exitCode = await run.done;
       } catch (e) {
-        process.stderr.write(`error: ${errorMessage(e)}\n`);
-        process.exitCode = 1;
+        printError(errorMessage(e));
       }
     });
 
@@ -149,8 +147,7 @@ export function registerBrokerCommands(program: Command): void {
         const rows = Processes.map((p) => ({ name: p.Name, pid: p.Pid, startedAt: p.StartedAt, path: p.Path, state: p.State, ...(p.ExitCode >= 0 ? { exitCode: p.ExitCode } : {}), brokerPid: p.BrokerPid }));
         process.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatProcesses(rows));
       } catch (e) {
-        process.stderr.write(`error: ${brokerCallError(e, socketOf(opts.server))}\n`);
-        process.exitCode = 1;
+        printError(brokerCallError(e, socketOf(opts.server)));
       }
     });
   server(prc.command("kill").description("end managed processes by name, or every orphan, with their trees and firewall rules"))
@@ -158,16 +155,14 @@ export function registerBrokerCommands(program: Command): void {
     .option("--orphans", "every process left by a broker that died")
     .action(async (names: string[], opts: { server: string; orphans?: boolean }) => {
       if (names.length === 0 && !opts.orphans) {
-        process.stderr.write("error: name the processes to kill, or give --orphans\n");
-        process.exitCode = 2;
+        printError("name the processes to kill, or give --orphans", 2);
         return;
       }
       try {
         const { Killed } = await client().killProcesses(socketOf(opts.server), names, opts.orphans === true);
         process.stdout.write(Killed.length > 0 ? `killed ${Killed.join(", ")}\n` : "nothing to kill\n");
       } catch (e) {
-        process.stderr.write(`error: ${brokerCallError(e, socketOf(opts.server))}\n`);
-        process.exitCode = 1;
+        printError(brokerCallError(e, socketOf(opts.server)));
       }
     });
 
@@ -206,8 +201,7 @@ export function registerBrokerCommands(program: Command): void {
           process.once("SIGTERM", stop);
         });
       } catch (e) {
-        process.stderr.write(`error: ${errorMessage(e)}\n`);
-        process.exitCode = 1;
+        printError(errorMessage(e));
       }
     });
 }

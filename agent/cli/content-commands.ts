@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { writeFileAtomic, formatIssues } from "../common";
 import { analyzeContent, renderContentReference, buildContent, validateContent } from "../content";
-import { reportFailure } from "./report";
+import { failure, printError } from "./errors";
 
 /** Registers the `content` command group. */
 export function registerContentCommands(program: Command): void {
@@ -35,7 +35,7 @@ export function registerContentCommands(program: Command): void {
           `built ${manifest.templates.length} templates, ${manifest.components.length} components, ${manifest.files.length} shipped files into ${opts.out}\n`,
         );
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 
@@ -53,15 +53,14 @@ export function registerContentCommands(program: Command): void {
         } else if (opts.check) {
           const current = await readFile(resolve(opts.out), "utf8").catch(() => undefined);
           if (current !== text) {
-            process.stderr.write(`${opts.out} is stale: run winfleet content docs --content ${opts.content} --out ${opts.out}\n`);
-            process.exitCode = 1;
+            printError(`${opts.out} is stale: run winfleet content docs --content ${opts.content} --out ${opts.out}`);
           }
         } else {
           await writeFileAtomic(resolve(opts.out), text, { makeParents: true });
           process.stdout.write(`wrote ${opts.out}\n`);
         }
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 }

@@ -6,7 +6,7 @@ import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { AgentError, formatIssues } from "../common";
-import { reportFailure } from "./report";
+import { failure } from "./errors";
 import { applyIgnition, parseIgnition, renderV3, rootedMapper, type ParsedIgnition } from "../ignition";
 
 async function load(file: string, lenient: boolean): Promise<ParsedIgnition> {
@@ -35,7 +35,7 @@ export function registerIgnitionCommands(program: Command): void {
       try {
         await load(file, opts.lenient);
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 
@@ -64,7 +64,7 @@ export function registerIgnitionCommands(program: Command): void {
         process.stdout.write(`${verb} ${report.changed.length}, unchanged ${report.unchanged.length}\n`);
         for (const p of report.changed) process.stdout.write(`  ${verb}: ${p}\n`);
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 
@@ -79,7 +79,7 @@ export function registerIgnitionCommands(program: Command): void {
         const { config } = await load(file, opts.lenient);
         process.stdout.write(`${JSON.stringify(renderV3(config, opts.to), null, 2)}\n`);
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 }

@@ -6,7 +6,9 @@
  */
 import type { Command } from "commander";
 import { apply, previewApply, uninstall, type RunOutcome, describeStep } from "../lifecycle";
-import { EXIT, type LifecycleOptions, collectVar, failure, lifecycleOptions, resolveOptions } from "./lifecycle-setup";
+import { type LifecycleOptions, resolveOptions } from "../service";
+import { failure, printError } from "./errors";
+import { EXIT, collectVar, lifecycleOptions } from "./lifecycle-options";
 import { progressFor } from "./progress";
 
 function withContent(cmd: Command): Command {
@@ -46,8 +48,7 @@ function report(outcome: RunOutcome, json: boolean): number {
 }
 
 function usage(message: string): number {
-  process.stderr.write(`error: ${message}\n`);
-  return EXIT.usage;
+  return printError(message, EXIT.usage);
 }
 
 /** Registers the lifecycle commands. */

@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import type * as Release from "../publish/release";
 import { generateKeys } from "../release";
-import { failure } from "./lifecycle-setup";
+import { failure } from "./errors";
 
 /** Registers `keys` and `release`. */
 export function registerReleaseCommands(program: Command): void {
@@ -25,7 +25,7 @@ export function registerReleaseCommands(program: Command): void {
         });
         process.stdout.write(`private key ${k.privateKey} (keep it secret)\npublic key  ${k.publicKey} (key id ${k.keyId.slice(0, 16)}…)\n`);
       } catch (e) {
-        process.exitCode = failure(e);
+        failure(e);
       }
     });
 
@@ -50,7 +50,7 @@ export function registerReleaseCommands(program: Command): void {
         process.stdout.write(`release ${r.version} in ${opts.out}: agent/ (${r.agentFiles} files) and content/ (${r.contentFiles} files), signed with key ${r.keyId.slice(0, 16)}…\n`);
         process.stdout.write(`agent archive ${r.archive.file}: sha256 ${r.archive.sha256} (a stack's agent.bundle, once uploaded)\n`);
       } catch (e) {
-        process.exitCode = failure(e);
+        failure(e);
       }
     });
 }

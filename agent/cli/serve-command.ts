@@ -9,9 +9,9 @@ import type { Command } from "commander";
 import { createLogger } from "../common";
 import { fanOut } from "../lifecycle";
 import { createReporter } from "../report";
-import { loadAgentConfig, serve } from "../service";
+import { loadAgentConfig, resolveWith, serve } from "../service";
 import { defaultRunDir } from "./broker-commands";
-import { failure, resolveWith } from "./lifecycle-setup";
+import { failure } from "./errors";
 import { jsonProgress } from "./progress";
 
 /** Registers `serve`. */
@@ -44,7 +44,7 @@ export function registerServeCommand(program: Command): void {
         await reporter?.stop();
         process.exitCode = exit.code;
       } catch (e) {
-        process.exitCode = failure(e);
+        failure(e);
       } finally {
         process.off("SIGTERM", onSignal);
         process.off("SIGINT", onSignal);

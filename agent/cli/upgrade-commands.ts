@@ -6,12 +6,11 @@ import type { Command } from "commander";
 import { appInfo } from "../broker/client";
 import { endpointPath, loadBrokerConfig } from "../broker";
 import { assertAgentVersion, checkRelease, recordRelease, type VerifiedBundle, verifyBundle } from "../release";
-import { loadAgentConfig } from "../service";
-import { defaultRoot, readKey, reportDowngrade } from "./lifecycle-setup";
-import { createLogger } from "../common";
+import { loadAgentConfig, readKey, reportDowngrade } from "../service";
+import { createLogger, defaultBrokerConfig, defaultInstallDir, defaultRoot, WINDOWS_NSSM } from "../common";
 import { installationAt, pidFileManager, systemdManager, windowsTaskManager, renderSystemdUnit, renderWindowsServiceInstall, openBundle, up } from "../upgrade";
 import { defaultRunDir } from "./broker-commands";
-import { reportFailure } from "./report";
+import { failure, printError } from "./errors";
 
 interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile" | "windows"; timeout: number; detach: boolean; publicKey?: string; agentConfig?: string; root?: string; allowDowngrade?: boolean }
 
@@ -49,8 +48,7 @@ export function registerUpgradeCommands(program: Command): void {
           : opts.manager === "systemd" ? systemdManager()
           : undefined;
         if (!manager) {
-          process.stderr.write(`error: --manager ${String(opts.manager)}: expected systemd, windows or pidfile\n`);
-          process.exitCode = 2;
+          printError(`--manager ${String(opts.manager)}: expected systemd, windows or pidfile`, 2);
           return;
         }
         const agentConfig = opts.agentConfig !== undefined ? await loadAgentConfig(opts.agentConfig) : undefined;
@@ -83,7 +81,7 @@ export function registerUpgradeCommands(program: Command): void {
           await bundle.done();
         }
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 
@@ -92,10 +90,10 @@ export function registerUpgradeCommands(program: Command): void {
     .command("render")
     .description("print the service definition: a systemd unit, or the Windows registration PowerShell")
     .option("--os <os>", "linux or windows", process.platform === "win32" ? "windows" : "linux")
-    .option("--install-dir <dir>", "the installation directory", process.platform === "win32" ? "C:\\ProgramData\\winfleet" : "/opt/winfleet")
+    .option("--install-dir <dir>", "the installation directory", defaultInstallDir())
     .option("--node <path>", "Node.js executable", process.platform === "win32" ? "C:\\Program Files\\nodejs\\node.exe" : "/usr/bin/node")
-    .option("--nssm <path>", "service wrapper on Windows", "C:\\ProgramData\\winfleet\\nssm.exe")
-    .option("--config <file>", "broker config", process.platform === "win32" ? "C:\\etc\\rancher\\wins\\config" : "/etc/winfleet/broker.yaml")
+    .option("--nssm <path>", "service wrapper on Windows", WINDOWS_NSSM)
+    .option("--config <file>", "broker config", defaultBrokerConfig())
     .action((opts: { os: string; installDir: string; node: string; nssm: string; config: string }) => {
       const spec = { installDir: opts.installDir, node: opts.node, args: ["broker", "--config", opts.config] };
       process.stdout.write(opts.os === "windows" ? renderWindowsServiceInstall({ ...spec, nssm: opts.nssm }) : renderSystemdUnit(spec));

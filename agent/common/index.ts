@@ -6,6 +6,18 @@ export { AtomicWriteBatch, writeFileAtomic } from "./atomic-file";
 export { BodyTooLargeError, readBodyLimited } from "./bounded-body";
 export { canonicalJson } from "./canonical-json";
 export { baseEnvironment } from "./child-environment";
+export {
+  defaultBrokerConfig,
+  defaultInstallDir,
+  defaultRoot,
+  LINUX_AGENT_CONFIG,
+  LINUX_BROKER_CONFIG,
+  LINUX_INSTALL_DIR,
+  WINDOWS_AGENT_CONFIG,
+  WINDOWS_BROKER_CONFIG,
+  WINDOWS_INSTALL_DIR,
+  WINDOWS_NSSM,
+} from "./defaults";
 export { ed25519KeyProblem, ed25519PrivateKeyProblem, ed25519PublicKey } from "./ed25519-key";
 export { AgentError, AgentErrorCode, errorMessage, formatIssues, formatPath, type Issue, type PathSegment, ValidationError } from "./errors";
 export { IMPORT_EXTERNAL, importExternal } from "./import-external";

@@ -17,7 +17,7 @@
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { archiveDirectory, renderTaskRegistrationScript, DEFAULT_NODE_RUNTIME } from "../../components";
-import { canonicalJson, type OutputShape, assertReplaceable, replaceDirectory } from "../common";
+import { canonicalJson, type OutputShape, assertReplaceable, replaceDirectory, LINUX_AGENT_CONFIG, LINUX_INSTALL_DIR } from "../common";
 import { buildContent } from "../content";
 import { renderSystemdUnit } from "../upgrade";
 import { buildBundles, SIGNATURE_FILE, signBundle } from "../release";
@@ -57,7 +57,7 @@ export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
     const agent = join(staging, "release", "agent");
     await cp(join(staging, "build", "agent"), agent, { recursive: true });
     await mkdir(join(agent, "service"), { recursive: true });
-    await writeFile(join(agent, "service", "winfleet-agent.service"), renderSystemdUnit({ installDir: "/opt/winfleet", node: "/usr/bin/node", args: ["serve", "--config", "/etc/winfleet/agent.json"] }));
+    await writeFile(join(agent, "service", "winfleet-agent.service"), renderSystemdUnit({ installDir: LINUX_INSTALL_DIR, node: "/usr/bin/node", args: ["serve", "--config", LINUX_AGENT_CONFIG] }));
     await writeFile(join(agent, "service", "register-winfleet-agent.ps1"), renderTaskRegistrationScript(DEFAULT_NODE_RUNTIME.exe));
     await writeFile(join(agent, "node-runtime.json"), `${canonicalJson(DEFAULT_NODE_RUNTIME)}\n`);
     const content = join(staging, "release", "content");

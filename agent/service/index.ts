@@ -5,3 +5,4 @@
 export { type AgentConfig, agentConfigSchema, loadAgentConfig, reportConfigSchema } from "./config";
 export { retarget } from "./retarget";
 export { serve } from "./serve";
+export { type LifecycleOptions, type Resolved, readKey, rebootExecutor, reportDowngrade, resolveOptions, resolveWith } from "./lifecycle-setup";
