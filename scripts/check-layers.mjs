@@ -1,23 +1,46 @@
 #!/usr/bin/env node
 // Folders are layers. This check reads every non-test TypeScript source file,
 // maps each relative import to the folder it lands in, and fails when
-//   - the folders import each other in a cycle (it names the cycle), or
+//   - the folders import each other in a cycle (it names the cycle),
+//   - a folder imports one in its own layer or above it (LAYERS below), or
 //   - a file reaches past another folder's public index.ts into its internals.
 // Tests (*.test.ts, test/) may import internals and are not read.
 // A folder is agent/<name> for anything below agent/<name>/, "agent" for files
 // directly in agent/, and the top-level directory otherwise (infra, components, policy).
-// Usage: node scripts/check-layers.mjs [--graph]   (--graph: print the folder graph and stop)
-import { readdirSync, readFileSync, statSync } from "node:fs";
+// Usage: node scripts/check-layers.mjs [--graph] [--root DIR]
+//   --graph: print the folder graph, its cycles and the layers, and stop.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, relative, resolve, sep } from "node:path";
 
 const require = createRequire(import.meta.url);
 const ts = require("typescript");
 
-const ROOT = resolve(dirname(new URL(import.meta.url).pathname), "..");
+const rootAt = process.argv.indexOf("--root");
+/** The checkout this script lies in, or `--root DIR` (the tests' scratch trees). */
+const ROOT = rootAt > 0 ? resolve(process.argv[rootAt + 1]) : resolve(dirname(new URL(import.meta.url).pathname), "..");
 const SOURCE_DIRS = ["agent", "components", "infra", "policy"];
 /** Generated protobuf code is part of the broker and imports only its own folder. */
 const SKIPPED_DIRS = new Set(["node_modules", "dist", "generated"]);
+
+/**
+ * The layers, bottom first: a folder imports only from layers below its own,
+ * so no cycle can form. docs/architecture.md explains the order; a new folder
+ * is refused until it is given a place here.
+ */
+const LAYERS = [
+  ["agent/common", "agent", "policy"],
+  ["agent/ignition", "agent/release", "agent/upgrade", "agent/broker", "agent/cluster"],
+  ["agent/shell", "agent/content"],
+  ["agent/lifecycle"],
+  ["agent/service"],
+  ["agent/report", "agent/diagnose"],
+  ["components"],
+  ["infra"],
+  ["agent/publish", "agent/fleet"],
+  ["agent/cli"],
+];
+const LAYER_OF = new Map(LAYERS.flatMap((folders, i) => folders.map((f) => [f, i])));
 
 /**
  * Folders whose index.ts is not a library surface. infra/index.ts is the Pulumi
@@ -60,6 +83,7 @@ const TOLERATED_EDGES = new Set(["components -> infra"]);
 /** Every non-test .ts file below `dir`, relative to the repository root with "/" separators. */
 function sources(dir) {
   const out = [];
+  if (!existsSync(join(ROOT, dir))) return out;
   for (const name of readdirSync(join(ROOT, dir))) {
     const rel = `${dir}/${name}`;
     const st = statSync(join(ROOT, rel));
@@ -117,7 +141,14 @@ for (const file of files) {
     if (to === from) continue;
     if (TOLERATED_EDGES.has(`${from} -> ${to}`)) continue;
     const edges = graph.get(from);
-    if (!edges.has(to)) edges.set(to, []);
+    if (!edges.has(to)) {
+      edges.set(to, []);
+      if (!LAYER_OF.has(from)) violations.push(`${from}: not in LAYERS (scripts/check-layers.mjs); give the folder its layer`);
+      else if (!LAYER_OF.has(to)) violations.push(`${to}: not in LAYERS (scripts/check-layers.mjs); give the folder its layer`);
+      else if (LAYER_OF.get(to) >= LAYER_OF.get(from)) {
+        violations.push(`${file}: ${from} (layer ${LAYER_OF.get(from) + 1}) imports ${to} (layer ${LAYER_OF.get(to) + 1}) through "${spec}"; a folder imports only from layers below its own`);
+      }
+    }
     edges.get(to).push(`${file} -> ${spec}`);
     // Files directly in agent/ (version.ts) are leaves with no index of their own.
     const entry = publicEntry(to);
@@ -182,6 +213,7 @@ if (process.argv.includes("--graph")) {
     process.stdout.write(`${from} -> ${targets.join(", ") || "(nothing)"}\n`);
   }
   for (const scc of cycles()) process.stdout.write(`cycle: ${scc.join(", ")}\n${describe(scc).join("\n")}\n`);
+  LAYERS.forEach((folders, i) => process.stdout.write(`layer ${i + 1}: ${folders.join(", ")}\n`));
   process.exit(0);
 }
 
@@ -194,5 +226,5 @@ if (loops.length > 0 || violations.length > 0) {
   process.stderr.write("see docs/architecture.md (Layers) for the order folders may import in\n");
   process.exitCode = 1;
 } else {
-  process.stdout.write(`layers: ${graph.size} folders, no cycle, every cross-folder import goes through an index\n`);
+  process.stdout.write(`layers: ${graph.size} folders in ${LAYERS.length} layers, no cycle, every cross-folder import goes through an index\n`);
 }
