@@ -7,9 +7,8 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { DEFAULT_LISTEN, endpointPath, type StatusResponse } from "../broker";
 import { agentStatus, reloadBrokerConfig } from "../broker/client";
-import { AgentError, AgentErrorCode, errorMessage } from "../common";
+import { AgentError, AgentErrorCode, defaultRunDir, errorMessage } from "../common";
 import { retarget } from "../service";
-import { defaultRunDir } from "./broker-commands";
 import { failure, printError } from "./errors";
 
 /** What `ready` wants. */

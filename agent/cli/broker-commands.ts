@@ -3,10 +3,9 @@
  * wins-compatible client a container runs). The client exits with the host
  * process's exit code.
  */
-import { tmpdir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import { errorMessage, createLogger } from "../common";
+import { errorMessage, createLogger, defaultRunDir } from "../common";
 import { DEFAULT_LISTEN, DEFAULT_PROXY, endpointPath, loadBrokerConfig, parseListValue, parsePortSpec } from "../broker";
 import type * as Client from "../broker/client";
 import type * as ProxyClient from "../broker/proxy-client";
@@ -19,19 +18,6 @@ const client = (): typeof Client => require("../broker/client") as typeof Client
 const proxyClient = (): typeof ProxyClient => require("../broker/proxy-client") as typeof ProxyClient;
 const brokerServer = (): typeof Server => require("../broker/server") as typeof Server;
 /* eslint-enable @typescript-eslint/no-require-imports */
-
-/**
- * Where relative socket names live on Linux: /run/winfleet for root; for
- * another user their runtime directory, else a directory of their own under
- * the temporary directory (a shared name there could be made first by anyone).
- * The broker refuses any of these it finds owned by someone else.
- */
-export function defaultRunDir(env: NodeJS.ProcessEnv = process.env, uid: number | undefined = process.getuid?.()): string {
-  if (env.WINFLEET_RUN_DIR) return env.WINFLEET_RUN_DIR;
-  if (uid === 0) return "/run/winfleet";
-  if (env.XDG_RUNTIME_DIR && isAbsolute(env.XDG_RUNTIME_DIR)) return join(env.XDG_RUNTIME_DIR, "winfleet");
-  return join(tmpdir(), `winfleet-${uid ?? "user"}`);
-}
 
 const socketOf = (name: string): string => endpointPath(name, process.platform, defaultRunDir());
 

@@ -7,10 +7,9 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { writeFileAtomic, AgentError, AgentErrorCode, errorMessage, WINDOWS_AGENT_CONFIG, defaultRoot } from "../common";
+import { writeFileAtomic, AgentError, AgentErrorCode, errorMessage, WINDOWS_AGENT_CONFIG, defaultRoot, defaultRunDir } from "../common";
 import { archiveOf, diagnose, formatSummary, summarize } from "../diagnose";
 import { loadAgentConfig } from "../service";
-import { defaultRunDir } from "./broker-commands";
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

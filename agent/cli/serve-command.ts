@@ -6,11 +6,10 @@
  */
 import { hostname } from "node:os";
 import type { Command } from "commander";
-import { createLogger } from "../common";
+import { createLogger, defaultRunDir } from "../common";
 import { fanOut } from "../lifecycle";
 import { createReporter } from "../report";
 import { loadAgentConfig, resolveWith, serve } from "../service";
-import { defaultRunDir } from "./broker-commands";
 import { failure } from "./errors";
 import { jsonProgress } from "./progress";
 

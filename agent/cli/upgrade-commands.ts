@@ -7,9 +7,8 @@ import { appInfo } from "../broker/client";
 import { endpointPath, loadBrokerConfig } from "../broker";
 import { assertAgentVersion, checkRelease, recordRelease, type VerifiedBundle, verifyBundle } from "../release";
 import { loadAgentConfig, readKey, reportDowngrade } from "../service";
-import { createLogger, defaultBrokerConfig, defaultInstallDir, defaultRoot, WINDOWS_NSSM } from "../common";
+import { createLogger, defaultBrokerConfig, defaultInstallDir, defaultRoot, defaultRunDir, WINDOWS_NSSM } from "../common";
 import { installationAt, pidFileManager, systemdManager, windowsTaskManager, renderSystemdUnit, renderWindowsServiceInstall, openBundle, up } from "../upgrade";
-import { defaultRunDir } from "./broker-commands";
 import { failure, printError } from "./errors";
 
 interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile" | "windows"; timeout: number; detach: boolean; publicKey?: string; agentConfig?: string; root?: string; allowDowngrade?: boolean }

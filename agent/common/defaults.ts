@@ -1,9 +1,12 @@
 /**
  * Where winfleet puts things on a host when nobody says otherwise: the
- * install directory, the agent and broker configs, the host root. Defined
+ * install directory, the agent and broker configs, the host root, the
+ * directory of the broker's sockets. Defined
  * once here because the bootstrap (components/), the upgrader pods, the CLI
  * defaults and the release's service files must agree on them.
  */
+import { tmpdir } from "node:os";
+import { isAbsolute, join } from "node:path";
 
 /** Where the bootstrap installs the agent on Windows; also the home of its config, log and service wrapper. */
 export const WINDOWS_INSTALL_DIR = "C:\\ProgramData\\winfleet";
@@ -33,4 +36,17 @@ export function defaultBrokerConfig(platform: NodeJS.Platform = process.platform
 /** The host root (host path of `/`): the system drive's root on Windows, `/` elsewhere. */
 export function defaultRoot(platform: NodeJS.Platform = process.platform): string {
   return platform === "win32" ? `${process.env.SystemDrive ?? "C:"}\\` : "/";
+}
+
+/**
+ * Where relative socket names live on Linux: /run/winfleet for root; for
+ * another user their runtime directory, else a directory of their own under
+ * the temporary directory (a shared name there could be made first by anyone).
+ * The broker refuses any of these it finds owned by someone else.
+ */
+export function defaultRunDir(env: NodeJS.ProcessEnv = process.env, uid: number | undefined = process.getuid?.()): string {
+  if (env.WINFLEET_RUN_DIR) return env.WINFLEET_RUN_DIR;
+  if (uid === 0) return "/run/winfleet";
+  if (env.XDG_RUNTIME_DIR && isAbsolute(env.XDG_RUNTIME_DIR)) return join(env.XDG_RUNTIME_DIR, "winfleet");
+  return join(tmpdir(), `winfleet-${uid ?? "user"}`);
 }

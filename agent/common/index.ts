@@ -10,6 +10,7 @@ export {
   defaultBrokerConfig,
   defaultInstallDir,
   defaultRoot,
+  defaultRunDir,
   LINUX_AGENT_CONFIG,
   LINUX_BROKER_CONFIG,
   LINUX_INSTALL_DIR,
