@@ -6,3 +6,4 @@ export { type AgentConfig, agentConfigSchema, loadAgentConfig, reportConfigSchem
 export { retarget } from "./retarget";
 export { serve } from "./serve";
 export { type LifecycleOptions, type Resolved, readKey, rebootExecutor, reportDowngrade, resolveOptions, resolveWith } from "./lifecycle-setup";
+export { SERVICE_MANAGERS, type SelfUpgradeOptions, selfUpgrade } from "./self-upgrade";

@@ -7,4 +7,4 @@ export { installationAt } from "./installation";
 export { pidFileManager, systemdManager } from "./service-manager";
 export { windowsTaskManager } from "./service-manager.win32";
 export { renderSystemdUnit, renderWindowsServiceInstall } from "./service-units";
-export { up } from "./up";
+export { type UpResult, up } from "./up";
