@@ -3,9 +3,10 @@
  * Exit codes: 0 success, 1 invalid or failed (with the reasons on stderr), 2 usage.
  */
 import { readFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { AgentError, formatIssues } from "../common";
+import { ledgerPath } from "../lifecycle";
 import { failure } from "./errors";
 import { applyIgnition, parseIgnition, renderV3, rootedMapper, type ParsedIgnition } from "../ignition";
 
@@ -55,7 +56,7 @@ export function registerIgnitionCommands(program: Command): void {
         const root = resolve(opts.root);
         const report = await applyIgnition(config, {
           mapper: rootedMapper(root),
-          ledgerPath: opts.ledger ?? join(root, ".winfleet", "ignition-ledger.json"),
+          ledgerPath: opts.ledger ?? ledgerPath(root),
           bundleRoot: opts.bundle,
           allowUnverifiedHttp: opts.allowUnverifiedHttp,
           dryRun: opts.dryRun,

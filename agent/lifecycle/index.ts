@@ -14,3 +14,4 @@ export { readStatus, statusOf, type StatusReport } from "./status";
 export { REBOOT_EXIT } from "./step-runner";
 export { pickTemplate, resolveTarget } from "./target";
 export { verifyHost } from "./verify";
+export { ledgerPath } from "./files";
