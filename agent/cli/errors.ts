@@ -3,7 +3,7 @@
  * non-zero exit code. An unexpected exception is a bug, not a failure to
  * report: it is rethrown, and the entry point prints it with its stack.
  */
-import { AgentError, ValidationError, formatIssues } from "../common";
+import { AgentError } from "../common";
 
 /** Prints `error: <message>`, sets the process's exit code to `exitCode` and returns it. */
 export function printError(message: string, exitCode = 1): number {
@@ -13,11 +13,11 @@ export function printError(message: string, exitCode = 1): number {
 }
 
 /**
- * Reports a catalog error through {@link printError} (a ValidationError with
- * its issues, one per line) and returns exit code 1; anything else is rethrown.
+ * Reports a catalog error through {@link printError} (a ValidationError's
+ * message lists its issues, one per line) and returns exit code 1; anything
+ * else is rethrown.
  */
 export function failure(e: unknown): number {
-  if (e instanceof ValidationError) return printError(`${e.subject} is invalid:\n${formatIssues(e.issues)}`);
   if (e instanceof AgentError) return printError(e.message);
   throw e;
 }
