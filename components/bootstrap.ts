@@ -16,7 +16,7 @@
  * can read.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson } from "../agent/common/canonical-json";
+import { WINDOWS_INSTALL_DIR, canonicalJson } from "../agent/common";
 import { agentNssmInstall, agentServiceRegistration } from "./agent-service";
 import type { NodeRuntime } from "./node-runtime";
 
@@ -58,7 +58,7 @@ export interface BootstrapArgs {
 }
 
 /** Where the bootstrap installs the agent. */
-export const DEFAULT_INSTALL_DIR = "C:\\ProgramData\\winfleet";
+export const DEFAULT_INSTALL_DIR = WINDOWS_INSTALL_DIR;
 
 const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 

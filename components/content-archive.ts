@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { readFile, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { type TarEntry, tarGz } from "../agent/common/ustar";
+import { type TarEntry, tarGz } from "../agent/common";
 
 /** An archive and its digest. */
 export interface Archive {

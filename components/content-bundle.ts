@@ -11,7 +11,7 @@ import { join } from "node:path";
 import * as azure from "@pulumi/azure-native";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { buildContent } from "../agent/content/build";
+import { buildContent } from "../agent/content";
 import { archiveDirectory } from "./content-archive";
 import { CONTENT_SAS_SECRET } from "./upgrader-render";
 

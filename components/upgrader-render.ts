@@ -10,7 +10,7 @@
  * rollout on real convergence and a failing host halts it.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson } from "../agent/common/canonical-json";
+import { canonicalJson } from "../agent/common";
 import type { KubeObject } from "./kube-objects";
 import { renderSandboxUpgrader } from "./sandbox-upgrader-render";
 import { HOST_AGENT, HOST_NODE, IMAGE_AGENT, POD_CONFIG_DIR, POD_HOST_DIR, SAS_ENV, hostProcessAgentScript, hostProcessWinsScript, winsModeScript } from "./upgrader-scripts";

@@ -7,10 +7,11 @@
  * host's broker to run the upgrader there (`cli prc run`), so every path
  * handed to the host is a host path.
  */
+import { WINDOWS_AGENT_CONFIG, WINDOWS_INSTALL_DIR } from "../agent/common";
 import type { AgentTarget } from "./upgrader-render";
 
 /** Where the bootstrap installs the agent on a host. */
-export const INSTALL = "C:\\ProgramData\\winfleet";
+export const INSTALL = WINDOWS_INSTALL_DIR;
 /** The host's Node runtime and agent entry (what the bootstrap installs). */
 export const HOST_NODE = `${INSTALL}\\node\\package\\bin\\node.exe`;
 export const HOST_AGENT = `${INSTALL}\\current\\bin\\winfleet-agent.js`;
@@ -34,7 +35,7 @@ function retargetArgs(t: AgentTarget, archive: string): string[] {
     : t.content.auth === "sas"
       ? ["--content-url", t.content.url, "--content-sas-env", SAS_ENV]
       : ["--content-url", t.content.url, "--content-auth", t.content.auth];
-  return ["retarget", "--config", `${INSTALL}\\agent.json`, "--template", t.template, "--template-version", t.templateVersion, "--content-sha256", t.contentSha256, ...source];
+  return ["retarget", "--config", WINDOWS_AGENT_CONFIG, "--template", t.template, "--template-version", t.templateVersion, "--content-sha256", t.contentSha256, ...source];
 }
 
 /** HostProcess, agent kind: retarget the host's content, then upgrade the agent, both with the host's own agent. */
@@ -47,7 +48,7 @@ export function hostProcessAgentScript(t: AgentTarget | undefined, brokerConfig:
   }
   // Runs in this container's process, not detached: a HostProcess container's job object ends its children with it.
   // --agent-config: a host whose agent config pins a public key refuses an agent bundle not signed with it.
-  lines.push(`& $node $agent up --bundle "$env:CONTAINER_SANDBOX_MOUNT_POINT\\winfleet\\bundle" --install-dir ${psq(INSTALL)} --config ${psq(brokerConfig)} --agent-config ${psq(`${INSTALL}\\agent.json`)} --manager windows`, "exit $LASTEXITCODE");
+  lines.push(`& $node $agent up --bundle "$env:CONTAINER_SANDBOX_MOUNT_POINT\\winfleet\\bundle" --install-dir ${psq(INSTALL)} --config ${psq(brokerConfig)} --agent-config ${psq(WINDOWS_AGENT_CONFIG)} --manager windows`, "exit $LASTEXITCODE");
   return lines.join("\n");
 }
 
@@ -107,7 +108,7 @@ export function winsModeScript(kind: "agent" | "wins", host: WinsModeHost, t?: A
     "if (Test-Path -LiteralPath $bundle) { Remove-Item -Recurse -Force -LiteralPath $bundle }",
     `Copy-Item -Recurse -Force ${psq(IMAGE_BUNDLE)} $bundle`,
     // Detached: `up` restarts the agent whose broker runs it; readiness then waits for the new version.
-    run(["up", "--bundle", `${dir}\\${bundle}`, "--install-dir", INSTALL, "--config", host.configFile, "--agent-config", `${INSTALL}\\agent.json`, "--manager", "windows", "--detach"]),
+    run(["up", "--bundle", `${dir}\\${bundle}`, "--install-dir", INSTALL, "--config", host.configFile, "--agent-config", WINDOWS_AGENT_CONFIG, "--manager", "windows", "--detach"]),
     "exit $LASTEXITCODE",
   );
   return lines.join("\n");

@@ -6,11 +6,8 @@
  * Bad config fails before any resource is registered, naming the key path.
  */
 import { z } from "zod";
-import { ed25519PublicKey } from "../agent/common/ed25519-key";
-import { ValidationError } from "../agent/common/errors";
-import { zodIssues } from "../agent/common/zod-issues";
-import { nodeLabelProblems } from "../agent/content/kubelet-config";
-import { variableName } from "../agent/content/schema";
+import { ed25519PublicKey, ValidationError, zodIssues } from "../agent/common";
+import { nodeLabelProblems, variableName } from "../agent/content";
 
 const name = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/, "lower-case letters, digits and '-', at most 40 characters");
 const secretRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, "the name of a secure config key, e.g. adminPassword");

@@ -5,9 +5,8 @@
  * pool's `variables`, or what winfleet sets itself (join and pool variables).
  * Otherwise nodes would be created only to fail their first apply.
  */
-import type { Catalog } from "../agent/content/catalog";
-import { missingVariables } from "../agent/lifecycle/environment";
-import { pickTemplate, resolveTarget } from "../agent/lifecycle/target";
+import type { Catalog } from "../agent/content";
+import { missingVariables, pickTemplate, resolveTarget } from "../agent/lifecycle";
 import type { FleetConfig } from "./config";
 
 /** Variables the agent sets on every command itself. */

@@ -3,9 +3,8 @@
  * drift.ts). Exit codes: 0 no drift (or drift corrected with --remediate),
  * 1 drift found, 2 usage, 3 a Pulumi operation failed, 4 no Pulumi CLI here.
  */
-import { projectRoot } from "../agent/common/project-root";
+import { projectRoot, errorMessage } from "../agent/common";
 import { Command } from "commander";
-import { errorMessage } from "../agent/common/errors";
 import { DRIFT_EXIT, automationOps, checkDrift, pulumiCliAvailable } from "./drift";
 
 const program = new Command("drift")

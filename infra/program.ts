@@ -9,16 +9,15 @@
  */
 import { join } from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { ValidationError, formatIssues } from "../agent/common/errors";
+import { ValidationError, formatIssues } from "../agent/common";
 import { AgentUpgrader } from "../components/agent-upgrader";
 import { ByoWindowsHost } from "../components/byo-windows-host";
 import { ClusterJoin } from "../components/cluster-join";
 import { ContentBundle, buildArchive } from "../components/content-bundle";
-import { DEFAULT_NODE_RUNTIME } from "../components/node-runtime";
-import { type NodeConfigArgs, POOL_LABEL } from "../components/pool-render";
+import { DEFAULT_NODE_RUNTIME, type NodeConfigArgs, POOL_LABEL } from "../components";
 import { WindowsNodePool } from "../components/windows-node-pool";
 import { WinsUpgrader } from "../components/wins-upgrader";
-import { loadCatalog } from "../agent/content/catalog";
+import { loadCatalog } from "../agent/content";
 import { type FleetConfig, parseFleetConfig } from "./config";
 import { missingContentVariables } from "./content-variables";
 import { stackPath } from "./stack-file";

@@ -4,11 +4,10 @@
  * through the same schema the program uses, so a stack means the same thing
  * wherever it is read. Secure values stay opaque.
  */
-import { projectRoot } from "../agent/common/project-root";
+import { projectRoot, ValidationError } from "../agent/common";
 import { readFile, readdir } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { ValidationError } from "../agent/common/errors";
 import { type FleetConfig, parseFleetConfig } from "./config";
 
 /** A stack file, read. */

@@ -8,7 +8,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type * as grpc from "@grpc/grpc-js";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { AgentError, AgentErrorCode } from "../common";
 import {
   type KillProcessesRequest,
   KillProcessesResponseSchema,

@@ -13,7 +13,7 @@ import { type FileHandle, chmod, lstat, open, readlink, rename, rm } from "node:
 import { basename, dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Transform } from "node:stream";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+import { AgentError, AgentErrorCode, errorMessage } from "../common";
 
 /** The prefix wins gave started binaries, kept so `Get-Process rancher-wins-*` still finds them. */
 export const PROCESS_PREFIX = "rancher-wins-";

@@ -9,8 +9,7 @@ import { readFile } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { ValidationError } from "../common/errors";
-import { zodIssues } from "../common/zod-issues";
+import { ValidationError, zodIssues } from "../common";
 import { allowEntryProblem } from "./environment";
 
 /** Default names, as wins: pipes on Windows; on Linux a name becomes a socket in the run directory. */

@@ -9,8 +9,7 @@
  * loads (PATH, SystemRoot) are refused whatever the allow-list says: with them a
  * whitelisted binary would run anything at all.
  */
-import { baseEnvironment } from "../common/child-environment";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+import { baseEnvironment, AgentError, AgentErrorCode, errorMessage } from "../common";
 import { normaliseHostPath } from "./whitelist";
 
 export { baseEnvironment };

@@ -13,7 +13,7 @@
  */
 import { chmod, lstat, mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+import { AgentError, AgentErrorCode, errorMessage } from "../common";
 
 /** What was done to make the directory private. */
 export type PrivateDirOutcome = "created" | "ok" | "repaired";

@@ -11,10 +11,7 @@ import { constants } from "node:os";
 import { mkdir, readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { writeFileAtomic } from "../common/atomic-file";
-import { baseEnvironment } from "../common/child-environment";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
-import type { Logger } from "../common/log";
+import { writeFileAtomic, baseEnvironment, AgentError, AgentErrorCode, errorMessage, type Logger } from "../common";
 import type { Expose, Firewall } from "./firewall";
 import type { ProcessHost } from "./process-host";
 

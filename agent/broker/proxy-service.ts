@@ -6,8 +6,7 @@
 import { connect } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import type * as grpc from "@grpc/grpc-js";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
-import type { Logger } from "../common/log";
+import { AgentError, AgentErrorCode, errorMessage, type Logger } from "../common";
 import { ListPortsResponseSchema, type TunnelFrame, TunnelFrameSchema } from "./generated/winfleet/proxy_pb";
 import { failStream } from "./status";
 

@@ -17,8 +17,7 @@
  * and copies cap it at a fraction of a plain relay (see test/bench/broker.bench.ts).
  */
 import { type Server, type Socket, connect, createServer } from "node:net";
-import { errorMessage } from "../common/errors";
-import type { Logger } from "../common/log";
+import { errorMessage, type Logger } from "../common";
 
 /** The first line of a stream tunnel, up to its port. */
 export const STREAM_TUNNEL_MAGIC = "winfleet-tunnel/1 ";

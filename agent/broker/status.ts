@@ -5,7 +5,7 @@
  */
 import { type ServiceError, status } from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
-import { AgentError, type AgentErrorCode, errorMessage } from "../common/errors";
+import { AgentError, type AgentErrorCode, errorMessage } from "../common";
 
 const CODES: Record<AgentErrorCode, status> = {
   INVALID_INPUT: status.INVALID_ARGUMENT,

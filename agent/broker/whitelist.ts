@@ -6,7 +6,7 @@
  * a symlink anywhere along the path — is refused outright rather than resolved.
  */
 import { lstat } from "node:fs/promises";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { AgentError, AgentErrorCode } from "../common";
 
 // The superscript digits (COM¹ and so on) as escapes: bundles are kept ASCII (see release/build.ts).
 const RESERVED = /^(con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3])(\..*)?$/i;

@@ -5,13 +5,11 @@
  */
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { DEFAULT_LISTEN, endpointPath } from "../broker/config";
+import { DEFAULT_LISTEN, endpointPath, type StatusResponse } from "../broker";
 import { agentStatus, reloadBrokerConfig } from "../broker/client";
-import type { StatusResponse } from "../broker/generated/winfleet/agent_pb";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
-import { retarget } from "../service/retarget";
-import { defaultRunDir } from "./broker-commands";
-import { failure } from "./lifecycle-setup";
+import { AgentError, AgentErrorCode, defaultRunDir, errorMessage } from "../common";
+import { retarget } from "../service";
+import { failure, printError } from "./errors";
 
 /** What `ready` wants. */
 export interface ReadyWants {
@@ -67,8 +65,7 @@ export function registerAgentServiceCommands(program: Command, service: Command)
     .option("--content-sas-env <name>", "an environment variable holding a read SAS for --content-url")
     .action(async (opts: { config: string; template: string; templateVersion: string; contentSha256: string; contentArchive?: string; contentUrl?: string; contentAuth: string; contentSasEnv?: string }) => {
       if ((opts.contentArchive === undefined) === (opts.contentUrl === undefined) || !["none", "managedIdentity"].includes(opts.contentAuth)) {
-        process.stderr.write("error: give exactly one of --content-archive and --content-url, and --content-auth none or managedIdentity\n");
-        process.exitCode = 2;
+        printError("give exactly one of --content-archive and --content-url, and --content-auth none or managedIdentity", 2);
         return;
       }
       try {
@@ -80,7 +77,7 @@ export function registerAgentServiceCommands(program: Command, service: Command)
         const r = await retarget({ config: resolve(opts.config), template: opts.template, templateVersion: opts.templateVersion, archive, sha256: opts.contentSha256 });
         process.stdout.write(r.changed ? `retargeted to ${opts.template} ${opts.templateVersion} (content ${r.content})\n` : `already at ${opts.template} ${opts.templateVersion}\n`);
       } catch (e) {
-        process.exitCode = failure(e);
+        failure(e);
       }
     });
 
@@ -94,8 +91,7 @@ export function registerAgentServiceCommands(program: Command, service: Command)
         const r = await reloadBrokerConfig(socketOf(opts.server), opts.config ? resolve(opts.config) : undefined);
         process.stdout.write(`reloaded: ${r.ProcessPaths} process paths, ${r.ProxyPorts} proxy ports (config ${r.ConfigSha256.slice(0, 12)})\n`);
       } catch (e) {
-        process.stderr.write(`error: ${errorMessage(e)}\n`);
-        process.exitCode = 1;
+        printError(errorMessage(e));
       }
     });
 }

@@ -3,37 +3,21 @@
  * wins-compatible client a container runs). The client exits with the host
  * process's exit code.
  */
-import { tmpdir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import { errorMessage } from "../common/errors";
-import { createLogger } from "../common/log";
-import { DEFAULT_LISTEN, DEFAULT_PROXY, endpointPath, loadBrokerConfig } from "../broker/config";
+import { errorMessage, createLogger, defaultRunDir } from "../common";
+import { DEFAULT_LISTEN, DEFAULT_PROXY, endpointPath, loadBrokerConfig, parseListValue, parsePortSpec } from "../broker";
 import type * as Client from "../broker/client";
 import type * as ProxyClient from "../broker/proxy-client";
-import { parseListValue, parsePortSpec } from "../broker/list-value";
 import type * as Server from "../broker/server";
 import { AGENT_VERSION } from "../version";
-import { reportFailure } from "./report";
+import { failure, printError } from "./errors";
 
 /* eslint-disable @typescript-eslint/no-require-imports -- each command loads what it uses, so the idle broker holds no client and a client no server */
 const client = (): typeof Client => require("../broker/client") as typeof Client;
 const proxyClient = (): typeof ProxyClient => require("../broker/proxy-client") as typeof ProxyClient;
 const brokerServer = (): typeof Server => require("../broker/server") as typeof Server;
 /* eslint-enable @typescript-eslint/no-require-imports */
-
-/**
- * Where relative socket names live on Linux: /run/winfleet for root; for
- * another user their runtime directory, else a directory of their own under
- * the temporary directory (a shared name there could be made first by anyone).
- * The broker refuses any of these it finds owned by someone else.
- */
-export function defaultRunDir(env: NodeJS.ProcessEnv = process.env, uid: number | undefined = process.getuid?.()): string {
-  if (env.WINFLEET_RUN_DIR) return env.WINFLEET_RUN_DIR;
-  if (uid === 0) return "/run/winfleet";
-  if (env.XDG_RUNTIME_DIR && isAbsolute(env.XDG_RUNTIME_DIR)) return join(env.XDG_RUNTIME_DIR, "winfleet");
-  return join(tmpdir(), `winfleet-${uid ?? "user"}`);
-}
 
 const socketOf = (name: string): string => endpointPath(name, process.platform, defaultRunDir());
 
@@ -48,8 +32,7 @@ function printJson(query: (socket: string) => Promise<unknown>): (opts: { server
     try {
       process.stdout.write(winsJson(await query(socketOf(opts.server))));
     } catch (e) {
-      process.stderr.write(`error: ${errorMessage(e)}\n`);
-      process.exitCode = 1;
+      printError(errorMessage(e));
     }
   };
 }
@@ -110,7 +93,7 @@ export function registerBrokerCommands(program: Command): void {
           process.on("SIGTERM", stop);
         });
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 
@@ -138,8 +121,7 @@ export function registerBrokerCommands(program: Command): void {
         process.once("SIGTERM", stop);
         process.exitCode = await run.done;
       } catch (e) {
-        process.stderr.write(`error: ${errorMessage(e)}\n`);
-        process.exitCode = 1;
+        printError(errorMessage(e));
       }
     });
 
@@ -151,8 +133,7 @@ export function registerBrokerCommands(program: Command): void {
         const rows = Processes.map((p) => ({ name: p.Name, pid: p.Pid, startedAt: p.StartedAt, path: p.Path, state: p.State, ...(p.ExitCode >= 0 ? { exitCode: p.ExitCode } : {}), brokerPid: p.BrokerPid }));
         process.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatProcesses(rows));
       } catch (e) {
-        process.stderr.write(`error: ${brokerCallError(e, socketOf(opts.server))}\n`);
-        process.exitCode = 1;
+        printError(brokerCallError(e, socketOf(opts.server)));
       }
     });
   server(prc.command("kill").description("end managed processes by name, or every orphan, with their trees and firewall rules"))
@@ -160,16 +141,14 @@ export function registerBrokerCommands(program: Command): void {
     .option("--orphans", "every process left by a broker that died")
     .action(async (names: string[], opts: { server: string; orphans?: boolean }) => {
       if (names.length === 0 && !opts.orphans) {
-        process.stderr.write("error: name the processes to kill, or give --orphans\n");
-        process.exitCode = 2;
+        printError("name the processes to kill, or give --orphans", 2);
         return;
       }
       try {
         const { Killed } = await client().killProcesses(socketOf(opts.server), names, opts.orphans === true);
         process.stdout.write(Killed.length > 0 ? `killed ${Killed.join(", ")}\n` : "nothing to kill\n");
       } catch (e) {
-        process.stderr.write(`error: ${brokerCallError(e, socketOf(opts.server))}\n`);
-        process.exitCode = 1;
+        printError(brokerCallError(e, socketOf(opts.server)));
       }
     });
 
@@ -208,8 +187,7 @@ export function registerBrokerCommands(program: Command): void {
           process.once("SIGTERM", stop);
         });
       } catch (e) {
-        process.stderr.write(`error: ${errorMessage(e)}\n`);
-        process.exitCode = 1;
+        printError(errorMessage(e));
       }
     });
 }

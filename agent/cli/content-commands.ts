@@ -2,13 +2,9 @@
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { writeFileAtomic } from "../common/atomic-file";
-import { formatIssues } from "../common/errors";
-import { analyzeContent } from "../content/analysis";
-import { renderContentReference } from "../content/docs";
-import { buildContent } from "../content/build";
-import { validateContent } from "../content/validate";
-import { reportFailure } from "./report";
+import { writeFileAtomic, formatIssues } from "../common";
+import { analyzeContent, renderContentReference, buildContent, validateContent } from "../content";
+import { failure, printError } from "./errors";
 
 /** Registers the `content` command group. */
 export function registerContentCommands(program: Command): void {
@@ -39,7 +35,7 @@ export function registerContentCommands(program: Command): void {
           `built ${manifest.templates.length} templates, ${manifest.components.length} components, ${manifest.files.length} shipped files into ${opts.out}\n`,
         );
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 
@@ -57,15 +53,14 @@ export function registerContentCommands(program: Command): void {
         } else if (opts.check) {
           const current = await readFile(resolve(opts.out), "utf8").catch(() => undefined);
           if (current !== text) {
-            process.stderr.write(`${opts.out} is stale: run winfleet content docs --content ${opts.content} --out ${opts.out}\n`);
-            process.exitCode = 1;
+            printError(`${opts.out} is stale: run winfleet content docs --content ${opts.content} --out ${opts.out}`);
           }
         } else {
           await writeFileAtomic(resolve(opts.out), text, { makeParents: true });
           process.stdout.write(`wrote ${opts.out}\n`);
         }
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 }

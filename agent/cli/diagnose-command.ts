@@ -7,16 +7,9 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { writeFileAtomic } from "../common/atomic-file";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
-import { archiveOf, diagnose } from "../diagnose/diagnose";
-import { formatSummary, summarize } from "../diagnose/summary";
-import { loadAgentConfig } from "../service/config";
-import { defaultRunDir } from "./broker-commands";
-import { defaultRoot } from "./lifecycle-setup";
-
-/** Where the bootstrap writes the agent config on Windows (beside the service's agent.log). */
-export const WINDOWS_AGENT_CONFIG = "C:\\ProgramData\\winfleet\\agent.json";
+import { writeFileAtomic, AgentError, AgentErrorCode, errorMessage, WINDOWS_AGENT_CONFIG, defaultRoot, defaultRunDir } from "../common";
+import { archiveOf, diagnose, formatSummary, summarize } from "../diagnose";
+import { loadAgentConfig } from "../service";
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

@@ -3,10 +3,11 @@
  * Exit codes: 0 success, 1 invalid or failed (with the reasons on stderr), 2 usage.
  */
 import { readFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import type { Command } from "commander";
-import { AgentError, formatIssues } from "../common/errors";
-import { reportFailure } from "./report";
+import { AgentError, formatIssues } from "../common";
+import { ledgerPath } from "../lifecycle";
+import { failure } from "./errors";
 import { applyIgnition, parseIgnition, renderV3, rootedMapper, type ParsedIgnition } from "../ignition";
 
 async function load(file: string, lenient: boolean): Promise<ParsedIgnition> {
@@ -35,7 +36,7 @@ export function registerIgnitionCommands(program: Command): void {
       try {
         await load(file, opts.lenient);
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 
@@ -55,7 +56,7 @@ export function registerIgnitionCommands(program: Command): void {
         const root = resolve(opts.root);
         const report = await applyIgnition(config, {
           mapper: rootedMapper(root),
-          ledgerPath: opts.ledger ?? join(root, ".winfleet", "ignition-ledger.json"),
+          ledgerPath: opts.ledger ?? ledgerPath(root),
           bundleRoot: opts.bundle,
           allowUnverifiedHttp: opts.allowUnverifiedHttp,
           dryRun: opts.dryRun,
@@ -64,7 +65,7 @@ export function registerIgnitionCommands(program: Command): void {
         process.stdout.write(`${verb} ${report.changed.length}, unchanged ${report.unchanged.length}\n`);
         for (const p of report.changed) process.stdout.write(`  ${verb}: ${p}\n`);
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 
@@ -79,7 +80,7 @@ export function registerIgnitionCommands(program: Command): void {
         const { config } = await load(file, opts.lenient);
         process.stdout.write(`${JSON.stringify(renderV3(config, opts.to), null, 2)}\n`);
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 }

@@ -5,10 +5,11 @@
  */
 import type { Command } from "commander";
 import { rootedMapper } from "../ignition";
-import { readStatus, type StatusReport } from "../lifecycle/status";
-import { verifyHost } from "../lifecycle/verify";
+import { readStatus, type StatusReport, verifyHost } from "../lifecycle";
 import { AGENT_VERSION } from "../version";
-import { EXIT, type LifecycleOptions, failure, lifecycleOptions, resolveOptions } from "./lifecycle-setup";
+import { type LifecycleOptions, resolveOptions } from "../service";
+import { failure } from "./errors";
+import { EXIT, lifecycleOptions } from "./lifecycle-options";
 
 /** The status as a table for people. */
 export function formatStatus(s: StatusReport): string {

@@ -5,10 +5,10 @@
  * 2 usage, 3010 reboot required.
  */
 import type { Command } from "commander";
-import { apply, previewApply, uninstall } from "../lifecycle/engine";
-import type { RunOutcome } from "../lifecycle/executor";
-import { describeStep } from "../lifecycle/model";
-import { EXIT, type LifecycleOptions, collectVar, failure, lifecycleOptions, resolveOptions } from "./lifecycle-setup";
+import { apply, previewApply, uninstall, type RunOutcome, describeStep } from "../lifecycle";
+import { type LifecycleOptions, resolveOptions } from "../service";
+import { failure, printError } from "./errors";
+import { EXIT, collectVar, lifecycleOptions } from "./lifecycle-options";
 import { progressFor } from "./progress";
 
 function withContent(cmd: Command): Command {
@@ -48,8 +48,7 @@ function report(outcome: RunOutcome, json: boolean): number {
 }
 
 function usage(message: string): number {
-  process.stderr.write(`error: ${message}\n`);
-  return EXIT.usage;
+  return printError(message, EXIT.usage);
 }
 
 /** Registers the lifecycle commands. */

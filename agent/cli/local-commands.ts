@@ -2,24 +2,18 @@
  * `winfleet local up | status | down | logs | exec`: the local fleet, a thin
  * shell over agent/fleet/. `npm start` runs `winfleet local up`.
  */
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import type { Command } from "commander";
-import { projectRoot } from "../common/project-root";
-import { localDiagnose, localDown, localExec, localLogs, localStatus, localUp } from "../fleet/local";
-import { failure } from "./lifecycle-setup";
+import { agentEntry, DEFAULT_STATE_DIR, localDiagnose, localDown, localExec, localLogs, localStatus, localUp } from "../fleet";
+import { failure } from "./errors";
 
-/** The agent's entry script, next to this CLI's own. */
-export function agentEntry(): string {
-  return process.env.WINFLEET_AGENT_ENTRY ?? join(projectRoot(), "bin", "winfleet-agent.js");
-}
-
-const stateDirOption = (c: Command): Command => c.option("--state-dir <dir>", "where the fleet keeps its hosts", ".winfleet/local");
+const stateDirOption = (c: Command): Command => c.option("--state-dir <dir>", "where the fleet keeps its hosts", DEFAULT_STATE_DIR);
 
 async function exit(work: () => Promise<number>): Promise<void> {
   try {
     process.exitCode = await work();
   } catch (e) {
-    process.exitCode = failure(e);
+    failure(e);
   }
 }
 

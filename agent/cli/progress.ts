@@ -3,7 +3,7 @@
  * phase, what it runs, elapsed time ticking while it runs); otherwise one JSON
  * object per event, for logs and for the programs that drive the agent.
  */
-import type { LifecycleEvent, LifecycleObserver } from "../lifecycle/events";
+import type { LifecycleEvent, LifecycleObserver } from "../lifecycle";
 
 /** Where progress goes. */
 export interface ProgressOut {

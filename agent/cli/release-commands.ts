@@ -3,15 +3,13 @@
  * signed release (agent bundle and content bundle) for nodes that pin the
  * public key in their agent config (`publicKey`).
  */
-import { projectRoot } from "../common/project-root";
+import { projectRoot, AgentError, AgentErrorCode, ed25519PrivateKeyProblem } from "../common";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { AgentError, AgentErrorCode } from "../common/errors";
-import type * as Release from "../release/release";
-import { generateKeys } from "../release/signing";
-import { ed25519PrivateKeyProblem } from "../common/ed25519-key";
-import { failure } from "./lifecycle-setup";
+import type * as Release from "../publish/release";
+import { generateKeys } from "../release";
+import { failure } from "./errors";
 
 /** Registers `keys` and `release`. */
 export function registerReleaseCommands(program: Command): void {
@@ -27,7 +25,7 @@ export function registerReleaseCommands(program: Command): void {
         });
         process.stdout.write(`private key ${k.privateKey} (keep it secret)\npublic key  ${k.publicKey} (key id ${k.keyId.slice(0, 16)}…)\n`);
       } catch (e) {
-        process.exitCode = failure(e);
+        failure(e);
       }
     });
 
@@ -47,12 +45,12 @@ export function registerReleaseCommands(program: Command): void {
         if (problem !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `--key ${opts.key} ${problem}`);
         // Loaded here: esbuild and the content build are only needed by this command.
         // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const { release } = require("../release/release") as typeof Release;
+        const { release } = require("../publish/release") as typeof Release;
         const r = await release({ repo: projectRoot(), contentDir: resolve(opts.content), out: resolve(opts.out), privateKeyPem });
         process.stdout.write(`release ${r.version} in ${opts.out}: agent/ (${r.agentFiles} files) and content/ (${r.contentFiles} files), signed with key ${r.keyId.slice(0, 16)}…\n`);
         process.stdout.write(`agent archive ${r.archive.file}: sha256 ${r.archive.sha256} (a stack's agent.bundle, once uploaded)\n`);
       } catch (e) {
-        process.exitCode = failure(e);
+        failure(e);
       }
     });
 }

@@ -5,7 +5,7 @@
  */
 import type { Command } from "commander";
 import type * as OperatorStack from "../../infra/operator-stack";
-import type * as RenderMain from "../../infra/render-main";
+import type * as RenderRun from "./render-run";
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -22,9 +22,9 @@ export function registerRenderCommand(program: Command): void {
     .action(async (opts: { stack: string; out: string; secret: string[] }) => {
       const secrets = Object.fromEntries(opts.secret.map((kv) => [kv.slice(0, Math.max(0, kv.indexOf("="))), kv.slice(kv.indexOf("=") + 1)]));
       // Loaded here, not at the top: Pulumi takes a while to load, and only this command needs it
-      // (the operator bundle keeps it in a file of its own; see infra/render-main.ts).
+      // (the operator bundle keeps it in a file of its own; see render-run.ts).
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { runRender } = require("../../infra/render-main") as typeof RenderMain;
+      const { runRender } = require("./render-run") as typeof RenderRun;
       process.exitCode = await runRender({ stack: opts.stack, out: opts.out, secrets });
     });
 

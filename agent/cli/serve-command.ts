@@ -6,13 +6,11 @@
  */
 import { hostname } from "node:os";
 import type { Command } from "commander";
-import { createLogger } from "../common/log";
-import { fanOut } from "../lifecycle/events";
-import { createReporter } from "../report/create";
-import { loadAgentConfig } from "../service/config";
-import { serve } from "../service/serve";
-import { defaultRunDir } from "./broker-commands";
-import { failure, resolveWith } from "./lifecycle-setup";
+import { createLogger, defaultRunDir } from "../common";
+import { fanOut } from "../lifecycle";
+import { createReporter } from "../report";
+import { loadAgentConfig, resolveWith, serve } from "../service";
+import { failure } from "./errors";
 import { jsonProgress } from "./progress";
 
 /** Registers `serve`. */
@@ -45,7 +43,7 @@ export function registerServeCommand(program: Command): void {
         await reporter?.stop();
         process.exitCode = exit.code;
       } catch (e) {
-        process.exitCode = failure(e);
+        failure(e);
       } finally {
         process.off("SIGTERM", onSignal);
         process.off("SIGINT", onSignal);

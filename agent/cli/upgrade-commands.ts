@@ -1,23 +1,14 @@
-/** `winfleet-agent up` and `winfleet-agent service render`. */
+/** `winfleet-agent up` and `winfleet-agent service render`; what `up` does is agent/service/self-upgrade.ts. */
 import { spawn } from "node:child_process";
 import { openSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { Command } from "commander";
 import { appInfo } from "../broker/client";
-import { endpointPath, loadBrokerConfig } from "../broker/config";
-import { assertAgentVersion, checkRelease, recordRelease } from "../release/anti-rollback";
-import { type VerifiedBundle, verifyBundle } from "../release/signing";
-import { loadAgentConfig } from "../service/config";
-import { defaultRoot, readKey, reportDowngrade } from "./lifecycle-setup";
-import { createLogger } from "../common/log";
-import { installationAt } from "../upgrade/installation";
-import { pidFileManager, systemdManager } from "../upgrade/service-manager";
-import { windowsServiceManager } from "../upgrade/service-manager.win32";
-import { renderSystemdUnit, renderWindowsServiceInstall } from "../upgrade/service-units";
-import { openBundle } from "../upgrade/bundle-source";
-import { up } from "../upgrade/up";
-import { defaultRunDir } from "./broker-commands";
-import { reportFailure } from "./report";
+import { endpointPath, loadBrokerConfig } from "../broker";
+import { SERVICE_MANAGERS, selfUpgrade } from "../service";
+import { defaultBrokerConfig, defaultInstallDir, defaultRunDir, WINDOWS_NSSM } from "../common";
+import { renderSystemdUnit, renderWindowsServiceInstall } from "../upgrade";
+import { failure, printError } from "./errors";
 
 interface UpOpts { bundle: string; installDir: string; config: string; manager: "systemd" | "pidfile" | "windows"; timeout: number; detach: boolean; publicKey?: string; agentConfig?: string; root?: string; allowDowngrade?: boolean }
 
@@ -46,50 +37,19 @@ export function registerUpgradeCommands(program: Command): void {
           process.stdout.write(`upgrade started in the background (pid ${child.pid}); log: ${join(opts.installDir, "up.log")}\n`);
           return;
         }
-        const config = await loadBrokerConfig(opts.config);
-        const socket = endpointPath(config.listen, process.platform, defaultRunDir());
-        const installDir = resolve(opts.installDir);
-        const manager =
-          opts.manager === "pidfile" ? pidFileManager(installDir, ["broker", "--config", resolve(opts.config)])
-          : opts.manager === "windows" ? windowsServiceManager()
-          : opts.manager === "systemd" ? systemdManager()
-          : undefined;
-        if (!manager) {
-          process.stderr.write(`error: --manager ${String(opts.manager)}: expected systemd, windows or pidfile\n`);
-          process.exitCode = 2;
+        if (!(SERVICE_MANAGERS as readonly string[]).includes(opts.manager)) {
+          printError(`--manager ${String(opts.manager)}: expected systemd, windows or pidfile`, 2);
           return;
         }
-        const agentConfig = opts.agentConfig !== undefined ? await loadAgentConfig(opts.agentConfig) : undefined;
-        const key = opts.publicKey !== undefined ? readKey(opts.publicKey) : agentConfig?.publicKey;
-        const root = resolve(opts.root ?? agentConfig?.root ?? defaultRoot());
-        const allowDowngrade = opts.allowDowngrade === true || agentConfig?.allowDowngrade === true;
-        // Checked against the versions accepted before with the signature, before anything is installed;
-        // recorded only once the new agent answers, so a rolled-back upgrade raises nothing.
-        let accepted: { release: VerifiedBundle; downgraded: boolean } | undefined;
-        const verify = key === undefined ? undefined : async (dir: string): Promise<void> => {
-          const verified = await verifyBundle(dir, key);
-          await assertAgentVersion(dir, verified);
-          const downgrade = await checkRelease(root, "agent", dir, verified, allowDowngrade);
-          if (downgrade !== undefined && accepted === undefined) reportDowngrade(downgrade, dir);
-          accepted = { release: verified, downgraded: downgrade !== undefined };
-        };
-        const bundle = await openBundle(resolve(opts.bundle));
-        try {
-          const result = await up(bundle.dir, {
-            ...(verify ? { verify } : {}),
-            installation: installationAt(installDir),
-            manager,
-            probe: async () => (await appInfo(socket)).Info?.Version,
-            timeoutMs: opts.timeout * 1000,
-            log: createLogger("up"),
-          });
-          if (accepted !== undefined) await recordRelease(root, "agent", accepted.release, accepted.downgraded);
-          process.stdout.write(`${result.outcome}: ${result.from ?? "(none)"} -> ${result.to}\n`);
-        } finally {
-          await bundle.done();
-        }
+        const config = await loadBrokerConfig(opts.config);
+        const socket = endpointPath(config.listen, process.platform, defaultRunDir());
+        const result = await selfUpgrade(
+          { ...opts, brokerConfig: opts.config, timeoutSeconds: opts.timeout },
+          async () => (await appInfo(socket)).Info?.Version,
+        );
+        process.stdout.write(`${result.outcome}: ${result.from ?? "(none)"} -> ${result.to}\n`);
       } catch (e) {
-        reportFailure(e);
+        failure(e);
       }
     });
 
@@ -98,10 +58,10 @@ export function registerUpgradeCommands(program: Command): void {
     .command("render")
     .description("print the service definition: a systemd unit, or the Windows registration PowerShell")
     .option("--os <os>", "linux or windows", process.platform === "win32" ? "windows" : "linux")
-    .option("--install-dir <dir>", "the installation directory", process.platform === "win32" ? "C:\\ProgramData\\winfleet" : "/opt/winfleet")
+    .option("--install-dir <dir>", "the installation directory", defaultInstallDir())
     .option("--node <path>", "Node.js executable", process.platform === "win32" ? "C:\\Program Files\\nodejs\\node.exe" : "/usr/bin/node")
-    .option("--nssm <path>", "service wrapper on Windows", "C:\\ProgramData\\winfleet\\nssm.exe")
-    .option("--config <file>", "broker config", process.platform === "win32" ? "C:\\etc\\rancher\\wins\\config" : "/etc/winfleet/broker.yaml")
+    .option("--nssm <path>", "service wrapper on Windows", WINDOWS_NSSM)
+    .option("--config <file>", "broker config", defaultBrokerConfig())
     .action((opts: { os: string; installDir: string; node: string; nssm: string; config: string }) => {
       const spec = { installDir: opts.installDir, node: opts.node, args: ["broker", "--config", opts.config] };
       process.stdout.write(opts.os === "windows" ? renderWindowsServiceInstall({ ...spec, nssm: opts.nssm }) : renderSystemdUnit(spec));

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { projectRoot } from "../common/project-root";
+import { projectRoot } from "../common";
 
 const manifestSchema = z.object({
   engines: z.array(z.object({ name: z.string(), version: z.string(), binaries: z.array(z.string()), plugin: z.object({ kind: z.string(), name: z.string() }).optional() })),

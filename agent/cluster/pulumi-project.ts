@@ -7,7 +7,7 @@
  */
 import { cpSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, delimiter, dirname, join } from "node:path";
-import { projectRoot } from "../common/project-root";
+import { projectRoot } from "../common";
 import type { Engine } from "./engines";
 
 /** The project's files a Pulumi run needs, copied; node_modules is linked, not copied. */

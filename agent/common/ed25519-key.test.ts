@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { readKey } from "../cli/lifecycle-setup";
+import { readKey } from "../service/lifecycle-setup";
 import { loadAgentConfig } from "../service/config";
 import { ed25519KeyProblem, ed25519PrivateKeyProblem } from "./ed25519-key";
 import { ValidationError } from "./errors";

@@ -8,7 +8,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { relative } from "node:path";
-import { ValidationError } from "../common/errors";
+import { ValidationError } from "../common";
 import { type Artifact, parseArtifacts } from "./artifacts";
 import { type ScriptFacts, scriptFacts } from "./powershell-facts";
 import type { ComponentMetadata, Template } from "./schema";

@@ -7,8 +7,7 @@
  * same file on the host; the content reference lists it.
  */
 import { z } from "zod";
-import { ValidationError } from "../common/errors";
-import { zodIssues } from "../common/zod-issues";
+import { ValidationError, zodIssues } from "../common";
 import { variableName } from "./schema";
 
 const hex = (length: number) => z.string().regex(new RegExp(`^[0-9a-f]{${length}}$`), `${length} lower-case hex digits`);

@@ -8,10 +8,8 @@
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { canonicalJson } from "../common/canonical-json";
-import { ValidationError } from "../common/errors";
-import { type OutputShape, assertReplaceable, replaceDirectory } from "../common/output-dir";
-import { SIGNATURE_FILE } from "../release/signing";
+import { canonicalJson, ValidationError, type OutputShape, assertReplaceable, replaceDirectory } from "../common";
+import { SIGNATURE_FILE } from "../release";
 import { DEFAULT_EMBED_LIMIT, sha } from "./compile";
 import { validateContent } from "./validate";
 

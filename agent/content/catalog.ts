@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { readFile, readdir, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { z } from "zod";
-import { ValidationError } from "../common/errors";
+import { ValidationError } from "../common";
 import type { IgnitionConfig } from "../ignition";
 import { type Component, loadComponent, parseTemplate } from "./load";
 import type { Template } from "./schema";

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { canonicalJson } from "../common/canonical-json";
+import { canonicalJson } from "../common";
 import { encodeDataUrl, parseIgnition } from "../ignition";
 import { type ComponentMetadata, metadataPath } from "./schema";
 import type { ComponentSource } from "./source";

@@ -5,9 +5,8 @@
  * reports each repair.
  */
 import type { z } from "zod";
-import { type Issue, ValidationError } from "../common/errors";
+import { type Issue, ValidationError, zodIssues } from "../common";
 import { type IgnitionConfig, type FetchOptions, parseIgnition, resolveResource } from "../ignition";
-import { zodIssues } from "../common/zod-issues";
 import { repairMissingCommas } from "./lenient-json";
 import { type ComponentMetadata, type Template, metadataPath, metadataSchema, templateSchema } from "./schema";
 

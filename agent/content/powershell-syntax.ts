@@ -9,7 +9,7 @@
  * same line as its function's body); content writes those on separate lines.
  */
 import type Parser from "tree-sitter";
-import { importExternal } from "../common/import-external";
+import { importExternal } from "../common";
 import { powerShellRuleErrors } from "./powershell-rules";
 
 /** One syntax error, 1-based. */

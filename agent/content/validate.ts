@@ -6,7 +6,7 @@
  */
 import { existsSync } from "node:fs";
 import { relative } from "node:path";
-import { type Issue, ValidationError } from "../common/errors";
+import { type Issue, ValidationError } from "../common";
 import { type CompiledComponent, DEFAULT_EMBED_LIMIT, compileComponent } from "./compile";
 import { readFile } from "node:fs/promises";
 import { parseMetadata, parseTemplate } from "./load";

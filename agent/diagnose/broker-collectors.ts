@@ -5,12 +5,9 @@
  */
 import { join } from "node:path";
 import type * as Client from "../broker/client";
-import { type BrokerConfig, endpointPath, loadBrokerConfig, parseBrokerConfig } from "../broker/config";
-import { linuxProcessHost } from "../broker/process-host";
-import { windowsProcessHost } from "../broker/process-host.win32";
-import { type ProcessInfo, readProcessRecords } from "../broker/process-pool";
-import { errorMessage } from "../common/errors";
-import { stateDir } from "../lifecycle/journal";
+import { type BrokerConfig, endpointPath, loadBrokerConfig, parseBrokerConfig, linuxProcessHost, windowsProcessHost, type ProcessInfo, readProcessRecords } from "../broker";
+import { errorMessage } from "../common";
+import { stateDir } from "../lifecycle";
 import { PATHS } from "./agent-collectors";
 import type { Collector, DiagnoseContext } from "./collector";
 

@@ -5,8 +5,8 @@
  * log on a dead share — is abandoned and recorded as timed out, so no source
  * can hang `diagnose`. Tests inject collectors through this interface.
  */
-import { errorMessage } from "../common/errors";
-import type { AgentConfig } from "../service/config";
+import { errorMessage } from "../common";
+import type { AgentConfig } from "../service";
 import type { CommandRunner } from "./command";
 
 /** Where a diagnosis looks, resolved once before any collector runs. */

@@ -4,7 +4,7 @@
  */
 import { open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { errorMessage } from "../common/errors";
+import { errorMessage } from "../common";
 import type { Collector, DiagnoseContext } from "./collector";
 
 /** Most bytes kept of one log file: its newest. */

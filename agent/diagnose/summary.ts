@@ -5,8 +5,7 @@
  * then what is fine. Read back from the diagnosis, so it says exactly what
  * the archive holds.
  */
-import type { DriftItem } from "../lifecycle/events";
-import type { StatusReport } from "../lifecycle/status";
+import type { DriftItem, StatusReport } from "../lifecycle";
 import { PATHS } from "./agent-collectors";
 import type { ProcessRow } from "./broker-collectors";
 import type { Diagnosis } from "./diagnose";

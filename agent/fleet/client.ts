@@ -3,7 +3,7 @@
  * the event stream, a new spec to roll out, shutdown.
  */
 import { request } from "node:http";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { AgentError, AgentErrorCode } from "../common";
 import type { FleetEvent, FleetStatus } from "./manager";
 import type { Owner } from "./ownership";
 import type { RolloutResult } from "./rollout";

@@ -10,15 +10,10 @@ import { randomInt } from "node:crypto";
 import { copyFile, cp as copyTree, mkdir, readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
-import { type ControlPlane, startControlPlane } from "../cluster/control-plane";
-import { findEngines } from "../cluster/engines";
-import { KubeClient } from "../cluster/kube-client";
-import { NodeStandIn, tlsBootstrap } from "../cluster/node-stand-in";
-import { PodRunner } from "../cluster/pod-runner";
-import { pulumiProject } from "../cluster/pulumi-project";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { type ControlPlane, startControlPlane, findEngines, KubeClient, NodeStandIn, tlsBootstrap, PodRunner, pulumiProject } from "../cluster";
+import { AgentError, AgentErrorCode } from "../common";
 import { AGENT_VERSION as VERSION } from "../version";
-import { POOL_LABEL } from "../../components/pool-render";
+import { POOL_LABEL } from "../../components";
 import { type FleetSpec, hostNames, hostPaths } from "./spec";
 
 /** What the status page shows of the cluster: the Nodes, the upgrader DaemonSets' rollouts and recent Events. */

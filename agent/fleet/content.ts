@@ -6,7 +6,7 @@
 import { readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
-import { buildContent } from "../content/build";
+import { buildContent } from "../content";
 
 /** Builds `contentDir` and returns the bundle directory for it. */
 export async function buildFleetContent(contentDir: string, stateDir: string): Promise<string> {

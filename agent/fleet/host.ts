@@ -10,8 +10,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileAtomic } from "../common/atomic-file";
-import type { LifecycleEvent, TemplateRef } from "../lifecycle/events";
+import { writeFileAtomic } from "../common";
+import type { LifecycleEvent, TemplateRef } from "../lifecycle";
 import { type HostPaths, type HostTarget, renderHostConfig } from "./spec";
 
 /** What the status page and `local status` show of a host. */

@@ -8,10 +8,9 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { AgentError, AgentErrorCode } from "../common/errors";
-import { readJournal } from "../lifecycle/journal";
-import { statusOf } from "../lifecycle/status";
-import { readStackFile, stackPath } from "../../infra/stack-file";
+import { AgentError, AgentErrorCode, projectRoot } from "../common";
+import { readJournal, statusOf } from "../lifecycle";
+import { readStackFile, stackPath } from "../../infra/public";
 import { applySpec, fleetStatus, followEvents, shutdownFleet } from "./client";
 import { type LocalCluster, startLocalCluster } from "./cluster";
 import { FleetManager, describeResult } from "./manager";
@@ -19,6 +18,14 @@ import { claim, liveOwner, release } from "./ownership";
 import { startServer } from "./server";
 import { type FleetSpec, hostPaths } from "./spec";
 import { FleetDisplay, type Out, fleetTable } from "./terminal";
+
+/** Where a fleet keeps its hosts unless told otherwise, relative to the working directory. */
+export const DEFAULT_STATE_DIR = ".winfleet/local";
+
+/** The agent entry script the hosts run: `WINFLEET_AGENT_ENTRY`, else the checkout's bin/winfleet-agent.js. */
+export function agentEntry(): string {
+  return process.env.WINFLEET_AGENT_ENTRY ?? join(projectRoot(), "bin", "winfleet-agent.js");
+}
 
 /** Options of `winfleet local up`. */
 export interface UpOptions {

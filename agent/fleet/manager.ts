@@ -6,7 +6,7 @@
  * request takes over once the hosts already moving have finished.
  */
 import { readFile } from "node:fs/promises";
-import type { LifecycleEvent } from "../lifecycle/events";
+import type { LifecycleEvent } from "../lifecycle";
 import { buildFleetContent } from "./content";
 import { Host, type HostEvent, type HostView } from "./host";
 import { type HostOutcome, type RolloutResult, rollOut } from "./rollout";

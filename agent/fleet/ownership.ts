@@ -8,8 +8,8 @@ import { randomBytes } from "node:crypto";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { linuxProcessHost } from "../broker/process-host";
-import { writeFileAtomic } from "../common/atomic-file";
+import { linuxProcessHost } from "../broker";
+import { writeFileAtomic } from "../common";
 
 const ownerSchema = z.object({
   pid: z.number().int(),

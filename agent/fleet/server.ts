@@ -10,7 +10,7 @@
  * Event streams are capped, so no client can hold connections without end.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { AgentError, AgentErrorCode } from "../common";
 import type { FleetManager } from "./manager";
 import { statusPage } from "./page";
 import type { FleetSpec } from "./spec";

@@ -5,7 +5,7 @@
  */
 import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
-import { canonicalJson } from "../common/canonical-json";
+import { canonicalJson } from "../common";
 
 /** What the fleet should run. */
 export interface FleetSpec {

@@ -5,8 +5,7 @@
  * plans no operation at all.
  */
 import { mkdirSync } from "node:fs";
-import { AtomicWriteBatch } from "../common/atomic-file";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+import { AtomicWriteBatch, AgentError, AgentErrorCode, errorMessage } from "../common";
 import { type FetchOptions, resolveResource } from "./fetch";
 import { type Ledger, emptyLedger, readLedger, writeLedger } from "./ledger";
 import type { FileEntry, IgnitionConfig } from "./model";

@@ -4,7 +4,7 @@
  * Ignition's own wording so a person comparing with `ignition-validate` sees the same.
  */
 import { posix } from "node:path";
-import type { Issue } from "../common/errors";
+import type { Issue } from "../common";
 import { DataUrlError, decodeDataUrl } from "./data-url";
 import type { Hash, HashFunction } from "./model";
 

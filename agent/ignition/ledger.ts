@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
-import { writeFileAtomic } from "../common/atomic-file";
+import { writeFileAtomic } from "../common";
 
 const ledgerSchema = z.object({
   version: z.literal(1),

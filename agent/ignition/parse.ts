@@ -3,14 +3,13 @@
  * normalised {@link IgnitionConfig} out, or a {@link ValidationError} listing every
  * problem with the JSON path of the value at fault. Nothing is applied here.
  */
-import { type Issue, ValidationError } from "../common/errors";
+import { type Issue, ValidationError, zodIssues } from "../common";
 import { IssueList } from "./checks";
 import type { IgnitionConfig } from "./model";
 import { normalizeV2 } from "./normalize-v2";
 import { normalizeV3 } from "./normalize-v3";
 import { configV2 } from "./schema-v2";
 import { addedInV3Minor, configV3 } from "./schema-v3";
-import { zodIssues } from "../common/zod-issues";
 import { stripUnusedKeys } from "./unused-keys";
 
 /** The spec versions this engine reads. */

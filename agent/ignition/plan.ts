@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { lstatSync, readlinkSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { AgentError, AgentErrorCode } from "../common";
 import { type Ledger, sha512 } from "./ledger";
 import type { DirectoryEntry, Entry, FileEntry, IgnitionConfig, LinkEntry } from "./model";
 import { type HostRef, type PathMapper, refPath } from "./paths";

@@ -7,7 +7,7 @@
  * chain, so no path the engine touches is reached through the host's own
  * resolution of a link. The final component is never followed.
  */
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { AgentError, AgentErrorCode } from "../common";
 import type { LinkTarget } from "./paths";
 
 /** What stands at a config path, as far as resolution needs to know. */

@@ -14,7 +14,7 @@
  */
 import { chmodSync, closeSync, existsSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readlinkSync, rmSync, symlinkSync, constants } from "node:fs";
 import { join } from "node:path";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { AgentError, AgentErrorCode } from "../common";
 import { type HostRef, type PathMapper, refPath } from "./paths";
 import { type NodeLookup, resolveInRoot } from "./resolve";
 

@@ -4,7 +4,7 @@
  * spec version is ignored rather than type-checked.
  */
 import type { z } from "zod";
-import { formatPath, type Issue, type PathSegment } from "../common/errors";
+import { formatPath, type Issue, type PathSegment } from "../common";
 
 interface Def {
   type: string;

@@ -7,8 +7,8 @@
  * content, the template and the variables are known to be good.
  */
 import { randomBytes } from "node:crypto";
-import { AgentError, AgentErrorCode } from "../common/errors";
-import { type Catalog, loadCatalog } from "../content/catalog";
+import { AgentError, AgentErrorCode } from "../common";
+import { type Catalog, loadCatalog } from "../content";
 import { declaredSecretNames, missingVariables, splitDeclaredSecrets } from "./environment";
 import { type ExecutorDeps, type RunOutcome, executeRun } from "./executor";
 import { type Journal, type Run, readJournal, remember, writeJournal } from "./journal";

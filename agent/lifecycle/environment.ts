@@ -5,7 +5,7 @@
  * its secrets, and the facts of the step (`WINFLEET_*`, and `KUBECONFIG` for
  * the cluster-side hooks). Secret values are masked in anything kept or shown.
  */
-import type { ComponentMetadata } from "../content/schema";
+import type { ComponentMetadata } from "../content";
 import type { CommandStep } from "./model";
 
 /** Values a run hands to commands. */

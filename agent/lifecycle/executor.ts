@@ -7,9 +7,9 @@
  * journal that says why is on disk. A command that exits 3010 asks for a
  * reboot at the end of its priority group, coalesced with the plan's own.
  */
-import type { ShellKind } from "../content/schema";
+import type { ShellKind } from "../content";
 import type { FetchOptions, PathMapper } from "../ignition";
-import type { Shell } from "../shell/shell";
+import type { Shell } from "../shell";
 import type { LifecycleObserver } from "./events";
 import { type HostFacts, type RunValues, declaredSecretNames, masker, secretValues, splitDeclaredSecrets } from "./environment";
 import { type Journal, type Run, remember, writeJournal } from "./journal";

@@ -7,9 +7,8 @@
  */
 import { lstat, rm, rmdir } from "node:fs/promises";
 import { join } from "node:path";
-import { AgentError } from "../common/errors";
-import { type FetchOptions, type PathMapper, applyIgnition, locateInRoot, openRootedFs, readLedger } from "../ignition";
-import { writeLedger } from "../ignition/ledger";
+import { AgentError } from "../common";
+import { type FetchOptions, type PathMapper, applyIgnition, locateInRoot, openRootedFs, readLedger, writeLedger } from "../ignition";
 import { stateDir } from "./journal";
 import type { Recorded } from "./store";
 

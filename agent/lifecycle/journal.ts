@@ -10,9 +10,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { writeFileAtomic } from "../common/atomic-file";
-import { AgentError, AgentErrorCode } from "../common/errors";
-import { SHELLS } from "../content/schema";
+import { writeFileAtomic, AgentError, AgentErrorCode } from "../common";
+import { SHELLS } from "../content";
 import { PHASES } from "./events";
 import { ROLES, SECTIONS, type Step } from "./model";
 

@@ -15,8 +15,7 @@ import { link, mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises
 import { type Server, createServer } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { writeFileAtomic } from "../common/atomic-file";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+import { writeFileAtomic, AgentError, AgentErrorCode, errorMessage } from "../common";
 import { stateDir } from "./journal";
 
 /** Who holds a lock. */

@@ -3,7 +3,7 @@
  * as a template wants them, and the steps of a plan. Plain readonly data, so
  * the planner is a pure function and a plan can be journaled as JSON.
  */
-import type { ComponentMetadata, ShellKind } from "../content/schema";
+import type { ComponentMetadata, ShellKind } from "../content";
 import type { Phase } from "./events";
 
 /** The metadata sections that hold commands. */

@@ -19,10 +19,9 @@
  * once a step has run. Planning, then applying every step's effect, ends with
  * exactly the desired components.
  */
-import type { ComponentMetadata } from "../content/schema";
+import type { ComponentMetadata } from "../content";
 import type { Phase } from "./events";
-import type { CommandStep, DesiredComponent, InstalledComponent, Plan, RebootStep, SectionName, Step } from "./model";
-import { ROLES } from "./model";
+import { type CommandStep, type DesiredComponent, type InstalledComponent, type Plan, type RebootStep, type SectionName, type Step, ROLES } from "./model";
 
 type Lifecycle =
   | { readonly kind: "fresh"; readonly d: DesiredComponent }

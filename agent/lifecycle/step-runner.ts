@@ -6,10 +6,10 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { errorMessage } from "../common/errors";
-import type { ShellKind } from "../content/schema";
+import { errorMessage } from "../common";
+import type { ShellKind } from "../content";
 import type { FetchOptions, PathMapper } from "../ignition";
-import type { Shell } from "../shell/shell";
+import type { Shell } from "../shell";
 import { type HostFacts, type RunValues, stepEnvironment } from "./environment";
 import { applyComponentFiles, ownedPath, removeComponentFiles } from "./files";
 import { stateDir } from "./journal";

@@ -6,15 +6,10 @@
  */
 import { readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileAtomic } from "../common/atomic-file";
-import { canonicalJson } from "../common/canonical-json";
-import { AgentError, AgentErrorCode } from "../common/errors";
-import type { CatalogComponent } from "../content/catalog";
-import { configPaths } from "../content/catalog";
-import { parseMetadata } from "../content/load";
+import { writeFileAtomic, canonicalJson, AgentError, AgentErrorCode } from "../common";
+import { type CatalogComponent, configPaths, parseMetadata } from "../content";
 import { type IgnitionConfig, parseIgnition } from "../ignition";
-import type { Journal } from "./journal";
-import { stateDir } from "./journal";
+import { type Journal, stateDir } from "./journal";
 import type { InstalledComponent } from "./model";
 
 /** A recorded component version. */

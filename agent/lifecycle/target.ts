@@ -4,10 +4,8 @@
  * no name is given) and the components it names, each checked to exist.
  */
 import { release } from "node:os";
-import { AgentError, AgentErrorCode } from "../common/errors";
-import type { Catalog } from "../content/catalog";
-import { compareVersions } from "../content/versions";
-import { type Template, splitPackageRef } from "../content/schema";
+import { AgentError, AgentErrorCode } from "../common";
+import { type Catalog, compareVersions, type Template, splitPackageRef } from "../content";
 import type { DesiredComponent } from "./model";
 
 export { compareVersions };

@@ -12,9 +12,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { writeFileAtomic } from "../common/atomic-file";
-import { canonicalJson } from "../common/canonical-json";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { writeFileAtomic, canonicalJson, AgentError, AgentErrorCode } from "../common";
 
 /** The file under `<root>/.winfleet/` that holds the accepted versions. */
 export const ACCEPTED_VERSIONS_FILE = "accepted-versions.json";

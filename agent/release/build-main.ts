@@ -3,7 +3,7 @@
  * layout). Prints what it made; exit 1 with the reason when esbuild fails.
  */
 import { relative } from "node:path";
-import { errorMessage } from "../common/errors";
+import { errorMessage } from "../common";
 import { buildBundles, repositoryRoot } from "./build";
 
 const started = performance.now();

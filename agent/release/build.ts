@@ -28,9 +28,7 @@ import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "no
 import { dirname, join, relative, sep } from "node:path";
 import type * as Esbuild from "esbuild";
 import type { BuildOptions, Metafile, Plugin } from "esbuild";
-import { canonicalJson } from "../common/canonical-json";
-import { importExternal } from "../common/import-external";
-import { projectRoot } from "../common/project-root";
+import { canonicalJson, importExternal, projectRoot } from "../common";
 import { BUNDLE_HEAD, BUNDLE_TAIL } from "./code-cache";
 import { lazyBuiltins } from "./lazy-builtins";
 import { wrappedPackages } from "./wrapped-packages";
@@ -84,7 +82,7 @@ export const OPERATOR_BUNDLE: BundleSpec = {
   bin: "bin/winfleet.js",
   lib: "lib/winfleet.js",
   external: EXTERNAL,
-  parts: [{ entry: "infra/render-main.ts", lib: "lib/winfleet-render.js" }],
+  parts: [{ entry: "agent/cli/render-run.ts", lib: "lib/winfleet-render.js" }],
   inCheckout: true,
 };
 

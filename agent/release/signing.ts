@@ -11,10 +11,7 @@ import { type Dirent, constants, existsSync } from "node:fs";
 import { type FileHandle, mkdir, open, readdir, writeFile } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { z } from "zod";
-import { ed25519PrivateKeyProblem } from "../common/ed25519-key";
-import { AgentError, AgentErrorCode } from "../common/errors";
-import { writeFileAtomic } from "../common/atomic-file";
-import { canonicalJson } from "../common/canonical-json";
+import { ed25519PrivateKeyProblem, AgentError, AgentErrorCode, writeFileAtomic, canonicalJson } from "../common";
 import { RELEASE_VERSION } from "./anti-rollback";
 
 /** The signature file at a bundle's top. */

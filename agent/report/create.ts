@@ -4,9 +4,8 @@
  * is not false; its queue lives under `<root>/.winfleet/report-queue`.
  */
 import { join } from "node:path";
-import type { Logger } from "../common/log";
-import type { AgentConfig } from "../service/config";
-import { reportConfigSchema } from "../service/config";
+import type { Logger } from "../common";
+import { type AgentConfig, reportConfigSchema } from "../service";
 import { nodeApiFromKubeconfig } from "./node-api";
 import { Reporter } from "./reporter";
 

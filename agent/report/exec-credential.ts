@@ -10,8 +10,7 @@
  */
 import { spawn } from "node:child_process";
 import { z } from "zod";
-import { errorMessage } from "../common/errors";
-import { zodIssues } from "../common/zod-issues";
+import { errorMessage, zodIssues } from "../common";
 
 const API_VERSIONS = ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"] as const;
 

@@ -27,8 +27,7 @@ import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { ValidationError, formatPath } from "../common/errors";
-import { zodIssues } from "../common/zod-issues";
+import { ValidationError, formatPath, zodIssues } from "../common";
 import { type ExecClusterInfo, type ExecConfig, execConfigSchema } from "./exec-credential";
 import { PROXY_SCHEMES } from "./proxy-tunnel";
 

@@ -10,8 +10,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { errorMessage } from "../common/errors";
-import type { Logger } from "../common/log";
+import { errorMessage, type Logger } from "../common";
 import { REASONS, truncateUtf8, type EventReport } from "./reports";
 import { removeSync, writeJsonSync } from "./sync-file";
 

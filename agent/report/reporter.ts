@@ -6,9 +6,8 @@
  * never waits and never throws; one background loop sends, rate-limited by a
  * token bucket, backing off while the API server cannot be reached.
  */
-import type { Logger } from "../common/log";
-import { errorMessage } from "../common/errors";
-import type { LifecycleEvent, LifecycleObserver } from "../lifecycle/events";
+import { type Logger, errorMessage } from "../common";
+import type { LifecycleEvent, LifecycleObserver } from "../lifecycle";
 import { type NodeApi, NodeApiError } from "./node-api";
 import { type QueuedReport, ReportQueue } from "./queue";
 import { CONDITION_TYPE, type DesiredNodeState, type NodeFacts, desiredNodeState, eventReport, foldFacts } from "./reports";

@@ -4,7 +4,7 @@
  * and `WinfleetReady` condition derived from the agent's state. Pure: no clock,
  * no I/O, so the mapping is one table a reviewer can read.
  */
-import type { AgentState, DriftItem, LifecycleEvent, TemplateRef } from "../lifecycle/events";
+import type { AgentState, DriftItem, LifecycleEvent, TemplateRef } from "../lifecycle";
 
 /** Event reasons, CamelCase as Kubernetes reasons are. */
 export const REASONS = {

@@ -8,11 +8,8 @@ import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { ed25519PublicKey } from "../common/ed25519-key";
-import { ValidationError } from "../common/errors";
-import { secretField } from "../common/secret-fields";
-import { zodIssues } from "../common/zod-issues";
-import { componentName, variableName } from "../content/schema";
+import { ed25519PublicKey, ValidationError, secretField, zodIssues } from "../common";
+import { componentName, variableName } from "../content";
 
 const values = z.record(variableName, z.string()).default({});
 

@@ -12,10 +12,7 @@ import { existsSync } from "node:fs";
 import { copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { writeFileAtomic } from "../common/atomic-file";
-import { readBodyLimited } from "../common/bounded-body";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
-import { untar } from "../common/untar";
+import { writeFileAtomic, readBodyLimited, AgentError, AgentErrorCode, errorMessage, untar } from "../common";
 import { loadAgentConfig } from "./config";
 
 /** Where the new content comes from. */

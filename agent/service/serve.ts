@@ -10,18 +10,10 @@
 import { existsSync, unwatchFile, watchFile } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import type { AgentStatus } from "../broker/agent-service";
-import { loadBrokerConfig, parseBrokerConfig } from "../broker/config";
+import { type AgentStatus, loadBrokerConfig, parseBrokerConfig } from "../broker";
 import { Broker } from "../broker/server";
-import { errorMessage } from "../common/errors";
-import type { Logger } from "../common/log";
-import { apply, repair, type EngineDeps } from "../lifecycle/engine";
-import type { LifecycleEvent, LifecycleObserver } from "../lifecycle/events";
-import type { RunOutcome } from "../lifecycle/executor";
-import { stateDir } from "../lifecycle/journal";
-import { readJournal } from "../lifecycle/journal";
-import { statusOf } from "../lifecycle/status";
-import { verifyHost } from "../lifecycle/verify";
+import { errorMessage, type Logger } from "../common";
+import { apply, repair, type EngineDeps, type LifecycleEvent, type LifecycleObserver, type RunOutcome, stateDir, readJournal, statusOf, verifyHost } from "../lifecycle";
 import { AGENT_VERSION } from "../version";
 import { type AgentConfig, loadAgentConfig } from "./config";
 

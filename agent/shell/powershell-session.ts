@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PowerShell } from "node-powershell";
 import { z } from "zod";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+import { AgentError, AgentErrorCode, errorMessage } from "../common";
 import { killProcessTree } from "./process-group";
 import { COMPLETED_MARKER, invocationLine, isolatedScript, powerShellInvoker } from "./powershell-wrapper";
 import { type Envelope, type Invocation, OUTPUT_LIMIT, SerialQueue, type Shell } from "./shell";

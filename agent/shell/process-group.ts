@@ -5,8 +5,7 @@
  * session (which node-powershell cannot detach) is ended as a process tree,
  * with the broker's tree kill (/proc on Linux, `taskkill /T` on Windows).
  */
-import { linuxProcessHost } from "../broker/process-host";
-import { windowsProcessHost } from "../broker/process-host.win32";
+import { linuxProcessHost, windowsProcessHost } from "../broker";
 
 /** SIGKILLs the process group led by `pid`; a group that is already gone is fine. */
 export function killProcessGroup(pid: number): void {

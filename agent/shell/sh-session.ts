@@ -9,7 +9,7 @@
  * left in the session's process group dies with it on a timeout.
  */
 import { spawn } from "node:child_process";
-import { AgentError, AgentErrorCode } from "../common/errors";
+import { AgentError, AgentErrorCode } from "../common";
 import { killProcessGroup } from "./process-group";
 import { ShDriver } from "./sh-driver";
 import { type Envelope, type Invocation, SerialQueue, type Shell, TailBuffer } from "./shell";

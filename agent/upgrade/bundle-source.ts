@@ -7,8 +7,7 @@
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
-import { untar } from "../common/untar";
+import { AgentError, AgentErrorCode, errorMessage, untar } from "../common";
 
 /** A bundle directory to install from; `done()` removes what was unpacked for it. */
 export interface BundleSource {

@@ -6,7 +6,7 @@
  */
 import { cp, mkdir, mkdtemp, readFile, readlink, rename, rm, stat, symlink } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
+import { AgentError, AgentErrorCode, errorMessage } from "../common";
 
 /** Paths of an installation rooted at `dir`. */
 export interface Installation {

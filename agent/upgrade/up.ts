@@ -4,8 +4,7 @@
  * allowed, switch back, restart again, and say so. The host never stays on a
  * version that does not answer.
  */
-import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
-import type { Logger } from "../common/log";
+import { AgentError, AgentErrorCode, errorMessage, type Logger } from "../common";
 import { type Installation, activate, activeVersion, installRelease } from "./installation";
 import type { ServiceManager } from "./service-manager";
 

@@ -9,7 +9,7 @@ import { chmodSync, chownSync, lstatSync, mkdirSync, statSync, symlinkSync } fro
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { Broker } from "../../agent/broker/server";
-import { defaultRunDir } from "../../agent/cli/broker-commands";
+import { defaultRunDir } from "../../agent/common/defaults";
 import { AgentError } from "../../agent/common/errors";
 import { silentLogger } from "../../agent/common/log";
 import { AGENT, tempDir } from "./harness";

@@ -1,13 +1,13 @@
 /**
  * `winfleet release --out DIR --key FILE`: what a node receives, signed. Two
- * bundles side by side, each signed on its own (signing.ts):
- * - `agent/` — the single-file agent bundle (build.ts); under `service/`, a
+ * bundles side by side, each signed on its own (agent/release/signing.ts):
+ * - `agent/` — the single-file agent bundle (agent/release/build.ts); under `service/`, a
  *   systemd unit for Linux hosts and `register-winfleet-agent.ps1`, which
  *   registers the `winfleet-agent` Windows service exactly as the bootstrap
  *   does (for hosts set up by hand); and `node-runtime.json`, the pinned
  *   Node.js runtime the bootstrap installs (components/node-runtime.ts);
  * - `content/` — the built content bundle (`manifest.json` and its artifacts);
- *   both signatures cover the release version (anti-rollback.ts);
+ *   both signatures cover the release version (agent/release/anti-rollback.ts);
  * - `agent-<version>.tgz` — `agent/` as the deterministic archive the node
  *   bootstrap downloads and unpacks into `releases\<version>` (a stack's
  *   `agent.bundle` is its URL and SHA-256), signature file included.
@@ -16,16 +16,11 @@
  */
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { archiveDirectory } from "../../components/content-archive";
-import { renderServiceRegistrationScript } from "../../components/agent-service";
-import { DEFAULT_INSTALL_DIR } from "../../components/bootstrap";
-import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
-import { canonicalJson } from "../common/canonical-json";
-import { type OutputShape, assertReplaceable, replaceDirectory } from "../common/output-dir";
-import { buildContent } from "../content/build";
-import { renderSystemdUnit } from "../upgrade/service-units";
-import { buildBundles } from "./build";
-import { SIGNATURE_FILE, signBundle } from "./signing";
+import { archiveDirectory, renderServiceRegistrationScript, DEFAULT_NODE_RUNTIME } from "../../components";
+import { canonicalJson, type OutputShape, assertReplaceable, replaceDirectory, LINUX_AGENT_CONFIG, LINUX_INSTALL_DIR, WINDOWS_INSTALL_DIR } from "../common";
+import { buildContent } from "../content";
+import { renderSystemdUnit } from "../upgrade";
+import { buildBundles, SIGNATURE_FILE, signBundle } from "../release";
 
 /** What a release holds at its top. */
 export const RELEASE_SHAPE: OutputShape = {
@@ -62,8 +57,8 @@ export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
     const agent = join(staging, "release", "agent");
     await cp(join(staging, "build", "agent"), agent, { recursive: true });
     await mkdir(join(agent, "service"), { recursive: true });
-    await writeFile(join(agent, "service", "winfleet-agent.service"), renderSystemdUnit({ installDir: "/opt/winfleet", node: "/usr/bin/node", args: ["serve", "--config", "/etc/winfleet/agent.json"] }));
-    await writeFile(join(agent, "service", "register-winfleet-agent.ps1"), renderServiceRegistrationScript(DEFAULT_NODE_RUNTIME.exe, DEFAULT_INSTALL_DIR));
+    await writeFile(join(agent, "service", "winfleet-agent.service"), renderSystemdUnit({ installDir: LINUX_INSTALL_DIR, node: "/usr/bin/node", args: ["serve", "--config", LINUX_AGENT_CONFIG] }));
+    await writeFile(join(agent, "service", "register-winfleet-agent.ps1"), renderServiceRegistrationScript(DEFAULT_NODE_RUNTIME.exe, WINDOWS_INSTALL_DIR));
     await writeFile(join(agent, "node-runtime.json"), `${canonicalJson(DEFAULT_NODE_RUNTIME)}\n`);
     const content = join(staging, "release", "content");
     await buildContent(options.contentDir, content);

@@ -1,34 +1,22 @@
 /**
- * Turning command-line options (and an optional agent config) into the
- * engine's dependencies: the real shells, the platform's reboot executor, the
- * lock's process probe, the root and the values commands get.
+ * Turning a lifecycle command's options (and an optional agent config) into
+ * the engine's dependencies: the real shells, the platform's reboot executor,
+ * the lock's process probe, the root and the values commands get. The command
+ * lines and `serve` share it, so a node converges the same way from either.
  */
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
-import { linuxProcessHost } from "../broker/process-host";
-import { windowsProcessHost } from "../broker/process-host.win32";
-import type { Command } from "commander";
-import { ed25519KeyProblem } from "../common/ed25519-key";
-import { AgentError, AgentErrorCode, ValidationError, formatIssues } from "../common/errors";
-import type { ShellKind } from "../content/schema";
+import { linuxProcessHost, windowsProcessHost } from "../broker";
+import { ed25519KeyProblem, AgentError, AgentErrorCode, baseEnvironment, createLogger, defaultRoot } from "../common";
+import type { ShellKind } from "../content";
 import { rootedMapper } from "../ignition";
-import { baseEnvironment } from "../common/child-environment";
-import { WITHHELD } from "../lifecycle/environment";
-import type { EngineDeps } from "../lifecycle/engine";
-import type { LifecycleObserver } from "../lifecycle/events";
-import { type RebootExecutor, exitRebootExecutor } from "../lifecycle/reboot";
-import { windowsRebootExecutor } from "../lifecycle/reboot.win32";
-import { REBOOT_EXIT } from "../lifecycle/step-runner";
-import { type AllowedDowngrade, checkRelease, recordRelease } from "../release/anti-rollback";
-import { verifyBundle } from "../release/signing";
-import { createLogger } from "../common/log";
-import { type AgentConfig, loadAgentConfig } from "../service/config";
-import { PowerShellSession } from "../shell/powershell-session";
-import { ShSession } from "../shell/sh-session";
-import type { Shell } from "../shell/shell";
+import { WITHHELD, type EngineDeps, type LifecycleObserver, type RebootExecutor, exitRebootExecutor, windowsRebootExecutor } from "../lifecycle";
+import { type AllowedDowngrade, checkRelease, recordRelease, verifyBundle } from "../release";
+import { type AgentConfig, loadAgentConfig } from "./config";
+import { PowerShellSession, ShSession, type Shell } from "../shell";
 
-/** Options the lifecycle commands share. */
+/** Options the lifecycle commands share, as the command line names them. */
 export interface LifecycleOptions {
   readonly root?: string;
   readonly config?: string;
@@ -44,16 +32,6 @@ export interface LifecycleOptions {
   readonly publicKey?: string;
   /** Accept signed content older than the version accepted before (logged and reported); or the config's `allowDowngrade`. */
   readonly allowDowngrade?: boolean;
-}
-
-/** The system drive's root on Windows, `/` elsewhere. */
-export function defaultRoot(platform: NodeJS.Platform = process.platform): string {
-  return platform === "win32" ? `${process.env.SystemDrive ?? "C:"}\\` : "/";
-}
-
-/** Collects a repeatable `--var NAME=VALUE`. */
-export function collectVar(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
 }
 
 function parseVars(pairs: readonly string[]): Record<string, string> {
@@ -155,24 +133,3 @@ export function readKey(file: string): string {
 export function rebootExecutor(kind: AgentConfig["reboot"], platform: NodeJS.Platform = process.platform): RebootExecutor {
   return (kind ?? (platform === "win32" ? "windows" : "exit")) === "windows" ? windowsRebootExecutor : exitRebootExecutor;
 }
-
-/** Exit codes of the lifecycle commands. */
-export const EXIT = { converged: 0, failed: 1, usage: 2, reboot: REBOOT_EXIT } as const;
-
-/** Adds the options every lifecycle command shares. */
-export function lifecycleOptions(cmd: Command): Command {
-  return cmd
-    .option("--root <dir>", "host path of / (default: the system drive's root on Windows, / elsewhere)")
-    .option("--config <file>", "agent config to take content, template, root, node name, variables and secrets from")
-    .option("--public-key <file>", "refuse content not signed with this ed25519 public key (PEM); the config's publicKey otherwise")
-    .option("--json", "print JSON", false);
-}
-
-/** Prints a catalog error and returns exit 1; anything else is a bug and is rethrown. */
-export function failure(e: unknown): number {
-  if (e instanceof ValidationError) process.stderr.write(`${e.subject} is invalid:\n${formatIssues(e.issues)}\n`);
-  else if (e instanceof AgentError) process.stderr.write(`error: ${e.message}\n`);
-  else throw e;
-  return EXIT.failed;
-}
-

@@ -8,9 +8,9 @@
  * failures, so the errors it recognises are the classes it was built with.
  */
 import { resolve } from "node:path";
-import { failure } from "../agent/cli/lifecycle-setup";
-import { assertReplaceable } from "../agent/common/output-dir";
-import { RENDER_SHAPE, renderStack, writeRender } from "./render";
+import { assertReplaceable } from "../common";
+import { RENDER_SHAPE, renderStack, writeRender } from "../../infra/render";
+import { failure, printError } from "./errors";
 
 /** The parsed `winfleet render` options. */
 export interface RenderOptions {
@@ -32,8 +32,7 @@ export async function runRender(opts: RenderOptions): Promise<number> {
   } catch (e) {
     // The program's own refusals (pulumi.RunError) are messages for the user, not crashes.
     if (e instanceof Error && (e as { __pulumiRunError?: boolean }).__pulumiRunError === true) {
-      process.stderr.write(`winfleet: ${e.message}\nnothing was written to ${opts.out}\n`);
-      return 1;
+      return printError(`${e.message}\nnothing was written to ${opts.out}`);
     }
     return failure(e);
   }

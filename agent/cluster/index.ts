@@ -1,0 +1,10 @@
+/**
+ * A throwaway Kubernetes control plane on loopback and the node stand-in that joins it.
+ * The folder's public surface: other folders import from here, never from the files behind it.
+ */
+export { type ControlPlane, startControlPlane } from "./control-plane";
+export { findEngines } from "./engines";
+export { KubeClient } from "./kube-client";
+export { NodeStandIn, tlsBootstrap } from "./node-stand-in";
+export { PodRunner } from "./pod-runner";
+export { pulumiProject } from "./pulumi-project";

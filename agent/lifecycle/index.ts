@@ -1,0 +1,17 @@
+/**
+ * The lifecycle engine: plan, apply, uninstall and repair, their events, journal and status.
+ * The folder's public surface: other folders import from here, never from the files behind it.
+ */
+export { apply, type EngineDeps, previewApply, repair, uninstall } from "./engine";
+export { missingVariables, WITHHELD } from "./environment";
+export { type AgentState, type DriftItem, fanOut, type LifecycleEvent, type LifecycleObserver, type TemplateRef } from "./events";
+export type { RunOutcome } from "./executor";
+export { readJournal, stateDir } from "./journal";
+export { describeStep } from "./model";
+export { exitRebootExecutor, type RebootExecutor } from "./reboot";
+export { windowsRebootExecutor } from "./reboot.win32";
+export { readStatus, statusOf, type StatusReport } from "./status";
+export { REBOOT_EXIT } from "./step-runner";
+export { pickTemplate, resolveTarget } from "./target";
+export { verifyHost } from "./verify";
+export { ledgerPath } from "./files";

@@ -1,0 +1,5 @@
+/**
+ * Reporting a node's lifecycle to Kubernetes as Events and a status object.
+ * The folder's public surface: other folders import from here, never from the files behind it.
+ */
+export { createReporter } from "./create";

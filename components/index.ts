@@ -1,0 +1,8 @@
+/**
+ * What the Pulumi components render, without Pulumi: bootstrap, content archive, node runtime and pool.
+ * The folder's public surface: other folders import from here, never from the files behind it.
+ */
+export { renderServiceRegistrationScript } from "./agent-service";
+export { archiveDirectory } from "./content-archive";
+export { DEFAULT_NODE_RUNTIME } from "./node-runtime";
+export { type NodeConfigArgs, POOL_LABEL } from "./pool-render";
