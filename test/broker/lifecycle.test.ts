@@ -10,9 +10,10 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { status as grpcStatus } from "@grpc/grpc-js";
-import { AGENT, alive, call, eventually, script, startBroker, tempDir, winsClient } from "./harness";
+import { AGENT, call, script, startBroker, startBrokerProcess, winsClient } from "./harness";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { alive, sleep, tempDir, waitFor } from "../support";
 
 const children: ChildProcess[] = [];
 after(() => children.forEach((c) => c.kill("SIGKILL")));
@@ -45,8 +46,8 @@ describe("host process lifetime", () => {
       assert.equal(pids.length, 4);
       assert.ok(pids.every(alive));
       child.kill("SIGKILL"); // the container dies: no goodbye, the connection just breaks
-      await eventually(() => pids.every((p) => !alive(p)), 10_000, `pids ${pids.join(" ")} to die`);
-      await eventually(() => env.broker.processes().length === 0, 5000, "the broker to forget the process");
+      await waitFor(() => pids.every((p) => !alive(p)), 10_000, `pids ${pids.join(" ")} to die`);
+      await waitFor(() => env.broker.processes().length === 0, 5000, "the broker to forget the process");
     } finally {
       await env.broker.stop();
     }
@@ -91,19 +92,12 @@ describe("host process lifetime", () => {
     writeFileSync(config, [
       "white_list:", `  processPaths: [${tool}]`, `listen: ${dir}/run/wins.sock`, `proxy: ${dir}/run/proxy.sock`, `stateDir: ${dir}/state`,
     ].join("\n"));
-    const startServer = async (): Promise<ChildProcess> => {
-      const server = spawn(process.execPath, [AGENT, "broker", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
-      children.push(server);
-      let log = "";
-      server.stderr?.on("data", (d: Buffer) => (log += d.toString()));
-      await eventually(() => log.includes("broker listening"), 15_000, `the broker to listen (log: ${log})`);
-      return server;
-    };
+    const startServer = (): Promise<ChildProcess> => startBrokerProcess(config, children);
     const first = await startServer();
     const { child: client, pids } = await runClient(`${dir}/run/wins.sock`, tool);
     first.kill("SIGKILL"); // the agent crashes; its host process lives on
     client.kill("SIGKILL");
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     assert.ok(alive(pids[0] ?? 0), "the orphan outlived its broker");
     const second = await startServer();
     const again = await runClient(`${dir}/run/wins.sock`, tool);

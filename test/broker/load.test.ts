@@ -12,7 +12,8 @@ import { describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import { publish } from "../../agent/broker/proxy-client";
-import { AGENT, runThroughWins, script, startBroker, tempDir, tunnelRawClient, winsClient } from "./harness";
+import { AGENT, runThroughWins, script, startBroker, tunnelRawClient, winsClient } from "./harness";
+import { tempDir } from "../support";
 
 describe("the broker under load", () => {
   it("200 concurrent prc run streams lose no byte", async () => {

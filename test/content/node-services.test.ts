@@ -14,7 +14,7 @@ import { before, describe, it } from "node:test";
 import { type AnalyzedComponent, type AnalyzedContent, analyzeContent } from "../../agent/content/analysis";
 import type { ScriptFacts } from "../../agent/content/powershell-facts";
 import { KUBE_PROXY_ACCOUNT, KUBE_PROXY_TOKEN_SECRET, renderKubeProxyAccess } from "../../components/cluster-render";
-import { validateObject } from "../../components/cluster-render.test";
+import { validateKubernetesObject } from "../support";
 
 const CONTENT = join(__dirname, "..", "..", "content");
 let content: AnalyzedContent;
@@ -73,7 +73,7 @@ describe("ClusterJoin's kube-proxy access", () => {
   const objects = renderKubeProxyAccess("winfleet-system");
 
   it("validates against the Kubernetes OpenAPI schema", () => {
-    for (const o of objects) validateObject(o);
+    for (const o of objects) validateKubernetesObject(o);
   });
 
   it("is a service account with a token Secret the token controller fills", () => {

@@ -10,9 +10,8 @@ import { spawn } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { tempDir, writeContent } from "../support/agent";
-import { CHROMIUM, locate, skipUnlessInstalled } from "../support/tools";
 import { type Fleet, REPO, killFleet, portOf, startFleet, winfleet, writeStack } from "./support";
+import { CHROMIUM, locate, skipUnlessInstalled, tempDir, writeContent } from "../support";
 
 const fleets: Fleet[] = [];
 const dirs: string[] = [];

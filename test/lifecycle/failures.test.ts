@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { agent, hostTree, tempDir, writeContent } from "../support/agent";
+import { agent, hostTree, pollUntil, tempDir, writeContent } from "../support";
 
 const roots: string[] = [];
 const fresh = (): string => {
@@ -125,7 +125,7 @@ describe("the apply lock", () => {
     const root = fresh();
     const c = writeContent([{ name: "long", version: "1", metadata: { install: { commands: ['touch "$WINFLEET_ROOT/started"; sleep 3'] } } }], [{ name: "t", version: "1", packages: ["long_1"] }]);
     const first = agent(["apply", "--content", c, "--template", "t", "--root", root]);
-    for (let i = 0; i < 100 && !existsSync(join(root, "started")); i++) await new Promise((res) => setTimeout(res, 50));
+    await pollUntil(() => existsSync(join(root, "started")), 5000);
     const second = await agent(["apply", "--content", c, "--template", "t", "--root", root]);
     assert.equal(second.code, 1);
     assert.match(second.stderr, /another winfleet-agent holds .*lock: pid \d+ \(winfleet-agent apply\)/);

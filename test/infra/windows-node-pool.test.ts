@@ -5,20 +5,19 @@
  * receive them).
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
-import { readFleet } from "../infra/program";
-import { type Rendered, renderStack } from "../infra/render";
-import { STACKS_DIR } from "../infra/stack-file";
-import { DEFAULT_NODE_RUNTIME } from "./node-runtime";
-import { BLOB_READER_ROLE, WindowsNodePool, poolIdentity } from "./windows-node-pool";
+import { readFleet } from "../../infra/program";
+import { type Rendered, renderStack } from "../../infra/render";
+import { STACKS_DIR } from "../../infra/stack-file";
+import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
+import { BLOB_READER_ROLE, WindowsNodePool, poolIdentity } from "../../components/windows-node-pool";
+import { scratchDir } from "../support";
 
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-pool-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-pool-");
 
 type Pool = Record<string, unknown>;
 let n = 0;

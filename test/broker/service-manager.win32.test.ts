@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { powerShellSyntaxErrors } from "../content/powershell-syntax";
+import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
 import { AGENT_TASK } from "../../components/bootstrap";
-import { restartTaskCommand, restartTaskScript } from "./service-manager.win32";
+import { restartTaskCommand, restartTaskScript } from "../../agent/upgrade/service-manager.win32";
 
 describe("the Windows service manager (as data)", () => {
   it("restarts the scheduled task the bootstrap registers", () => {
