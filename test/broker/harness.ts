@@ -124,16 +124,23 @@ export async function startBrokerProcess(config: string, children: ChildProcess[
   return server;
 }
 
-/** Runs `cli prc run --path TOOL` through the broker at `socket` (added to `children`); resolves with the pid the tool prints first. */
-export function runClientProcess(socket: string, tool: string, children: ChildProcess[]): Promise<{ child: ChildProcess; pid: number }> {
+/**
+ * Runs `cli prc run --path TOOL` through the broker at `socket` (added to `children`); resolves
+ * with the pids the tool prints on its first line (`pid`, the first of them).
+ */
+export function runClientProcess(socket: string, tool: string, children: ChildProcess[]): Promise<{ child: ChildProcess; pid: number; pids: number[] }> {
   const child = spawn(process.execPath, [AGENT, "cli", "prc", "run", "--server", socket, "--path", tool], { stdio: ["ignore", "pipe", "inherit"] });
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout?.on("data", (d: Buffer) => {
       out += d.toString();
-      if (out.includes("\n")) resolve({ child, pid: Number(out.split("\n")[0]) });
+      const line = out.split("\n")[0]?.trim();
+      if (out.includes("\n") && line) {
+        const pids = line.split(/\s+/).map(Number);
+        resolve({ child, pid: pids[0] ?? NaN, pids });
+      }
     });
-    child.once("exit", (code) => reject(new Error(`client exited ${code} before printing its pid: ${out}`)));
+    child.once("exit", (code) => reject(new Error(`client exited ${code} before printing its pids: ${out}`)));
   });
 }

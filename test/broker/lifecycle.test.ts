@@ -4,13 +4,13 @@
  * what an earlier broker left, and starting the same binary again replaces it.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { status as grpcStatus } from "@grpc/grpc-js";
-import { AGENT, call, script, startBroker, startBrokerProcess, winsClient } from "./harness";
+import { call, runClientProcess, script, startBroker, startBrokerProcess, winsClient } from "./harness";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { alive, sleep, tempDir, waitFor } from "../support";
@@ -18,20 +18,7 @@ import { alive, sleep, tempDir, waitFor } from "../support";
 const children: ChildProcess[] = [];
 after(() => children.forEach((c) => c.kill("SIGKILL")));
 
-/** Runs the CLI client and resolves with the pids the tool prints on its first line. */
-function runClient(socket: string, tool: string): Promise<{ child: ChildProcess; pids: number[] }> {
-  const child = spawn(process.execPath, [AGENT, "cli", "prc", "run", "--server", socket, "--path", tool], { stdio: ["ignore", "pipe", "inherit"] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      const line = out.split("\n")[0];
-      if (out.includes("\n") && line) resolve({ child, pids: line.trim().split(/\s+/).map(Number) });
-    });
-    child.once("exit", (code) => reject(new Error(`client exited ${code} before printing pids: ${out}`)));
-  });
-}
+const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
 
 // A process with a child and a grandchild, printing all three pids.
 const TREE = 'sleep 300 & a=$!; sh -c "sleep 300 & echo \\$! > $0.grand; wait" "$0" & b=$!; sleep 0.3; echo "$$ $a $b $(cat "$0.grand")"; wait';

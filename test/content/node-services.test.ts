@@ -10,28 +10,16 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { before, describe, it } from "node:test";
-import { type AnalyzedComponent, type AnalyzedContent, analyzeContent } from "../../agent/content/analysis";
+import { describe, it } from "node:test";
+import type { AnalyzedComponent } from "../../agent/content/analysis";
 import type { ScriptFacts } from "../../agent/content/powershell-facts";
 import { KUBE_PROXY_ACCOUNT, KUBE_PROXY_TOKEN_SECRET, renderKubeProxyAccess } from "../../components/cluster-render";
 import { validateKubernetesObject } from "../support";
+import { CONTENT, shippedContent } from "./shipped";
 
-const CONTENT = join(__dirname, "..", "..", "content");
-let content: AnalyzedContent;
-before(async () => {
-  content = await analyzeContent(CONTENT);
-});
-
-const component = (name: string): AnalyzedComponent => {
-  const c = content.components.find((x) => x.metadata.name === name);
-  assert.ok(c, `no component ${name}`);
-  return c;
-};
-const facts = (c: AnalyzedComponent, leaf: string): ScriptFacts => {
-  const s = c.scripts.find((x) => x.hostPath.toLowerCase().endsWith(`\\${leaf.toLowerCase()}`));
-  assert.ok(s, `${c.key} has no ${leaf}`);
-  return s.facts;
-};
+const shipped = shippedContent();
+const { component } = shipped;
+const facts = (c: AnalyzedComponent, leaf: string): ScriptFacts => shipped.script(c, leaf).facts;
 const firstLine = (f: ScriptFacts, name: RegExp): number => Math.min(...f.commands.filter((c) => name.test(c.name)).map((c) => c.line));
 
 describe("kube-proxy's identity", () => {
@@ -113,7 +101,7 @@ describe("the node services' start order", () => {
   });
 
   it("every template that runs them has the boot task that starts them", () => {
-    for (const t of content.templates) {
+    for (const t of shipped.content.templates) {
       const names = t.packages.map((p) => p.split("_")[0]);
       if (names.includes("kubelet")) assert.ok(names.includes("node-reset"), `${t.name} ${t.version}`);
     }
@@ -178,7 +166,7 @@ describe("the node services' start order", () => {
   });
 
   it("imports the HNS cmdlets wherever a script uses them", () => {
-    for (const c of content.components) {
+    for (const c of shipped.content.components) {
       for (const s of c.scripts) {
         const uses = s.facts.commands.filter((x) => /^(Get|Remove)-Hns/i.test(x.name) && x.inFunction === undefined);
         if (uses.length === 0) continue;

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { linuxProcessHost } from "../../agent/broker/process-host";
 import { acquireLock, lockEndpoint } from "../../agent/lifecycle/lock";
-import { pollUntil, sleep, tempDir } from "../support";
+import { readUntil, sleep, tempDir } from "../support";
 
 const WORKER = join(__dirname, "lock-worker.ts");
 
@@ -95,7 +95,7 @@ describe("the apply lock", () => {
     writeFileSync(go, "");
     writeFileSync(log, "");
     const holder = contender(root, go, log, 60_000);
-    await pollUntil(() => readFileSync(log, "utf8").startsWith("+"), 10_000);
+    await readUntil(log, /^\+/, 10_000);
     await assert.rejects(acquireLock(root, "test", linuxProcessHost), /another winfleet-agent holds/);
     holder.child.kill("SIGKILL");
     await holder.code;
