@@ -13,7 +13,7 @@
 //   - No file imports a test file; what tests share lives in test/support/.
 // A folder is agent/<name> under agent/, else the top-level directory.
 // Usage: node scripts/check-test-layout.mjs [ROOT]   (default: this repository)
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
 const root = resolve(process.argv[2] ?? new URL("..", import.meta.url).pathname);
@@ -40,6 +40,12 @@ const folderOf = (rel) => {
   return parts[0] === "agent" && parts.length > 2 ? `agent/${parts[1]}` : parts[0];
 };
 
+/** What a relative specifier in `rel` names, repository-relative; a folder stands for its index. */
+function target(rel, spec) {
+  const path = resolve(root, dirname(rel), spec);
+  return relative(root, statSync(path, { throwIfNoEntry: false })?.isDirectory() ? join(path, "index") : path);
+}
+
 /** Every module specifier a source text imports, requires or loads. */
 function specifiers(text) {
   const re = /\b(?:from\s*|import\s*\(\s*|require\s*\(\s*|^\s*import\s+)["']([^"']+)["']/gm;
@@ -57,8 +63,8 @@ for (const rel of files) {
   const set = edges.get(own) ?? new Set();
   for (const spec of specifiers(readFileSync(join(root, rel), "utf8"))) {
     if (!spec.startsWith(".")) continue;
-    const target = folderOf(relative(root, resolve(root, dirname(rel), spec)));
-    if (target !== own) set.add(target);
+    const folder = folderOf(target(rel, spec));
+    if (folder !== own) set.add(folder);
   }
   edges.set(own, set);
 }
@@ -90,10 +96,10 @@ for (const rel of files.filter(isTest)) {
       continue;
     }
     if (!spec.startsWith(".")) continue;
-    const target = relative(root, resolve(root, dirname(rel), spec));
-    const folder = folderOf(target);
+    const named = target(rel, spec);
+    const folder = folderOf(named);
     if (folder === own) continue;
-    if (!PRODUCT.includes(target.split("/")[0])) problems.push(`${rel}: imports ${spec} (${target}): a test beside the code imports only product code; shared test support is for the suites under test/`);
+    if (!PRODUCT.includes(named.split("/")[0])) problems.push(`${rel}: imports ${spec} (${named}): a test beside the code imports only product code; shared test support is for the suites under test/`);
     else if (!edges.get(own)?.has(folder)) problems.push(`${rel}: imports ${spec} from ${folder}, which no module of ${own} imports: a test that crosses folders is a suite under test/<area>/`);
   }
 }

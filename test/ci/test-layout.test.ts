@@ -66,6 +66,14 @@ describe("where tests live", () => {
     );
   });
 
+  it("counts a folder's index as that folder", () => {
+    const index = { "agent/common/index.ts": 'export { Oops } from "./errors";\n', "agent/lifecycle/index.ts": "export const plan = 1;\n" };
+    const throughIndex = 'import { Oops } from "../common";\nimport { parse } from "./parse";\n';
+    const r = check(tree({ ...index, "agent/ignition/parse.test.ts": throughIndex }));
+    assert.equal(r.status, 0, r.stderr);
+    refuses({ ...index, "agent/ignition/parse.test.ts": 'import { plan } from "../lifecycle";\n' }, "agent/ignition/parse.test.ts", /from agent\/lifecycle, which no module/);
+  });
+
   it("refuses a test beside the code that uses the suites' support", () => {
     refuses({ "agent/ignition/parse.test.ts": 'import { tempDir } from "../../test/support";\nimport { parse } from "./parse";\n' }, "agent/ignition/parse.test.ts", /imports only product code/);
   });
