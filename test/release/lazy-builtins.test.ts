@@ -43,7 +43,7 @@ describe("lazy built-ins", () => {
   it("loads a deferred built-in at its first use, not at the bundle's start", async () => {
     const file = await bundle(
       "named",
-      `import { out, report } from "../../agent/release/probe.js";
+      `import { out, report } from "./probe.js";
        import { createHash } from "node:crypto";
        import * as net from "net";
        import cp from "node:child_process";
