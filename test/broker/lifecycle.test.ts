@@ -7,16 +7,15 @@ import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import { call, runClientProcess, script, startBroker, startBrokerProcess, winsClient } from "./harness";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { alive, sleep, tempDir, waitFor } from "../support";
+import { alive, exitOf, killedAfterTests, sleep, tempDir, waitFor } from "../support";
 
-const children: ChildProcess[] = [];
-after(() => children.forEach((c) => c.kill("SIGKILL")));
+const children = killedAfterTests();
 
 const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
 
@@ -46,7 +45,7 @@ describe("host process lifetime", () => {
     const env = await startBroker({ processPaths: [tool] });
     try {
       const { child, pids } = await runClient(env.socket, tool);
-      const exited = new Promise<number | null>((r) => child.once("exit", r));
+      const exited = exitOf(child);
       child.kill("SIGINT");
       assert.equal(await exited, 137); // 128 + SIGKILL: the broker killed it
       assert.ok(!alive(pids[0] ?? 0));
@@ -92,7 +91,7 @@ describe("host process lifetime", () => {
     assert.ok(alive(again.pids[0] ?? 0));
     // Stop the broker while the client is still connected: the broker itself must end the process.
     second.kill("SIGTERM");
-    await new Promise((r) => second.once("exit", r));
+    await exitOf(second);
     assert.ok(!alive(again.pids[0] ?? 0), "a stopping broker ends its processes");
     again.child.kill("SIGKILL");
   });

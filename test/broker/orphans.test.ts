@@ -4,15 +4,14 @@
  * `cli prc kill --orphans` (or by name) ends its whole tree through the broker.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { AGENT, runClientProcess, script, startBrokerProcess } from "./harness";
-import { alive, sleep, tempDir, waitFor } from "../support";
+import { alive, exitOf, killedAfterTests, sleep, tempDir, waitFor } from "../support";
 
-const children: ChildProcess[] = [];
-after(() => children.forEach((c) => c.kill("SIGKILL")));
+const children = killedAfterTests();
 const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
 const startServer = (config: string) => startBrokerProcess(config, children);
 
@@ -82,6 +81,6 @@ describe("orphaned host processes", () => {
     assert.equal(byNameKill.code, 0, byNameKill.stderr);
     await waitFor(() => !alive(managed.pid), 5000, "the named process to die");
     second.kill("SIGTERM");
-    await new Promise((r) => second.once("exit", r));
+    await exitOf(second);
   });
 });

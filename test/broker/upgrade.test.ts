@@ -19,7 +19,7 @@ import { pidFileManager } from "../../agent/upgrade/service-manager";
 import { WINDOWS_FAILURE_ACTIONS, renderSystemdUnit, renderWindowsServiceInstall } from "../../agent/upgrade/service-units";
 import { up } from "../../agent/upgrade/up";
 import { AGENT } from "./harness";
-import { alive, pollUntil, skipUnlessInstalled, tempDir, type Tool } from "../support";
+import { alive, exitOf, pollUntil, skipUnlessInstalled, tempDir, type Tool } from "../support";
 
 const repo = join(__dirname, "..", "..");
 // The versions below are copies of this checkout's sources, not built bundles: run them as sources
@@ -111,7 +111,7 @@ describe("winfleet-agent up", () => {
     const cli = spawn(process.execPath, [AGENT, "up", "--bundle", bundle(root, "4.0.0-test"), "--install-dir", installDir, "--config", config, "--manager", "pidfile"], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     cli.stdout?.on("data", (d: Buffer) => (out += d.toString()));
-    assert.equal(await new Promise((r) => cli.once("exit", r)), 0);
+    assert.equal(await exitOf(cli), 0);
     assert.equal(out, "upgraded: 2.0.0-test -> 4.0.0-test\n");
     const detached = spawnSync(process.execPath, [AGENT, "up", "--detach", "--bundle", bundle(root, "5.0.0-test"), "--install-dir", installDir, "--config", config, "--manager", "pidfile"], { encoding: "utf8" });
     assert.equal(detached.status, 0);

@@ -4,16 +4,15 @@
  * the new broker once one does; the summary says so and how to end it.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { AGENT, runClientProcess, script, startBrokerProcess } from "../broker/harness";
 import { entryJson, unpack } from "./support";
-import { agent, alive, sleep, tempDir, waitFor } from "../support";
+import { agent, alive, exitOf, killedAfterTests, sleep, tempDir, waitFor } from "../support";
 
-const children: ChildProcess[] = [];
-after(() => children.forEach((c) => c.kill("SIGKILL")));
+const children = killedAfterTests();
 const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
 const startBroker = (config: string) => startBrokerProcess(config, children);
 
@@ -59,6 +58,6 @@ describe("diagnose on a host with orphans", () => {
     assert.doesNotMatch(clean.stdout, /ORPHANS/);
     assert.match(clean.stdout, /broker: 0 host processes running, no orphans/);
     second.kill("SIGTERM");
-    await new Promise((r) => second.once("exit", r));
+    await exitOf(second);
   });
 });

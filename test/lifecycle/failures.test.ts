@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { agent, hostTree, pollUntil, tempDir, writeContent } from "../support";
+import { agent, exitOf, hostTree, pollUntil, tempDir, writeContent } from "../support";
 
 const roots: string[] = [];
 const fresh = (): string => {
@@ -136,7 +136,7 @@ describe("the apply lock", () => {
     const root = fresh();
     const c = writeContent([{ name: "a", version: "1", metadata: { install: { commands: ["true"] } } }], [{ name: "t", version: "1", packages: ["a_1"] }]);
     const dead = spawn("true");
-    await new Promise((res) => dead.on("exit", res));
+    await exitOf(dead);
     mkdirSync(join(root, ".winfleet"), { recursive: true });
     writeFileSync(join(root, ".winfleet", "lock"), JSON.stringify({ pid: dead.pid, identity: "1", command: "winfleet-agent apply", host: hostname(), since: "2026-01-01T00:00:00Z" }));
     const r = await agent(["apply", "--content", c, "--template", "t", "--root", root]);

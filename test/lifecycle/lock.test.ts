@@ -13,13 +13,13 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { linuxProcessHost } from "../../agent/broker/process-host";
 import { acquireLock, lockEndpoint } from "../../agent/lifecycle/lock";
-import { readUntil, sleep, tempDir } from "../support";
+import { exitOf, readUntil, sleep, tempDir } from "../support";
 
 const WORKER = join(__dirname, "lock-worker.ts");
 
 function contender(root: string, go: string, log: string, holdMs: number): { child: ChildProcess; code: Promise<number | null> } {
   const child = spawn(process.execPath, ["--import", "tsx", WORKER, root, go, log, String(holdMs)], { stdio: ["ignore", "ignore", "inherit"] });
-  return { child, code: new Promise((r) => child.once("exit", (c) => r(c))) };
+  return { child, code: exitOf(child) };
 }
 
 /** The most processes holding the lock at one time, from the +pid/-pid log. */
