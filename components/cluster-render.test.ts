@@ -10,7 +10,7 @@ import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role
 import { KUBEADM_TOKEN_GROUP, renderAgentAccess, renderKubeadmJoin, renderRke2Join } from "./cluster-render";
 
 /** Validates any rendered object against the Kubernetes 1.27 OpenAPI schema for its kind. */
-export function validateObject(o: Record<string, unknown>): void {
+function validateObject(o: Record<string, unknown>): void {
   const kinds: Record<string, new (x: never) => { validate(): void }> = { Namespace, Secret, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding };
   const K = kinds[String(o.kind)];
   if (!K) throw new Error(`no schema wired for ${String(o.kind)}`);

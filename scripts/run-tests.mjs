@@ -3,8 +3,8 @@
 // ends with one plain summary line, "N passed, N failed, N skipped", that CI reads.
 // Usage: npm test [-- <path filter>...]
 //        npm run test:fast [-- <path filter>...]   the fast tier (--fast): the unit tests beside
-//        the code and the static checks of test/ci and test/content, without the end-to-end
-//        suites that start fleets, brokers, control planes and engines.
+//        the code and the static checks of test/ci and test/content, without the suites under
+//        test/ that start processes, servers, fleets and engines (docs/testing.md, "Where tests live").
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

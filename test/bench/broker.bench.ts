@@ -26,8 +26,9 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { appInfo } from "../../agent/broker/client";
 import { buildBundles } from "../../agent/release/build";
-import { script, tempDir } from "../broker/harness";
+import { script } from "../broker/harness";
 import { interleavedMedianMs, medianMs, report } from "./harness";
+import { tempDir } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 

@@ -14,8 +14,8 @@ import { join } from "node:path";
 import { applyIgnition, parseIgnition, rootedMapper } from "../../agent/ignition";
 import { buildBundles } from "../../agent/release/build";
 import { prepareRoot, runCoreOsIgnition } from "../ignition/coreos";
-import { IGNITION, locate } from "../support/tools";
 import { interleavedMedianMs, report } from "./harness";
+import { IGNITION, locate } from "../support";
 
 const work = mkdtempSync(join(tmpdir(), "bench-ign-"));
 // The bundle as it ships, not the checkout's bin/, which runs the TypeScript sources through tsx unless a fresh build is in dist/.

@@ -10,8 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { runCommand } from "../support/engines";
 import "./harness";
+import { runCommand } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 const work = mkdtempSync(join(tmpdir(), "bench-local-cluster-"));

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { renderStack } from "../../infra/render";
 import { findEngines } from "../../agent/cluster/engines";
-import { pulumiProject, startTestControlPlane } from "../support/engines";
+import { pulumiProject, startTestControlPlane } from "../support";
 
 const SIZES = [10, 100, 1000] as const;
 

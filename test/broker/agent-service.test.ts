@@ -13,7 +13,8 @@ import { after, describe, it } from "node:test";
 import { Broker } from "../../agent/broker/server";
 import { loadBrokerConfig } from "../../agent/broker/config";
 import { silentLogger } from "../../agent/common/log";
-import { AGENT, call, script, tempDir, tunnelRawClient } from "./harness";
+import { AGENT, call, script, tunnelRawClient } from "./harness";
+import { tempDir } from "../support";
 
 // Asynchronous: the broker runs in this process and must keep answering while the CLI waits.
 const run = (args: string[]): Promise<{ code: number | null; out: string }> =>

@@ -15,7 +15,8 @@ import type * as grpc from "@grpc/grpc-js";
 import { prepareBinary } from "../../agent/broker/binary";
 import { ProcessPathPolicy } from "../../agent/broker/whitelist";
 import { AgentError } from "../../agent/common/errors";
-import { call, script, startBroker, tempDir, winsClient } from "./harness";
+import { call, script, startBroker, winsClient } from "./harness";
+import { sleep, tempDir } from "../support";
 
 const sha1 = (f: string): string => createHash("sha1").update(readFileSync(f)).digest("hex");
 
@@ -76,9 +77,9 @@ describe("the file that runs is the file that was checked", () => {
         started++;
         const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
         ka.write({ Data: r.Data });
-        await new Promise((res) => setTimeout(res, 50));
+        await sleep(50);
         ka.end();
-        await new Promise((res) => setTimeout(res, 20));
+        await sleep(20);
       }
     } finally {
       swapper.kill("SIGKILL");

@@ -14,7 +14,8 @@ import { parseBrokerConfig } from "../../agent/broker/config";
 import { baseEnvironment } from "../../agent/common/child-environment";
 import type { Broker } from "../../agent/broker/server";
 import { ValidationError } from "../../agent/common/errors";
-import { type WaitMessage, call, script, startBroker, tempDir, winsClient } from "./harness";
+import { type WaitMessage, call, script, startBroker, winsClient } from "./harness";
+import { tempDir } from "../support";
 
 const SECRET = "WINFLEET_TEST_BROKER_ONLY";
 let dir: string;

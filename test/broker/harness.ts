@@ -5,14 +5,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import type { BrokerConfig } from "../../agent/broker/config";
 import { Broker } from "../../agent/broker/server";
 import { silentLogger } from "../../agent/common/log";
+import { tempDir, waitFor } from "../support";
 
 export const PROTO_DIR = join(__dirname, "..", "..", "agent", "broker", "proto");
 export const AGENT = join(__dirname, "..", "..", "bin", "winfleet-agent.js");
@@ -93,11 +93,6 @@ export async function runThroughWins(
   return { out: Buffer.concat(out), err: Buffer.concat(err).toString(), code };
 }
 
-/** A temporary directory, real-path resolved (no symlinks along it). */
-export function tempDir(prefix: string): string {
-  return realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-}
-
 /** Writes an executable shell script. */
 export function script(path: string, body: string): string {
   writeFileSync(path, `#!/bin/sh\n${body}\n`);
@@ -119,51 +114,33 @@ export async function startBroker(whiteList: Partial<BrokerConfig["whiteList"]>,
   return { broker, dir, socket: broker.listenPath, proxy: broker.proxyPath };
 }
 
-/** Waits until `check` is true, polling; fails after `ms`. */
-export async function eventually(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-}
-
-/** Whether a pid is alive (and not a zombie). */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
-}
-
 /** Starts `winfleet-agent broker --config FILE` as a process (added to `children`) and waits until it listens. */
 export async function startBrokerProcess(config: string, children: ChildProcess[]): Promise<ChildProcess> {
   const server = spawn(process.execPath, [AGENT, "broker", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
   children.push(server);
   let log = "";
   server.stderr?.on("data", (d: Buffer) => (log += d.toString()));
-  await eventually(() => log.includes("broker listening"), 15_000, `the broker to listen (log: ${log})`);
+  await waitFor(() => log.includes("broker listening"), 15_000, `the broker to listen (log: ${log})`);
   return server;
 }
 
-/** Runs `cli prc run --path TOOL` through the broker at `socket` (added to `children`); resolves with the pid the tool prints first. */
-export function runClientProcess(socket: string, tool: string, children: ChildProcess[]): Promise<{ child: ChildProcess; pid: number }> {
+/**
+ * Runs `cli prc run --path TOOL` through the broker at `socket` (added to `children`); resolves
+ * with the pids the tool prints on its first line (`pid`, the first of them).
+ */
+export function runClientProcess(socket: string, tool: string, children: ChildProcess[]): Promise<{ child: ChildProcess; pid: number; pids: number[] }> {
   const child = spawn(process.execPath, [AGENT, "cli", "prc", "run", "--server", socket, "--path", tool], { stdio: ["ignore", "pipe", "inherit"] });
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout?.on("data", (d: Buffer) => {
       out += d.toString();
-      if (out.includes("\n")) resolve({ child, pid: Number(out.split("\n")[0]) });
+      const line = out.split("\n")[0]?.trim();
+      if (out.includes("\n") && line) {
+        const pids = line.split(/\s+/).map(Number);
+        resolve({ child, pid: pids[0] ?? NaN, pids });
+      }
     });
-    child.once("exit", (code) => reject(new Error(`client exited ${code} before printing its pid: ${out}`)));
+    child.once("exit", (code) => reject(new Error(`client exited ${code} before printing its pids: ${out}`)));
   });
 }

@@ -4,33 +4,20 @@
  * what an earlier broker left, and starting the same binary again replaces it.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { status as grpcStatus } from "@grpc/grpc-js";
-import { AGENT, alive, call, eventually, script, startBroker, tempDir, winsClient } from "./harness";
+import { call, runClientProcess, script, startBroker, startBrokerProcess, winsClient } from "./harness";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { alive, exitOf, killedAfterTests, sleep, tempDir, waitFor } from "../support";
 
-const children: ChildProcess[] = [];
-after(() => children.forEach((c) => c.kill("SIGKILL")));
+const children = killedAfterTests();
 
-/** Runs the CLI client and resolves with the pids the tool prints on its first line. */
-function runClient(socket: string, tool: string): Promise<{ child: ChildProcess; pids: number[] }> {
-  const child = spawn(process.execPath, [AGENT, "cli", "prc", "run", "--server", socket, "--path", tool], { stdio: ["ignore", "pipe", "inherit"] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      const line = out.split("\n")[0];
-      if (out.includes("\n") && line) resolve({ child, pids: line.trim().split(/\s+/).map(Number) });
-    });
-    child.once("exit", (code) => reject(new Error(`client exited ${code} before printing pids: ${out}`)));
-  });
-}
+const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
 
 // A process with a child and a grandchild, printing all three pids.
 const TREE = 'sleep 300 & a=$!; sh -c "sleep 300 & echo \\$! > $0.grand; wait" "$0" & b=$!; sleep 0.3; echo "$$ $a $b $(cat "$0.grand")"; wait';
@@ -45,8 +32,8 @@ describe("host process lifetime", () => {
       assert.equal(pids.length, 4);
       assert.ok(pids.every(alive));
       child.kill("SIGKILL"); // the container dies: no goodbye, the connection just breaks
-      await eventually(() => pids.every((p) => !alive(p)), 10_000, `pids ${pids.join(" ")} to die`);
-      await eventually(() => env.broker.processes().length === 0, 5000, "the broker to forget the process");
+      await waitFor(() => pids.every((p) => !alive(p)), 10_000, `pids ${pids.join(" ")} to die`);
+      await waitFor(() => env.broker.processes().length === 0, 5000, "the broker to forget the process");
     } finally {
       await env.broker.stop();
     }
@@ -58,7 +45,7 @@ describe("host process lifetime", () => {
     const env = await startBroker({ processPaths: [tool] });
     try {
       const { child, pids } = await runClient(env.socket, tool);
-      const exited = new Promise<number | null>((r) => child.once("exit", r));
+      const exited = exitOf(child);
       child.kill("SIGINT");
       assert.equal(await exited, 137); // 128 + SIGKILL: the broker killed it
       assert.ok(!alive(pids[0] ?? 0));
@@ -91,19 +78,12 @@ describe("host process lifetime", () => {
     writeFileSync(config, [
       "white_list:", `  processPaths: [${tool}]`, `listen: ${dir}/run/wins.sock`, `proxy: ${dir}/run/proxy.sock`, `stateDir: ${dir}/state`,
     ].join("\n"));
-    const startServer = async (): Promise<ChildProcess> => {
-      const server = spawn(process.execPath, [AGENT, "broker", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
-      children.push(server);
-      let log = "";
-      server.stderr?.on("data", (d: Buffer) => (log += d.toString()));
-      await eventually(() => log.includes("broker listening"), 15_000, `the broker to listen (log: ${log})`);
-      return server;
-    };
+    const startServer = (): Promise<ChildProcess> => startBrokerProcess(config, children);
     const first = await startServer();
     const { child: client, pids } = await runClient(`${dir}/run/wins.sock`, tool);
     first.kill("SIGKILL"); // the agent crashes; its host process lives on
     client.kill("SIGKILL");
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     assert.ok(alive(pids[0] ?? 0), "the orphan outlived its broker");
     const second = await startServer();
     const again = await runClient(`${dir}/run/wins.sock`, tool);
@@ -111,7 +91,7 @@ describe("host process lifetime", () => {
     assert.ok(alive(again.pids[0] ?? 0));
     // Stop the broker while the client is still connected: the broker itself must end the process.
     second.kill("SIGTERM");
-    await new Promise((r) => second.once("exit", r));
+    await exitOf(second);
     assert.ok(!alive(again.pids[0] ?? 0), "a stopping broker ends its processes");
     again.child.kill("SIGKILL");
   });

@@ -12,7 +12,8 @@ import { describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import { publish } from "../../agent/broker/proxy-client";
-import { AGENT, runThroughWins, script, startBroker, tempDir, tunnelRawClient, winsClient } from "./harness";
+import { AGENT, runThroughWins, script, startBroker, tunnelRawClient, winsClient } from "./harness";
+import { exitOf, tempDir } from "../support";
 
 describe("the broker under load", () => {
   it("200 concurrent prc run streams lose no byte", async () => {
@@ -82,7 +83,7 @@ describe("the broker under load", () => {
       const cli = spawn(process.execPath, [AGENT, "cli", "proxy", "--proxy", env.proxy, "--publish", "TCP:22", "--bind", "127.0.0.3"], { stdio: ["ignore", "ignore", "pipe"], timeout: 20_000 });
       let stderr = "";
       cli.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-      assert.equal(await new Promise((r) => cli.once("exit", r)), 1);
+      assert.equal(await exitOf(cli), 1);
       assert.match(stderr, /does not allow port\(s\) 22 \(proxyPorts: 9796\)/);
     } finally {
       await env.broker.stop();

@@ -8,7 +8,8 @@ import { describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { Broker } from "../../agent/broker/server";
 import { createLogger } from "../../agent/common/log";
-import { AGENT, call, script, tempDir, winsClient } from "./harness";
+import { AGENT, call, script, winsClient } from "./harness";
+import { sleep, tempDir } from "../support";
 
 describe("broker logs", () => {
   it("carry names and counts, never arguments or environment values", async () => {
@@ -29,7 +30,7 @@ describe("broker logs", () => {
     const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
     ka.write({ Data: started.Data });
     ka.end();
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     client.close();
     await broker.stop();
     assert.match(logged, /started host process/);

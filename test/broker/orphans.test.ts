@@ -4,14 +4,14 @@
  * `cli prc kill --orphans` (or by name) ends its whole tree through the broker.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { AGENT, alive, eventually, runClientProcess, script, startBrokerProcess, tempDir } from "./harness";
+import { describe, it } from "node:test";
+import { AGENT, runClientProcess, script, startBrokerProcess } from "./harness";
+import { alive, exitOf, killedAfterTests, sleep, tempDir, waitFor } from "../support";
 
-const children: ChildProcess[] = [];
-after(() => children.forEach((c) => c.kill("SIGKILL")));
+const children = killedAfterTests();
 const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
 const startServer = (config: string) => startBrokerProcess(config, children);
 
@@ -38,7 +38,7 @@ describe("orphaned host processes", () => {
     const orphan = await runClient(socket, lost);
     first.kill("SIGKILL"); // the broker dies without a word; its host process lives on
     orphan.child.kill("SIGKILL");
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     assert.ok(alive(orphan.pid), "the process outlived its broker");
     const noBroker = cli("ls", "--server", socket);
     assert.equal(noBroker.code, 1);
@@ -71,7 +71,7 @@ describe("orphaned host processes", () => {
     const killed = cli("kill", "--server", socket, "--orphans");
     assert.equal(killed.code, 0, killed.stderr);
     assert.match(killed.stdout, /killed rancher-wins-lost\.sh/);
-    await eventually(() => !alive(orphan.pid), 5000, "the orphan to die");
+    await waitFor(() => !alive(orphan.pid), 5000, "the orphan to die");
     assert.ok(alive(managed.pid), "--orphans leaves the processes with clients alone");
     const after = JSON.parse(cli("ls", "--server", socket, "--json").stdout) as Row[];
     assert.deepEqual(after.map((r) => `${r.name}:${r.state}`), ["rancher-wins-keeper.sh:running"]);
@@ -79,8 +79,8 @@ describe("orphaned host processes", () => {
     assert.equal(cli("kill", "--server", socket).code, 2, "kill with neither names nor --orphans is a usage error");
     const byNameKill = cli("kill", "--server", socket, "rancher-wins-keeper.sh");
     assert.equal(byNameKill.code, 0, byNameKill.stderr);
-    await eventually(() => !alive(managed.pid), 5000, "the named process to die");
+    await waitFor(() => !alive(managed.pid), 5000, "the named process to die");
     second.kill("SIGTERM");
-    await new Promise((r) => second.once("exit", r));
+    await exitOf(second);
   });
 });

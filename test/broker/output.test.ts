@@ -11,7 +11,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { runThroughWins, script, startBroker, tempDir, winsClient } from "./harness";
+import { runThroughWins, script, startBroker, winsClient } from "./harness";
+import { tempDir } from "../support";
 
 const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
 

@@ -11,7 +11,8 @@ import { after, before, describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import { type Broker } from "../../agent/broker/server";
-import { call, packageDefinition, script, startBroker, tempDir, winsClient } from "./harness";
+import { call, packageDefinition, script, startBroker, winsClient } from "./harness";
+import { tempDir } from "../support";
 
 /** wins's message fields as its protos define them (rancher/wins `pkg/types/*.proto`, proto package `wins`): name → number. */
 const WINS_FIELDS: Record<string, Record<string, number>> = {

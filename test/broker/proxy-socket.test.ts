@@ -17,7 +17,8 @@ import { parseBrokerConfig } from "../../agent/broker/config";
 import { openStreamTunnel } from "../../agent/broker/proxy-client";
 import { Broker } from "../../agent/broker/server";
 import { silentLogger } from "../../agent/common/log";
-import { startBroker, tempDir, tunnelRawClient } from "./harness";
+import { startBroker, tunnelRawClient } from "./harness";
+import { sleep, tempDir } from "../support";
 
 /** An echo server, half-open: it answers what it got, then ends when the client ends. */
 async function echoServer(): Promise<{ server: Server; port: number }> {
@@ -83,7 +84,7 @@ describe("the proxy socket", () => {
       const fds = (): number => readdirSync("/proc/self/fd").length;
       const before = fds();
       for (let i = 0; i < 50; i++) await exchange(env.proxy, "winfleet-tunnel/1 22 pod\n");
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       assert.ok(fds() - before < 10, `${fds() - before} descriptors left open by 50 refusals`);
     } finally {
       await env.broker.stop();

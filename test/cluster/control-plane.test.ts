@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
 import { KubeClient } from "../../agent/cluster/kube-client";
-import { enginesOrSkip, portOpen, startTestControlPlane } from "../support/engines";
+import { enginesOrSkip, portOpen, startTestControlPlane } from "../support";
 
 const engines = enginesOrSkip("kubernetes", "etcd");
 

@@ -7,7 +7,6 @@
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
@@ -18,7 +17,7 @@ import type { Logger } from "../../agent/common/log";
 import { NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
 import { Reporter } from "../../agent/report/reporter";
 import { renderKubeadmJoin } from "../../components/cluster-render";
-import { enginesOrSkip, startTestControlPlane } from "../support/engines";
+import { enginesOrSkip, sleep, startTestControlPlane, tempDir } from "../support";
 
 const engines = enginesOrSkip("kubernetes", "etcd");
 const TOKEN = { id: "loc4l1", secret: "0123456789abcdef" };
@@ -41,7 +40,7 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
 
   before(async () => {
     if (typeof engines === "string") return;
-    dir = mkdtempSync(join(tmpdir(), "winfleet-nodes-"));
+    dir = tempDir("winfleet-nodes-");
     cp = await startTestControlPlane(engines);
     admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
     for (const o of renderKubeadmJoin(TOKEN.id, TOKEN.secret, "local fleet")) {
@@ -118,7 +117,7 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
       try {
         r.start();
         for (const e of converged) r.event(e);
-        await new Promise((res) => setTimeout(res, 1500));
+        await sleep(1500);
         assert.ok(r.queued > 0, "the reports wait in the queue while the API server is away");
       } finally {
         await cp.startApiServer();

@@ -11,13 +11,12 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { X509Certificate } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
-import { type PulumiProject, enginesOrSkip, pulumiProject, runCommand, startTestControlPlane } from "../support/engines";
 import { KubeClient, KubeError } from "../../agent/cluster/kube-client";
+import { enginesOrSkip, pulumiProject, type PulumiProject, runCommand, startTestControlPlane, tempDir } from "../support";
 
 const engines = enginesOrSkip("kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes");
 const NS = "winfleet-system";
@@ -155,7 +154,7 @@ describe("the Pulumi program through the real engine", { skip: typeof engines ==
   });
 
   it("TLS bootstrap end to end: the token's CSR is approved and signed by the controllers, and the node credential works", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "winfleet-csr-"));
+    const dir = tempDir("winfleet-csr-");
     try {
       const node = "e2e-node-1";
       execFileSync("openssl", ["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "node.key", "-out", "node.csr", "-subj", `/O=system:nodes/CN=system:node:${node}`], { cwd: dir, stdio: "ignore" });

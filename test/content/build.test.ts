@@ -6,17 +6,17 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { buildContent } from "../../agent/content/build";
 import { loadComponent } from "../../agent/content/load";
 import { validateContent } from "../../agent/content/validate";
 import { applyIgnition, rootedMapper } from "../../agent/ignition";
+import { tempDir } from "../support";
 
 const repoContent = join(__dirname, "..", "..", "content");
-const tmp = (): string => mkdtempSync(join(tmpdir(), "content-"));
+const tmp = (): string => tempDir("content-");
 const listAll = (dir: string, rel = ""): string[] =>
   readdirSync(join(dir, rel), { withFileTypes: true }).flatMap((e) =>
     e.isDirectory() ? listAll(dir, join(rel, e.name)) : [join(rel, e.name)]).sort();

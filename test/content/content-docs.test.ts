@@ -5,19 +5,18 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { analyzeContent } from "../../agent/content/analysis";
 import { renderContentReference } from "../../agent/content/docs";
+import { scratchDir } from "../support";
 
 const ROOT = join(__dirname, "..", "..");
 const CONTENT = join(ROOT, "content");
 const REFERENCE = join(ROOT, "docs", "content.md");
 const winfleet = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, "bin", "winfleet.js"), ...args], { encoding: "utf8", cwd: ROOT });
-const scratch = mkdtempSync(join(tmpdir(), "content-docs-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("content-docs-");
 
 describe("docs/content.md", () => {
   it("is what winfleet content docs generates (run it after changing content/)", async () => {

@@ -9,18 +9,17 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { EngineMissingError, findEngines } from "../../agent/cluster/engines";
 import { KUBELET_LABEL_KEYS, kubeletConfigurationProblems, nodeLabelProblems } from "../../agent/content/kubelet-config";
 import { assignedLiteral, type PsValue } from "../../agent/content/powershell-literal";
+import { scratchDir } from "../support";
 
 const INSTALL = join(__dirname, "..", "..", "content", "components", "kubelet", "1.34.7", "files", "k", "winfleet", "kubelet", "install.ps1");
 const VALIDATOR_ENV = "WINFLEET_KUBELET_CONFIG_VALIDATE";
-const scratch = mkdtempSync(join(tmpdir(), "kubelet-config-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("kubelet-config-");
 
 type Config = { readonly [key: string]: PsValue };
 const TAINT = [{ key: "os", value: "windows", effect: "NoSchedule" }];

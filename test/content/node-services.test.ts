@@ -10,28 +10,16 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { before, describe, it } from "node:test";
-import { type AnalyzedComponent, type AnalyzedContent, analyzeContent } from "../../agent/content/analysis";
+import { describe, it } from "node:test";
+import type { AnalyzedComponent } from "../../agent/content/analysis";
 import type { ScriptFacts } from "../../agent/content/powershell-facts";
 import { CALICO_ACCOUNT, CALICO_TOKEN_SECRET, KUBE_PROXY_ACCOUNT, KUBE_PROXY_TOKEN_SECRET, renderCalicoAccess, renderKubeProxyAccess } from "../../components/cluster-render";
-import { validateObject } from "../../components/cluster-render.test";
+import { validateKubernetesObject } from "../support";
+import { CONTENT, shippedContent } from "./shipped";
 
-const CONTENT = join(__dirname, "..", "..", "content");
-let content: AnalyzedContent;
-before(async () => {
-  content = await analyzeContent(CONTENT);
-});
-
-const component = (name: string): AnalyzedComponent => {
-  const c = content.components.find((x) => x.metadata.name === name);
-  assert.ok(c, `no component ${name}`);
-  return c;
-};
-const facts = (c: AnalyzedComponent, leaf: string): ScriptFacts => {
-  const s = c.scripts.find((x) => x.hostPath.toLowerCase().endsWith(`\\${leaf.toLowerCase()}`));
-  assert.ok(s, `${c.key} has no ${leaf}`);
-  return s.facts;
-};
+const shipped = shippedContent();
+const { component } = shipped;
+const facts = (c: AnalyzedComponent, leaf: string): ScriptFacts => shipped.script(c, leaf).facts;
 const firstLine = (f: ScriptFacts, name: RegExp): number => Math.min(...f.commands.filter((c) => name.test(c.name)).map((c) => c.line));
 
 describe("kube-proxy's identity", () => {
@@ -73,7 +61,7 @@ describe("ClusterJoin's kube-proxy access", () => {
   const objects = renderKubeProxyAccess("winfleet-system");
 
   it("validates against the Kubernetes OpenAPI schema", () => {
-    for (const o of objects) validateObject(o);
+    for (const o of objects) validateKubernetesObject(o);
   });
 
   it("is a service account with a token Secret the token controller fills", () => {
@@ -116,7 +104,7 @@ describe("Calico's identity", () => {
 
   it("is provisioned by ClusterJoin: a service account, its token Secret, a ClusterRole and a kube-system Role, all schema-valid", () => {
     const objects = renderCalicoAccess("winfleet-system");
-    for (const o of objects) validateObject(o);
+    for (const o of objects) validateKubernetesObject(o);
     const secret = objects.find((o) => o.kind === "Secret") as unknown as { metadata: { name: string; annotations: Record<string, string> }; type: string };
     assert.equal(secret.metadata.name, CALICO_TOKEN_SECRET);
     assert.equal(secret.metadata.annotations["kubernetes.io/service-account.name"], CALICO_ACCOUNT);
@@ -147,7 +135,7 @@ describe("the node services' start order", () => {
   });
 
   it("every template that runs them has the boot task that starts them", () => {
-    for (const t of content.templates) {
+    for (const t of shipped.content.templates) {
       const names = t.packages.map((p) => p.split("_")[0]);
       if (names.includes("kubelet")) assert.ok(names.includes("node-reset"), `${t.name} ${t.version}`);
     }
@@ -212,7 +200,7 @@ describe("the node services' start order", () => {
   });
 
   it("imports the HNS cmdlets wherever a script uses them", () => {
-    for (const c of content.components) {
+    for (const c of shipped.content.components) {
       for (const s of c.scripts) {
         const uses = s.facts.commands.filter((x) => /^(Get|Remove)-Hns/i.test(x.name) && x.inFunction === undefined);
         if (uses.length === 0) continue;

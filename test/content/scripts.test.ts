@@ -6,12 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
-import { SHELLCHECK, locate, skipUnlessInstalled } from "../support/tools";
+import { locate, scratchDir, SHELLCHECK, skipUnlessInstalled } from "../support";
 
 const CONTENT = join(__dirname, "..", "..", "content");
 
@@ -30,8 +29,7 @@ function shellcheck(paths: readonly string[]): string {
   return r.status === 0 ? "" : r.stdout + r.stderr;
 }
 
-const scratch = mkdtempSync(join(tmpdir(), "content-scripts-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("content-scripts-");
 
 describe("sh content under shellcheck", { skip: skipUnlessInstalled(SHELLCHECK) }, () => {
   it("flags a broken script (the check can fail)", () => {

@@ -4,17 +4,16 @@
  * shipped content is shown to pass them all: a pass means something.
  */
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { analyzeContent } from "../../agent/content/analysis";
 import type { CheckName, Finding } from "../../agent/content/findings";
 import { checkContent, loadAllowlist } from "../../agent/content/windows-checks";
+import { scratchDir } from "../support";
 
 const CONTENT = join(__dirname, "..", "..", "content");
-const scratch = mkdtempSync(join(tmpdir(), "windows-checks-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("windows-checks-");
 
 interface Edit {
   /** Below content/components/. */

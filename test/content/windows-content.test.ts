@@ -6,28 +6,14 @@
  * scripts' parse trees; no Windows host needed.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { BROKER_CONFIG, NODE_KUBECONFIG } from "../../components/pool-render";
-import { type AnalyzedComponent, type AnalyzedContent, analyzeContent, stringsOfVariable } from "../../agent/content/analysis";
+import { type AnalyzedComponent, stringsOfVariable } from "../../agent/content/analysis";
 import { evaluatePath, sectionEffects } from "../../agent/content/host-effects";
+import { shippedContent } from "./shipped";
 
-const CONTENT = join(__dirname, "..", "..", "content");
-let content: AnalyzedContent;
-before(async () => {
-  content = await analyzeContent(CONTENT);
-});
-
-const component = (name: string): AnalyzedComponent => {
-  const c = content.components.find((x) => x.metadata.name === name);
-  assert.ok(c, `no component ${name}`);
-  return c;
-};
-const script = (c: AnalyzedComponent, leaf: string) => {
-  const s = c.scripts.find((x) => x.hostPath.toLowerCase().endsWith(`\\${leaf.toLowerCase()}`));
-  assert.ok(s, `${c.key} has no ${leaf}`);
-  return s;
-};
+const shipped = shippedContent();
+const { component, script } = shipped;
 // The content-root-relative path a script assigns to $variable, as C:\ sees it.
 const hostPathOf = (c: AnalyzedComponent, leaf: string, variable: string): string => {
   const s = script(c, leaf);
@@ -43,7 +29,7 @@ describe("Windows templates", () => {
 
   it("each fits exactly its Windows Server build and takes a stock server to a node", () => {
     for (const [name, build] of Object.entries(BUILDS)) {
-      const t = content.templates.find((x) => x.name === name);
+      const t = shipped.content.templates.find((x) => x.name === name);
       assert.ok(t, name);
       assert.deepEqual(t.os, [build]);
       const names = t.packages.map((p) => p.split("_")[0]);
@@ -52,13 +38,13 @@ describe("Windows templates", () => {
   });
 
   it("pins every component at a version that exists and is PowerShell", () => {
-    const keys = new Set(content.components.map((c) => c.key));
-    for (const t of content.templates.filter((x) => x.name !== "sandbox")) for (const p of t.packages) assert.ok(keys.has(p), `${t.name} names ${p}`);
+    const keys = new Set(shipped.content.components.map((c) => c.key));
+    for (const t of shipped.content.templates.filter((x) => x.name !== "sandbox")) for (const p of t.packages) assert.ok(keys.has(p), `${t.name} names ${p}`);
   });
 
   it("installs the module first and removes it last, and the join before the CNI and kube-proxy", () => {
     const priority = (name: string, section: "install" | "uninstall"): number => component(name).metadata[section].priority;
-    for (const other of content.components.filter((c) => c.metadata.name !== "winfleet-common")) {
+    for (const other of shipped.content.components.filter((c) => c.metadata.name !== "winfleet-common")) {
       assert.ok(priority("winfleet-common", "install") < other.metadata.install.priority, other.key);
       assert.ok(priority("winfleet-common", "uninstall") > other.metadata.uninstall.priority, other.key);
     }
@@ -72,7 +58,7 @@ describe("Windows templates", () => {
   });
 
   it("leaves the RKE2 template to be chosen by name: RKE2 brings its own runtime, kubelet and CNI", () => {
-    const t = content.templates.find((x) => x.name === "rke2-windows");
+    const t = shipped.content.templates.find((x) => x.name === "rke2-windows");
     assert.ok(t);
     assert.equal(t.os, undefined);
     const names = t.packages.map((p) => p.split("_")[0]);
@@ -125,7 +111,7 @@ describe("contracts with the stack", () => {
 
 describe("lifecycle conventions", () => {
   it("asks for a reboot (exit 3010) wherever a Windows feature changes", () => {
-    for (const c of content.components) {
+    for (const c of shipped.content.components) {
       for (const s of c.scripts) {
         const changesFeature = s.facts.commands.some((x) => /^(Enable|Disable)-WinfleetFeature$/i.test(x.name));
         if (changesFeature) assert.ok(s.facts.exits.includes(3010), `${s.where} changes a Windows feature but never exits 3010`);
@@ -135,7 +121,7 @@ describe("lifecycle conventions", () => {
   });
 
   it("gives every component all four sections, and suspends its services before an upgrade", () => {
-    for (const c of content.components) {
+    for (const c of shipped.content.components) {
       assert.ok(c.metadata.install.commands.length > 0, `${c.key} install`);
       assert.ok(c.metadata.uninstall.commands.length > 0, `${c.key} uninstall`);
       assert.ok(c.metadata.post_upgrade.commands.length > 0, `${c.key} post_upgrade`);
@@ -147,7 +133,7 @@ describe("lifecycle conventions", () => {
   });
 
   it("runs components that reset HNS networking in a process of their own", () => {
-    for (const c of content.components) {
+    for (const c of shipped.content.components) {
       const disrupts = c.sections.uninstall.scripts.some((s) => s.facts.commands.some((x) => /^Remove-HnsNetwork$/i.test(x.name) || (x.operator !== undefined && stringsOfVariable(s.facts, x.name).some((v) => /rke2-uninstall\.ps1$/i.test(v)))));
       if (disrupts) assert.equal(c.metadata.isolated, true, `${c.key} resets HNS but is not isolated`);
     }
@@ -165,7 +151,7 @@ describe("lifecycle conventions", () => {
 
 describe("downloads", () => {
   it("pins each digest in the content, or names the variable the stack sets it in, and says where it comes from", () => {
-    const downloading = content.components.filter((c) => c.scripts.some((s) => s.facts.commands.some((x) => x.name === "Get-WinfleetArtifact")));
+    const downloading = shipped.content.components.filter((c) => c.scripts.some((s) => s.facts.commands.some((x) => x.name === "Get-WinfleetArtifact")));
     assert.ok(downloading.length >= 8);
     for (const c of downloading) {
       assert.ok(c.artifacts.length > 0, `${c.key} downloads but has no artifacts.json`);
@@ -177,7 +163,7 @@ describe("downloads", () => {
   });
 
   it("asks every artifact it downloads by a name its artifacts.json has", () => {
-    for (const c of content.components) {
+    for (const c of shipped.content.components) {
       for (const s of c.scripts) {
         for (const call of s.facts.commands.filter((x) => x.name === "Get-WinfleetArtifact")) {
           const name = call.args.find((a) => a.parameter === "name")?.strings[0];
@@ -188,7 +174,7 @@ describe("downloads", () => {
   });
 
   it("pins the published values: containerd 1.7.25, Kubernetes 1.34.7, windows_exporter 0.31.8, NSSM 2.24", () => {
-    const pins = Object.fromEntries(content.components.flatMap((c) => c.artifacts.map((a) => [`${a.name}@${a.version}`, a.sha256 ?? a.sha512 ?? `var:${a.sha256Variable ?? ""}`])));
+    const pins = Object.fromEntries(shipped.content.components.flatMap((c) => c.artifacts.map((a) => [`${a.name}@${a.version}`, a.sha256 ?? a.sha512 ?? `var:${a.sha256Variable ?? ""}`])));
     assert.equal(pins["containerd@1.7.25"], "ec819a29d81b52a1aa8ffd995751639de7102ac08d54a0248d1d1484809e0460");
     assert.equal(pins["kubernetes-node@1.34.7"], "fdc3bbe9e42c21fc6482b73de21db86c50eeb58e9f9270cb9372cbad189624c5a954a9102893006af3d79686581cbdeb9942ef571e422e6ea08980ed1ca70aee");
     assert.equal(pins["windows-exporter@0.31.8"], "03bb0fe80b8ad0b4e39606b96c4c5cc56b1f766760011ea2b00111157c6ef077");

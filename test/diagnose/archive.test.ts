@@ -8,8 +8,8 @@ import { createHash } from "node:crypto";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { agent, applyUntilSettled, tempDir, writeContent } from "../support/agent";
 import { entryJson, unpack, writeAgentConfig } from "./support";
+import { agent, applyUntilSettled, tempDir, writeContent } from "../support";
 
 const CONTENT = join(__dirname, "..", "..", "content");
 const dirs: string[] = [];

@@ -10,8 +10,8 @@ import { appendFileSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { signBundle } from "../../agent/release/signing";
-import { agent, applyUntilSettled, tempDir } from "../support/agent";
 import { entryJson, unpack, writeAgentConfig } from "./support";
+import { agent, applyUntilSettled, tempDir } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 const dirs: string[] = [];

@@ -4,16 +4,15 @@
  * the new broker once one does; the summary says so and how to end it.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { AGENT, alive, eventually, runClientProcess, script, startBrokerProcess, tempDir } from "../broker/harness";
-import { agent } from "../support/agent";
+import { describe, it } from "node:test";
+import { AGENT, runClientProcess, script, startBrokerProcess } from "../broker/harness";
 import { entryJson, unpack } from "./support";
+import { agent, alive, exitOf, killedAfterTests, sleep, tempDir, waitFor } from "../support";
 
-const children: ChildProcess[] = [];
-after(() => children.forEach((c) => c.kill("SIGKILL")));
+const children = killedAfterTests();
 const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
 const startBroker = (config: string) => startBrokerProcess(config, children);
 
@@ -32,7 +31,7 @@ describe("diagnose on a host with orphans", () => {
     const orphan = await runClient(socket, tool);
     first.kill("SIGKILL");
     orphan.child.kill("SIGKILL");
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     assert.ok(alive(orphan.pid));
 
     const base = ["diagnose", "--root", join(dir, "root"), "--broker-config", config];
@@ -54,11 +53,11 @@ describe("diagnose on a host with orphans", () => {
 
     const kill = spawnSync(process.execPath, [AGENT, "cli", "prc", "kill", "--orphans", "--server", socket], { encoding: "utf8" });
     assert.equal(kill.status, 0, kill.stderr);
-    await eventually(() => !alive(orphan.pid), 5000, "the orphan to die");
+    await waitFor(() => !alive(orphan.pid), 5000, "the orphan to die");
     const clean = await agent([...base, "--summary"]);
     assert.doesNotMatch(clean.stdout, /ORPHANS/);
     assert.match(clean.stdout, /broker: 0 host processes running, no orphans/);
     second.kill("SIGTERM");
-    await new Promise((r) => second.once("exit", r));
+    await exitOf(second);
   });
 });

@@ -11,9 +11,8 @@ import { after, describe, it } from "node:test";
 import type { Collector } from "../../agent/diagnose/collector";
 import { diagnose } from "../../agent/diagnose/diagnose";
 import { commandCollector } from "../../agent/diagnose/sources";
-import { alive, eventually } from "../broker/harness";
-import { agent, tempDir } from "../support/agent";
 import { unpack } from "./support";
+import { agent, alive, tempDir, waitFor } from "../support";
 
 const dirs: string[] = [];
 after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -43,7 +42,7 @@ describe("a hung source", () => {
     assert.equal(d.files.get("windows/hns-partial.txt")?.toString(), "the networks listed before it hung\n", "what it gave before the hang is kept");
     assert.ok(d.files.has("agent/status.json"));
     const pid = Number(readFileSync(pidFile, "utf8"));
-    await eventually(() => !alive(pid), 5000, "the hung command to be killed");
+    await waitFor(() => !alive(pid), 5000, "the hung command to be killed");
   });
 
   it("through the CLI: a tool that hangs is cut off by --timeout, and the archive is still written", async () => {

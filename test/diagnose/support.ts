@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { gunzipSync } from "node:zlib";
-import { tempDir } from "../support/agent";
+import { tempDir } from "../support";
 
 /** Writes an agent config (JSON) beside an agent.log and returns its path. */
 export function writeAgentConfig(dir: string, config: Record<string, unknown>, agentLog = ""): string {

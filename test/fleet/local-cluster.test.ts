@@ -6,15 +6,12 @@
  * `winfleet local down` leaves no process or port behind.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { KubeClient } from "../../agent/cluster/kube-client";
-import { writeContent } from "../support/agent";
-import { enginesOrSkip, portOpen, runCommand } from "../support/engines";
-import { CHROMIUM, locate, skipUnlessInstalled } from "../support/tools";
 import { type Fleet, REPO, killFleet, portOf, processesMentioning, startFleet, winfleet, writeStack } from "./support";
+import { CHROMIUM, enginesOrSkip, locate, portOpen, runCommand, skipUnlessInstalled, sleep, tempDir, writeContent } from "../support";
 
 const engines = enginesOrSkip("kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes");
 
@@ -27,7 +24,7 @@ describe("winfleet local up --cluster", { skip: typeof engines === "string" ? en
 
   before(async () => {
     if (typeof engines === "string") return;
-    dir = mkdtempSync(join(tmpdir(), "winfleet-local-cluster-"));
+    dir = tempDir("winfleet-local-cluster-");
     writeStack(join(dir, "Pulumi.lc.yaml"), { content: join(REPO, "content"), template: "sandbox", version: "1.0.0", hosts: 3 });
     const started = Date.now();
     fleet = startFleet(["--cluster", "--stack", join(dir, "Pulumi.lc.yaml"), "--state-dir", join(dir, "state"), "--port", "0"]);
@@ -119,7 +116,7 @@ describe("winfleet local up --cluster", { skip: typeof engines === "string" ? en
         const unavailable = d?.status.numberUnavailable ?? 0;
         worst = Math.max(worst, unconverged, unavailable);
         samples.push(`${unavailable}/${unconverged}`);
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
     })();
     // Asynchronously, so the watch above keeps sampling while the rollout runs.
@@ -179,7 +176,7 @@ describe("winfleet local up --cluster: a failing host halts the DaemonSet's roll
 
   before(async () => {
     if (typeof engines === "string") return;
-    dir = mkdtempSync(join(tmpdir(), "winfleet-local-cluster-halt-"));
+    dir = tempDir("winfleet-local-cluster-halt-");
     content = writeContent(
       [
         { name: "app", version: "1", metadata: { install: { commands: ["true"] }, uninstall: { commands: ["true"] } } },
@@ -210,7 +207,7 @@ describe("winfleet local up --cluster: a failing host halts the DaemonSet's roll
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.match(r.stdout, /rollout halted at local-\d: app pre_upgrade: echo 'cannot reach the registry' >&2; exit 7: exit 7: cannot reach the registry; not started: local-\d, local-\d/);
     // Past the upgrader's minReadySeconds, the DaemonSet controller still has not moved another host.
-    await new Promise((res) => setTimeout(res, 15_000));
+    await sleep(15_000);
     // The failed host reports the version it could not reach; the others were never moved.
     await reports(["1 converged", "1 converged", "2 failed"]);
     const ds = await kube.get<{ status: { numberUnavailable?: number; updatedNumberScheduled?: number } }>("/apis/apps/v1/namespaces/winfleet-system/daemonsets/winfleet-agent-upgrader-local");

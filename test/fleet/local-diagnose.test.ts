@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { hostPaths, renderHostConfig } from "../../agent/fleet/spec";
 import { entryJson, unpack } from "../diagnose/support";
-import { applyUntilSettled, tempDir } from "../support/agent";
 import { REPO, winfleet } from "./support";
+import { applyUntilSettled, tempDir } from "../support";
 
 const dirs: string[] = [];
 after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));

@@ -11,8 +11,8 @@ import { createServer } from "node:net";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { tempDir, writeContent } from "../support/agent";
 import { type Fleet, REPO, killFleet, processesMentioning, startFleet, winfleet, writeStack } from "./support";
+import { tempDir, writeContent } from "../support";
 
 const fleets: Fleet[] = [];
 const dirs: string[] = [];

@@ -9,6 +9,7 @@ import { after, before, describe, it } from "node:test";
 import type { Server } from "node:http";
 import type { FleetManager } from "../../agent/fleet/manager";
 import { MAX_EVENT_STREAMS, startServer } from "../../agent/fleet/server";
+import { sleep } from "../support";
 
 let server: Server;
 let port: number;
@@ -76,7 +77,7 @@ describe("the fleet server's event streams", () => {
       first?.req.destroy();
       let again: { res: IncomingMessage; req: ClientRequest } | undefined;
       for (let i = 0; i < 50 && !again; i++) {
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
         const s = await get("/api/events", `127.0.0.1:${port}`);
         if (s.res.statusCode === 200) again = s;
         else await text(s.res);

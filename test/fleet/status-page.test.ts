@@ -10,9 +10,8 @@ import { spawn } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { tempDir, writeContent } from "../support/agent";
-import { CHROMIUM, locate, skipUnlessInstalled } from "../support/tools";
 import { type Fleet, REPO, killFleet, portOf, startFleet, winfleet, writeStack } from "./support";
+import { CHROMIUM, exitOf, locate, skipUnlessInstalled, tempDir, writeContent } from "../support";
 
 const fleets: Fleet[] = [];
 const dirs: string[] = [];
@@ -66,7 +65,7 @@ describe("the status page in Chromium", { skip: skipUnlessInstalled(CHROMIUM) },
 
       writeStack(stack, { content, template: "shop", version: "2", hosts: 2 });
       const roll = spawn(process.execPath, [join(REPO, "bin", "winfleet.js"), "local", "up", "--stack", stack, "--state-dir", state], { stdio: "ignore" });
-      const rolled = new Promise<number | null>((resolve) => roll.on("exit", resolve));
+      const rolled = exitOf(roll);
       // Mid-rollout: local-1 is moving to shop 2 while local-2 still runs shop 1.
       await page.locator('tr[data-host="local-1"] td.template', { hasText: "shop 1 → shop 2" }).waitFor({ timeout: 15_000 });
       assert.equal(await page.locator('tr[data-host="local-2"] td.template').innerText(), "shop 1");

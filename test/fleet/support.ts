@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { exitOf, signalGroup } from "../support";
 
 export const REPO = join(__dirname, "..", "..");
 const WINFLEET = join(REPO, "bin", "winfleet.js");
@@ -51,7 +52,7 @@ export function startFleet(args: readonly string[]): Fleet {
   };
   child.stdout?.on("data", append);
   child.stderr?.on("data", append);
-  const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const exit = exitOf(child);
   return {
     child,
     output: () => out,
@@ -104,13 +105,7 @@ export function processesMentioning(needle: string): string[] {
 
 /** Kills a fleet's whole process group (test cleanup). */
 export function killFleet(f: Fleet | undefined): void {
-  if (f?.child.pid !== undefined && f.child.exitCode === null) {
-    try {
-      process.kill(-f.child.pid, "SIGKILL");
-    } catch {
-      // gone
-    }
-  }
+  if (f) signalGroup(f.child, "SIGKILL");
 }
 
 /** The port the fleet printed. */

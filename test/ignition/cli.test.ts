@@ -5,14 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { tempDir } from "../support";
 
 const agent = join(__dirname, "..", "..", "bin", "winfleet-agent.js");
 const run = (...args: string[]) => spawnSync(process.execPath, [agent, ...args], { encoding: "utf8" });
-const dir = mkdtempSync(join(tmpdir(), "cli-"));
+const dir = tempDir("cli-");
 const write = (name: string, doc: unknown): string => {
   const file = join(dir, name);
   writeFileSync(file, typeof doc === "string" ? doc : JSON.stringify(doc));
@@ -34,7 +34,7 @@ describe("winfleet-agent ignition", () => {
   });
 
   it("apply: exit 0 and the file is there with its mode", () => {
-    const root = mkdtempSync(join(tmpdir(), "root-"));
+    const root = tempDir("root-");
     const r = run("ignition", "apply", "--root", root, good);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(readFileSync(join(root, "etc", "app.conf"), "utf8"), "x=1\n");
@@ -42,7 +42,7 @@ describe("winfleet-agent ignition", () => {
   });
 
   it("apply: exit 1 and nothing written for an invalid config", () => {
-    const root = mkdtempSync(join(tmpdir(), "root-"));
+    const root = tempDir("root-");
     const r = run("ignition", "apply", "--root", root, bad);
     assert.equal(r.status, 1);
     assert.match(r.stderr, /path not absolute/);

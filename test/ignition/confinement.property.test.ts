@@ -16,17 +16,15 @@
  * with fast-check's shrunk case).
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import fc from "fast-check";
 import { errorMessage } from "../../agent/common/errors";
 import { applyIgnition, parseIgnition, renderV3, rootedMapper } from "../../agent/ignition";
-import { IGNITION, locate } from "../support/tools";
-import { type TreeNode, snapshotTree } from "../support/tree";
 import { IGNITION_OWN_FILES, prepareRoot, runCoreOsIgnition } from "./coreos";
 import { type ConfinementCase, configOf, confinementCase, coreosConfined, writeLayout, writeSentinel } from "./corpus-confinement";
+import { IGNITION, locate, scratchDir, snapshotTree, type TreeNode } from "../support";
 
 const FIXED_SEED = 20261125;
 const seedText = process.env.WINFLEET_PROPERTY_SEED;
@@ -36,8 +34,7 @@ const runs = Number(process.env.WINFLEET_PROPERTY_RUNS ?? 2000);
 const COMPARE_EVERY = Math.max(1, Number(process.env.WINFLEET_PROPERTY_COMPARE_EVERY ?? 8));
 const coreos = locate(IGNITION) !== undefined;
 
-const work = mkdtempSync(join(tmpdir(), "winfleet-confine-prop-"));
-after(() => rmSync(work, { recursive: true, force: true }));
+const work = scratchDir("winfleet-confine-prop-");
 
 interface Outcome {
   readonly beside: TreeNode[];

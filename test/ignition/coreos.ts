@@ -5,10 +5,9 @@
  * compare our apply with Ignition's own.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { IGNITION, IGNITION_VALIDATE } from "../support/tools";
+import { IGNITION, IGNITION_VALIDATE, tempDir } from "../support";
 
 /** The result of running Ignition. */
 export interface CoreOsRun {
@@ -24,7 +23,7 @@ let shim: string | undefined;
 // the root declares SELinux disabled-but-typed, and this stand-in accepts the list.
 function setfilesShim(): string {
   if (shim === undefined) {
-    shim = mkdtempSync(join(tmpdir(), "winfleet-setfiles-"));
+    shim = tempDir("winfleet-setfiles-");
     writeFileSync(join(shim, "setfiles"), "#!/bin/sh\ncat >/dev/null\nexit 0\n");
     chmodSync(join(shim, "setfiles"), 0o755);
   }
@@ -39,7 +38,7 @@ export function prepareRoot(root: string): void {
 
 /** Runs fetch-offline then files on `config` against `root` (already prepared). */
 export function runCoreOsIgnition(config: string, root: string): CoreOsRun {
-  const work = mkdtempSync(join(tmpdir(), "winfleet-coreos-"));
+  const work = tempDir("winfleet-coreos-");
   try {
     const configFile = join(work, "config.ign");
     writeFileSync(configFile, config);
@@ -60,7 +59,7 @@ export function runCoreOsIgnition(config: string, root: string): CoreOsRun {
 
 /** Runs `ignition-validate`; ok when it exits 0. */
 export function runIgnitionValidate(config: string): CoreOsRun {
-  const work = mkdtempSync(join(tmpdir(), "winfleet-validate-"));
+  const work = tempDir("winfleet-validate-");
   try {
     const file = join(work, "config.ign");
     writeFileSync(file, config);

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import { percentEncode } from "../../agent/ignition/data-url";
-import { Rng } from "../support/rng";
+import { Rng } from "../support";
 
 /** A node placed on the host before the config is applied. */
 export interface PreNode {

@@ -2,8 +2,8 @@
  * Generates spec 2.2.0 configs: `filesystem: "root"`, 2.x defaults (files
  * overwrite, unset modes), append as a boolean with repeated entries per path.
  */
-import { Rng } from "../support/rng";
 import { type ApplyCase, encodeResource } from "./corpus-apply";
+import { Rng } from "../support";
 
 /** `count` 2.2 cases from `seed`. */
 export function v22Corpus(seed: number, count: number): ApplyCase[] {

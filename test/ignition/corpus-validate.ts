@@ -6,8 +6,8 @@
  * sections, JSON types, versions and broken JSON. Some mutations leave the config
  * valid (unknown keys, sha256 in 3.1+), which is as much a check as rejection.
  */
-import { Rng } from "../support/rng";
 import { applyCorpus } from "./corpus-apply";
+import { Rng } from "../support";
 
 /** One parity case: the config text exactly as both validators read it. */
 export interface ValidateCase {

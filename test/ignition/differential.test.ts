@@ -6,21 +6,18 @@
  * having written nothing.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, symlinkSync, writeFileSync, chmodSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { errorMessage } from "../../agent/common/errors";
 import { applyIgnition, parseIgnition, renderV3, rootedMapper } from "../../agent/ignition";
-import { IGNITION, skipUnlessInstalled } from "../support/tools";
-import { snapshotTree } from "../support/tree";
 import { IGNITION_OWN_FILES, prepareRoot, runCoreOsIgnition } from "./coreos";
 import { type PreNode, applyCorpus } from "./corpus-apply";
 import { v22Corpus } from "./corpus-v22";
+import { IGNITION, scratchDir, skipUnlessInstalled, snapshotTree } from "../support";
 
 const skip = skipUnlessInstalled(IGNITION);
-const work = mkdtempSync(join(tmpdir(), "winfleet-diff-"));
-after(() => rmSync(work, { recursive: true, force: true }));
+const work = scratchDir("winfleet-diff-");
 
 function makeRoot(name: string, pre: readonly PreNode[]): string {
   const root = join(work, name);

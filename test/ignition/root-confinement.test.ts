@@ -6,10 +6,9 @@
  * the node lands where it puts it: absolute link targets re-rooted at the root.
  */
 import assert from "node:assert/strict";
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { AgentError } from "../../agent/common/errors";
 import { applyIgnition, parseIgnition, rootedMapper } from "../../agent/ignition";
 import { executePlan } from "../../agent/ignition/apply";
@@ -19,10 +18,9 @@ import { ledgerPath, removeComponentFiles } from "../../agent/lifecycle/files";
 import { stateDir, writeJournal } from "../../agent/lifecycle/journal";
 import { verifyHost } from "../../agent/lifecycle/verify";
 import type { Recorded } from "../../agent/lifecycle/store";
-import { snapshotTree } from "../support/tree";
+import { scratchDir, snapshotTree } from "../support";
 
-const work = mkdtempSync(join(tmpdir(), "winfleet-confine-"));
-after(() => rmSync(work, { recursive: true, force: true }));
+const work = scratchDir("winfleet-confine-");
 let counter = 0;
 
 /** A root and, beside it, an outside tree holding a secret file and a directory. */

@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ValidationError } from "../../agent/common/errors";
 import { parseIgnition } from "../../agent/ignition";
-import { IGNITION_VALIDATE, skipUnlessInstalled } from "../support/tools";
 import { runIgnitionValidate } from "./coreos";
 import { validateCorpus } from "./corpus-validate";
+import { IGNITION_VALIDATE, skipUnlessInstalled } from "../support";
 
 const skip = skipUnlessInstalled(IGNITION_VALIDATE);
 

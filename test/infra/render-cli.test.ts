@@ -6,18 +6,17 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { ValidationError } from "../../agent/common/errors";
 import { renderStack } from "../../infra/render";
 import { STACKS_DIR } from "../../infra/stack-file";
+import { scratchDir } from "../support";
 
 const REPO = join(__dirname, "..", "..");
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-render-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-render-");
 
 function render(args: readonly string[]): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [join(REPO, "bin", "winfleet.js"), "render", ...args], { cwd: REPO, encoding: "utf8", timeout: 120_000 });

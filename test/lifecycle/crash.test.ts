@@ -4,13 +4,14 @@
  * install that stops for a reboot) and at random moments: every restart must
  * converge to the same tree as an uninterrupted install, run every step at
  * least once, and never run again a step the journal had recorded done.
+ * Every agent here is the single-file bundle that ships (dist/agent), not the
+ * TypeScript sources through tsx: what is crash-tested is what is released.
  */
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { agent, applyUntilSettled, hostTree, tempDir, writeContent } from "../support/agent";
-import { Rng } from "../support/rng";
+import { agent, agentBundle, type AgentOptions, applyUntilSettled, hostTree, Rng, scratchDir, tempDir, writeContent } from "../support";
 
 // Every command appends its own name to runs.log, so the log says which steps ran and how often.
 const cmd = (id: string): string => `echo "${id}" >> "$WINFLEET_ROOT/runs.log"`;
@@ -71,11 +72,19 @@ const fresh = (): string => {
   return r;
 };
 
+const scratch = scratchDir("crash-bundle-");
+/** The released agent: its bundle's entry, with a code cache of its own. */
+let shipped: AgentOptions;
+
 describe("crashes during a full install", () => {
   let reference: Record<string, string>;
   before(async () => {
+    shipped = { entry: await agentBundle(scratch), env: { WINFLEET_CODE_CACHE: join(scratch, "code-cache") } };
+    assert.match(shipped.entry ?? "", /\/dist\/agent\/bin\/winfleet-agent\.js$/);
+    const version = await agent(["--version"], shipped);
+    assert.equal(version.code, 0, `the bundle does not run: ${version.stderr}`);
     const root = fresh();
-    const r = await applyUntilSettled(args(root));
+    const r = await applyUntilSettled(args(root), shipped);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.reboots, 1);
     reference = hostTree(root, skipLog);
@@ -94,7 +103,7 @@ describe("crashes during a full install", () => {
       let crashed = false;
       // The install, crashing at transition n wherever it falls (before or after its reboot).
       for (let i = 0; i < 5; i++) {
-        const r = await agent(["apply", ...args(root)], { env });
+        const r = await agent(["apply", ...args(root)], { ...shipped, env: { ...shipped.env, ...env } });
         if (r.signal === "SIGKILL") {
           crashed = true;
           break;
@@ -108,13 +117,13 @@ describe("crashes during a full install", () => {
         break;
       }
       const done = doneCommands(root);
-      const settled = await applyUntilSettled(args(root));
+      const settled = await applyUntilSettled(args(root), shipped);
       assert.equal(settled.code, 0, `after a crash at transition ${n}: ${settled.stderr}`);
       checkConverged(root, reference, done, `crash at transition ${n}`);
       rmSync(root, { recursive: true, force: true });
     }
     assert.ok(transitions >= 2 * ALL.length, `only ${transitions} journal transitions were crashed`);
-    t.diagnostic(`crashed at each of ${transitions} journal transitions`);
+    t.diagnostic(`crashed at each of ${transitions} journal transitions, running ${shipped.entry ?? ""}`);
   });
 
   it("kill -9 at random moments: each restart converges, nothing finished runs again", async () => {
@@ -130,10 +139,10 @@ describe("crashes during a full install", () => {
           // already finished
         }
       }, delay);
-      const first = await agent(["apply", ...args(root)], { onSpawn: (p) => (pid = p) });
+      const first = await agent(["apply", ...args(root)], { ...shipped, onSpawn: (p) => (pid = p) });
       clearTimeout(timer);
       const done = doneCommands(root);
-      const settled = await applyUntilSettled(args(root));
+      const settled = await applyUntilSettled(args(root), shipped);
       assert.equal(settled.code, 0, `round ${round} (kill after ${delay} ms, first run ${first.signal ?? String(first.code)}): ${settled.stderr}`);
       checkConverged(root, reference, done, `kill after ${delay} ms`);
       rmSync(root, { recursive: true, force: true });

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { agent, hostTree, tempDir, writeContent } from "../support/agent";
+import { agent, exitOf, hostTree, pollUntil, tempDir, writeContent } from "../support";
 
 const roots: string[] = [];
 const fresh = (): string => {
@@ -125,7 +125,7 @@ describe("the apply lock", () => {
     const root = fresh();
     const c = writeContent([{ name: "long", version: "1", metadata: { install: { commands: ['touch "$WINFLEET_ROOT/started"; sleep 3'] } } }], [{ name: "t", version: "1", packages: ["long_1"] }]);
     const first = agent(["apply", "--content", c, "--template", "t", "--root", root]);
-    for (let i = 0; i < 100 && !existsSync(join(root, "started")); i++) await new Promise((res) => setTimeout(res, 50));
+    await pollUntil(() => existsSync(join(root, "started")), 5000);
     const second = await agent(["apply", "--content", c, "--template", "t", "--root", root]);
     assert.equal(second.code, 1);
     assert.match(second.stderr, /another winfleet-agent holds .*lock: pid \d+ \(winfleet-agent apply\)/);
@@ -136,7 +136,7 @@ describe("the apply lock", () => {
     const root = fresh();
     const c = writeContent([{ name: "a", version: "1", metadata: { install: { commands: ["true"] } } }], [{ name: "t", version: "1", packages: ["a_1"] }]);
     const dead = spawn("true");
-    await new Promise((res) => dead.on("exit", res));
+    await exitOf(dead);
     mkdirSync(join(root, ".winfleet"), { recursive: true });
     writeFileSync(join(root, ".winfleet", "lock"), JSON.stringify({ pid: dead.pid, identity: "1", command: "winfleet-agent apply", host: hostname(), since: "2026-01-01T00:00:00Z" }));
     const r = await agent(["apply", "--content", c, "--template", "t", "--root", root]);

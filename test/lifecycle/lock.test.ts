@@ -6,19 +6,20 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { hostname, tmpdir } from "node:os";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { linuxProcessHost } from "../../agent/broker/process-host";
 import { acquireLock, lockEndpoint } from "../../agent/lifecycle/lock";
+import { exitOf, readUntil, sleep, tempDir } from "../support";
 
 const WORKER = join(__dirname, "lock-worker.ts");
 
 function contender(root: string, go: string, log: string, holdMs: number): { child: ChildProcess; code: Promise<number | null> } {
   const child = spawn(process.execPath, ["--import", "tsx", WORKER, root, go, log, String(holdMs)], { stdio: ["ignore", "ignore", "inherit"] });
-  return { child, code: new Promise((r) => child.once("exit", (c) => r(c))) };
+  return { child, code: exitOf(child) };
 }
 
 /** The most processes holding the lock at one time, from the +pid/-pid log. */
@@ -34,7 +35,7 @@ function overlap(log: string): number {
 
 describe("the apply lock", () => {
   it("is held by at most one of five agent processes started at once, over 6 rounds with a dead holder's record in place", async () => {
-    const root = mkdtempSync(join(tmpdir(), "winfleet-lock-"));
+    const root = tempDir("winfleet-lock-");
     for (let round = 0; round < 6; round++) {
       const go = join(root, `go-${round}`);
       const log = join(root, `log-${round}`);
@@ -43,7 +44,7 @@ describe("the apply lock", () => {
       // What a crashed agent leaves: a record naming a process that is gone.
       writeFileSync(join(root, ".winfleet", "lock"), JSON.stringify({ pid: 999_999_999, identity: "gone", command: "winfleet-agent apply", host: hostname(), since: "2026-01-01T00:00:00Z" }));
       const all = Array.from({ length: 5 }, () => contender(root, go, log, 300));
-      await new Promise((r) => setTimeout(r, 1500)); // every contender loaded and polling
+      await sleep(1500); // every contender loaded and polling
       writeFileSync(go, "");
       const codes = await Promise.all(all.map((c) => c.code));
       assert.equal(overlap(log), 1, `round ${round}: ${readFileSync(log, "utf8").replace(/\n/g, " ")} exit codes ${codes.join(",")}`);
@@ -54,11 +55,11 @@ describe("the apply lock", () => {
   it("goes to exactly one of four acquisitions started at once against a dead holder's record (300 trials)", async () => {
     // A probe as uneven as a real one: every contender judges the recorded holder dead, at slightly different times.
     const uneven = { identity: async (pid: number) => {
-      await new Promise((r) => setTimeout(r, Math.random() * 3));
+      await sleep(Math.random() * 3);
       return pid === process.pid ? "me" : undefined;
     } };
     for (let trial = 0; trial < 300; trial++) {
-      const root = mkdtempSync(join(tmpdir(), "winfleet-lock-"));
+      const root = tempDir("winfleet-lock-");
       mkdirSync(join(root, ".winfleet"));
       writeFileSync(join(root, ".winfleet", "lock"), JSON.stringify({ pid: 999_999_999, identity: "gone", command: "winfleet-agent apply", host: hostname(), since: "2026-01-01T00:00:00Z" }));
       const results = await Promise.allSettled([0, 1, 2, 3].map(() => acquireLock(root, "test", uneven)));
@@ -70,7 +71,7 @@ describe("the apply lock", () => {
   });
 
   it("names its endpoint with a key only the agent's user can read, so no one else can hold it first", async () => {
-    const root = mkdtempSync(join(tmpdir(), "winfleet-lock-"));
+    const root = tempDir("winfleet-lock-");
     const lock = await acquireLock(root, "test", linuxProcessHost);
     await lock.release();
     const key = join(root, ".winfleet", "lock-key");
@@ -88,13 +89,13 @@ describe("the apply lock", () => {
   });
 
   it("is free again as soon as its holder is killed", async () => {
-    const root = mkdtempSync(join(tmpdir(), "winfleet-lock-"));
+    const root = tempDir("winfleet-lock-");
     const go = join(root, "go");
     const log = join(root, "log");
     writeFileSync(go, "");
     writeFileSync(log, "");
     const holder = contender(root, go, log, 60_000);
-    for (let i = 0; i < 200 && !readFileSync(log, "utf8").startsWith("+"); i++) await new Promise((r) => setTimeout(r, 50));
+    await readUntil(log, /^\+/, 10_000);
     await assert.rejects(acquireLock(root, "test", linuxProcessHost), /another winfleet-agent holds/);
     holder.child.kill("SIGKILL");
     await holder.code;

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { REBOOT_STATUS, agent, tempDir, writeContent } from "../support/agent";
+import { agent, REBOOT_STATUS, tempDir, writeContent } from "../support";
 
 const log = (id: string): string => `echo "${id}" >> "$WINFLEET_ROOT/order.log"`;
 const roots: string[] = [];

@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { buildArchive } from "../../components/content-bundle";
-import { agent, applyUntilSettled, tempDir } from "../support/agent";
+import { agent, applyUntilSettled, tempDir } from "../support";
 
 const CONTENT = join(__dirname, "..", "..", "content");
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { chmodSync, existsSync, readFileSync, readdirSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { REBOOT_STATUS, agent, applyUntilSettled, hostTree, tempDir } from "../support/agent";
+import { agent, applyUntilSettled, hostTree, REBOOT_STATUS, tempDir } from "../support";
 
 const CONTENT = join(__dirname, "..", "..", "content");
 

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { agent, tempDir, writeContent } from "../support/agent";
+import { agent, tempDir, writeContent } from "../support";
 
 const roots: string[] = [];
 const fresh = (): string => {

@@ -10,15 +10,13 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { AGENT_VERSION } from "../../agent/version";
-import { REBOOT_STATUS, agent, tempDir, writeContent } from "../support/agent";
+import { agent, exitOf, killedAfterTests, pollUntil, REBOOT_STATUS, tempDir, writeContent } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 const CONTENT = join(REPO, "content");
 const roots: string[] = [];
-const children: ChildProcess[] = [];
+const children = killedAfterTests();
 after(() => {
-  // A test that failed half-way must not leave an agent running (it would keep this file alive).
-  for (const c of children) if (c.exitCode === null && c.pid !== undefined) process.kill(-c.pid, "SIGKILL");
   for (const r of roots) rmSync(r, { recursive: true, force: true });
 });
 
@@ -45,7 +43,7 @@ function startServe(config: string): Served {
     }
   });
   child.stderr?.resume();
-  const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const exit = exitOf(child);
   return {
     child,
     events,
@@ -144,7 +142,7 @@ describe("serve", () => {
     const file = join(dir, "agent.json");
     writeConfig(file, { content, template: "t", root, verifyIntervalSeconds: 0 });
     const first = startServe(file);
-    for (let i = 0; i < 200 && !existsSync(join(root, "started")); i++) await new Promise((r) => setTimeout(r, 25));
+    await pollUntil(() => existsSync(join(root, "started")), 5000, 25);
     first.child.kill("SIGTERM");
     assert.equal(await first.exit, 0);
     assert.equal(readFileSync(join(root, "runs.log"), "utf8"), "one\n", "it ran past the command it was in");

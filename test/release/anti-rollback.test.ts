@@ -6,25 +6,20 @@
  * event), raising the record for a newer one, and keeping one record per key.
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { ACCEPTED_VERSIONS_FILE, compareVersions } from "../../agent/release/anti-rollback";
 import { eventReport } from "../../agent/report/reports";
 import { parseAgentConfig } from "../../agent/service/config";
 import { signBundle, verifyBundle } from "../../agent/release/signing";
+import { type CliRun, runCli, scratchDir, serveUntil, signedRelease } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 const VERSION = (JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string }).version;
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-rollback-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-rollback-");
 
-const cli = (bin: "winfleet" | "winfleet-agent", args: readonly string[]): { code: number | null; stdout: string; stderr: string } => {
-  const r = spawnSync(process.execPath, [join(REPO, "bin", `${bin}.js`), ...args], { cwd: scratch, encoding: "utf8", timeout: 120_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-};
+const cli = (bin: "winfleet" | "winfleet-agent", args: readonly string[]): CliRun => runCli(bin, args, scratch);
 
 let release: string;
 let pub: string;
@@ -35,15 +30,7 @@ let fleetId: string;
 let otherId: string;
 
 before(async () => {
-  assert.equal(cli("winfleet", ["keys", "generate", "--out", join(scratch, "fleet")]).code, 0);
-  assert.equal(cli("winfleet", ["keys", "generate", "--out", join(scratch, "other")]).code, 0);
-  pub = join(scratch, "fleet.pub");
-  otherPub = join(scratch, "other.pub");
-  fleetKey = readFileSync(join(scratch, "fleet.key"), "utf8");
-  otherKey = readFileSync(join(scratch, "other.key"), "utf8");
-  release = join(scratch, "release");
-  const r = cli("winfleet", ["release", "--out", release, "--key", join(scratch, "fleet.key"), "--content", join(REPO, "content")]);
-  assert.equal(r.code, 0, r.stderr);
+  ({ release, pub, otherPub, fleetKey, otherKey } = signedRelease(scratch));
   fleetId = (await verifyBundle(join(release, "content"), readFileSync(pub, "utf8"))).keyId;
   otherId = (await signBundle(mkdtempSync(join(scratch, "probe-")), otherKey)).keyId;
 });
@@ -56,7 +43,7 @@ async function contentAt(name: string, version: string | undefined, key = fleetK
   return dir;
 }
 
-function apply(content: string, root: string, extra: readonly string[] = []): ReturnType<typeof cli> {
+function apply(content: string, root: string, extra: readonly string[] = []): CliRun {
   return cli("winfleet-agent", ["apply", "--content", content, "--template", "sandbox@1.0.0", "--root", root, "--node-name", "rollback-1", "--public-key", pub, ...extra]);
 }
 
@@ -176,17 +163,6 @@ describe("content on a node that pins the key", () => {
     });
   });
 
-  /** Runs `serve` on `config` until `done(stderr)` or it exits (bounded: seconds), and returns its stderr. */
-  async function serve(config: string, done: (stderr: string) => boolean): Promise<string> {
-    const child = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    for (let i = 0; i < 300 && !done(stderr) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
-    child.kill();
-    if (child.exitCode === null) await new Promise((r) => child.once("close", r));
-    return stderr;
-  }
-
   it("serve refuses older content from its config, and takes it with allowDowngrade there, logged", async () => {
     const host = join(scratch, "host-serve");
     assert.equal(apply(join(release, "content"), host).code, 194);
@@ -194,11 +170,11 @@ describe("content on a node that pins the key", () => {
     const config = join(scratch, "serve.json");
     const settings = { content: await contentAt("serve-old", "0.0.1"), template: "sandbox", templateVersion: "1.0.0", root: host, publicKey: readFileSync(pub, "utf8"), verifyIntervalSeconds: 0 };
     writeFileSync(config, JSON.stringify(settings));
-    const refused = await serve(config, (e) => /cannot apply/.test(e));
+    const refused = await serveUntil(config, (e) => /cannot apply/.test(e));
     assert.match(refused, /"msg":"cannot apply","error":"[^"]*serve-old is refused as a downgrade: it is version 0\.0\.1, and this node has already accepted content version/);
     assert.equal(record(host).keys[fleetId]?.content, VERSION);
     writeFileSync(config, JSON.stringify({ ...settings, allowDowngrade: true }));
-    const allowed = await serve(config, (e) => /downgrade allowed/.test(e) && record(host).keys[fleetId]?.content === "0.0.1");
+    const allowed = await serveUntil(config, (e) => /downgrade allowed/.test(e) && record(host).keys[fleetId]?.content === "0.0.1");
     assert.match(allowed, /"msg":"downgrade allowed","kind":"content"/);
     assert.equal(record(host).keys[fleetId]?.content, "0.0.1");
   });
@@ -214,7 +190,7 @@ describe("up on a node that pins the key", () => {
   const install = join(scratch, "install");
   const root = join(scratch, "host-up");
   const broker = join(scratch, "broker.yaml");
-  const up = (bundle: string, extra: readonly string[] = []): ReturnType<typeof cli> =>
+  const up = (bundle: string, extra: readonly string[] = []): CliRun =>
     cli("winfleet-agent", ["up", "--bundle", bundle, "--install-dir", install, "--config", broker, "--manager", "pidfile", "--public-key", pub, "--root", root, "--timeout", "60", ...extra]);
 
   /** The release's agent, as version `version` (its package.json and its signature). */

@@ -8,16 +8,15 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { builtinModules } from "node:module";
 import { basename, join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { assertAscii, buildBundles } from "../../agent/release/build";
 import { LAZY_BUILTINS } from "../../agent/release/lazy-builtins";
+import { scratchDir } from "../support";
 
 const REPO = join(__dirname, "..", "..");
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-bundle-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-bundle-");
 
 const node = (args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = scratch): { code: number | null; stdout: string; stderr: string } => {
   const r = spawnSync(process.execPath, args, { cwd, encoding: "utf8", timeout: 60_000, env: { PATH: process.env.PATH ?? "", HOME: scratch, WINFLEET_CODE_CACHE: "off", ...env } });

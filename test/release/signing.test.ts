@@ -5,41 +5,33 @@
  * and nothing changed on the host.
  */
 import assert from "node:assert/strict";
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { agentServiceRegistration } from "../../components/agent-service";
 import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
 import { parsePowerShell } from "../../agent/content/powershell-syntax";
 import { ValidationError } from "../../agent/common/errors";
 import { loadCatalog } from "../../agent/content/catalog";
 import { BundleVerificationError, SIGNATURE_FILE, signBundle, verifyBundle } from "../../agent/release/signing";
+import { type CliRun, runCli, scratchDir, serveUntil, signedRelease } from "../support";
 
 const REPO = join(__dirname, "..", "..");
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-signing-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-signing-");
 
-const cli = (bin: "winfleet" | "winfleet-agent", args: readonly string[]): { code: number | null; stdout: string; stderr: string } => {
-  const r = spawnSync(process.execPath, [join(REPO, "bin", `${bin}.js`), ...args], { cwd: scratch, encoding: "utf8", timeout: 120_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-};
+const cli = (bin: "winfleet" | "winfleet-agent", args: readonly string[]): CliRun => runCli(bin, args, scratch);
 
 let release: string;
 let pub: string;
 let otherKey: string;
 
 before(() => {
-  assert.equal(cli("winfleet", ["keys", "generate", "--out", join(scratch, "fleet")]).code, 0);
-  assert.equal(cli("winfleet", ["keys", "generate", "--out", join(scratch, "other")]).code, 0);
-  pub = join(scratch, "fleet.pub");
-  otherKey = readFileSync(join(scratch, "other.key"), "utf8");
-  release = join(scratch, "release");
-  const r = cli("winfleet", ["release", "--out", release, "--key", join(scratch, "fleet.key"), "--content", join(REPO, "content")]);
-  assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /agent\/ \(\d+ files\) and content\/ \(\d+ files\), signed with key/);
+  const made = signedRelease(scratch);
+  ({ release, pub, otherKey } = made);
+  assert.match(made.stdout, /agent\/ \(\d+ files\) and content\/ \(\d+ files\), signed with key/);
 });
 
 /** A copy of the signed content, changed by `edit`. */
@@ -50,7 +42,7 @@ async function contentCopy(name: string, edit: (dir: string) => unknown = () => 
   return dir;
 }
 
-function apply(content: string, root: string, extra: readonly string[] = ["--public-key", pub]): ReturnType<typeof cli> {
+function apply(content: string, root: string, extra: readonly string[] = ["--public-key", pub]): CliRun {
   return cli("winfleet-agent", ["apply", "--content", content, "--template", "sandbox@1.0.0", "--root", root, "--node-name", "signed-1", ...extra]);
 }
 
@@ -140,13 +132,8 @@ describe("a node that pins the key", () => {
     const config = join(scratch, "serve.json");
     const content = await contentCopy("serve-tampered", (d) => writeFileSync(join(d, "extra.json"), "{}\n"));
     writeFileSync(config, JSON.stringify({ content, template: "sandbox", templateVersion: "1.0.0", root, publicKey: readFileSync(pub, "utf8"), verifyIntervalSeconds: 0 }));
-    const serve = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    serve.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     // Bounded: the refusal is logged at start-up, within seconds.
-    for (let i = 0; i < 300 && !/tampered with/.test(stderr) && serve.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
-    serve.kill();
-    await new Promise((r) => serve.once("close", r));
+    const stderr = await serveUntil(config, (e) => /tampered with/.test(e));
     assert.match(stderr, /"msg":"cannot apply","error":"[^"]*serve-tampered was tampered with: extra\.json was added after signing"/);
     assert.ok(!existsSync(join(root, "winfleet")) && !existsSync(join(root, ".winfleet", "journal.json")), "the host was changed");
   });

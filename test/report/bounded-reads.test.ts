@@ -7,21 +7,20 @@
  * http sources and the content archive download are held to the same bounds.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { type Server, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { stringify } from "yaml";
 import { AgentError } from "../../agent/common/errors";
 import { resolveResource } from "../../agent/ignition/fetch";
 import type { Resource } from "../../agent/ignition/model";
 import { MAX_RESPONSE_BYTES, NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
 import { downloadBounded } from "../../agent/service/retarget";
+import { scratchDir } from "../support";
 
-const dir = mkdtempSync(join(tmpdir(), "winfleet-bounded-"));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = scratchDir("winfleet-bounded-");
 const GIB = 1024 * 1024 * 1024;
 
 /** A loopback server answering every request with `answer`; closes its connections when closed. */

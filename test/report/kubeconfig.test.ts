@@ -7,18 +7,17 @@
  * cannot honour is refused by the path of the value.
  */
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { stringify } from "yaml";
 import { ValidationError } from "../../agent/common/errors";
 import { credentialsFor, loadKubeconfig } from "../../agent/report/kubeconfig";
 import { type NodeApi, NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
 import { type Pki, makePki, apiServer as server } from "./tls-fixtures";
+import { scratchDir } from "../support";
 
-const dir = mkdtempSync(join(tmpdir(), "winfleet-kubeconfig-"));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = scratchDir("winfleet-kubeconfig-");
 let pki: Pki;
 
 let n = 0;

@@ -8,20 +8,18 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { type AddressInfo, connect, createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { stringify } from "yaml";
 import { ValidationError } from "../../agent/common/errors";
 import { execClusterInfo, loadKubeconfig } from "../../agent/report/kubeconfig";
 import { type NodeApi, NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
-import { MICROSOCKS, SOCAT, TINYPROXY, type Tool, locate, skipUnlessInstalled } from "../support/tools";
 import { type Pki, apiServer, makePki } from "./tls-fixtures";
+import { freePort, locate, MICROSOCKS, portOpen, skipUnlessInstalled, SOCAT, tempDir, TINYPROXY, type Tool, waitFor } from "../support";
 
 const skip = skipUnlessInstalled(TINYPROXY, MICROSOCKS, SOCAT);
-const dir = mkdtempSync(join(tmpdir(), "winfleet-proxy-"));
+const dir = tempDir("winfleet-proxy-");
 const children: ChildProcess[] = [];
 let pki: Pki;
 
@@ -33,27 +31,12 @@ after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** A port nothing listens on now. */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-/** Resolves once `port` accepts a connection; gives up after 5 s. */
+/** Resolves once `port` accepts a connection; gives up after 5 s, or when `child` exits first. */
 async function listening(port: number, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  await waitFor(async () => {
     if (child.exitCode !== null) throw new Error(`${child.spawnfile} exited with ${child.exitCode}`);
-    const up = await new Promise<boolean>((r) => {
-      const c = connect(port, "127.0.0.1", () => r(true)).on("error", () => r(false));
-      c.on("connect", () => c.destroy());
-    });
-    if (up) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`nothing listens on ${port} after 5 s`);
+    return portOpen(port);
+  }, 5000, `something to listen on ${port}`);
 }
 
 /** Starts `tool`, kept until the tests end; resolves once it listens on `port`. */

@@ -6,30 +6,21 @@
  * overflowing, and rate-limited.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { silentLogger as silent } from "../../agent/common/log";
 import type { LifecycleEvent } from "../../agent/lifecycle/events";
 import { nodeApiFromKubeconfig } from "../../agent/report/node-api";
 import { Reporter, type ReporterOptions } from "../../agent/report/reporter";
 import { NODE, type Received, apiServer, kubeconfig } from "./fake-api";
+import { scratchDir, sleep, waitFor } from "../support";
 
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-report-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-report-");
 
 function reporter(port: number, queueDir: string, extra: Partial<ReporterOptions> = {}): Reporter {
   const file = kubeconfig(port, scratch);
   return new Reporter({ api: () => nodeApiFromKubeconfig(file, 2000), nodeName: NODE, namespace: "default", queueDir, queueLimit: 1000, eventsPerSecond: 1000, burst: 1000, maxBackoffMs: 100, stopTimeoutMs: 2000, log: silent, ...extra });
-}
-
-async function until(what: string, check: () => boolean): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 const at = (): string => new Date().toISOString();
@@ -48,7 +39,7 @@ describe("the Kubernetes reporter", () => {
     const r = reporter(api.port, join(scratch, "q1"));
     r.start();
     for (const e of converged) r.event(e);
-    await until("three events and the node state", () => api.got.events.length === 3 && api.got.statusPatches.length >= 1);
+    await waitFor(() => api.got.events.length === 3 && api.got.statusPatches.length >= 1, 5000, "three events and the node state", 25);
     await r.stop();
     await api.close();
     assert.deepEqual(api.got.refused, []);
@@ -74,9 +65,9 @@ describe("the Kubernetes reporter", () => {
     const names = ["a", "b", "c", "d", "e"];
     for (const n of names) r.event(installed(`component-${n}`));
     assert.equal(readdirSync(dir).filter((f) => f.endsWith(".json")).length, 5, "every report on disk before event() returned");
-    await new Promise((res) => setTimeout(res, 300));
+    await sleep(300);
     const api = await apiServer(port);
-    await until("all five events", () => api.got.events.length === 5);
+    await waitFor(() => api.got.events.length === 5, 5000, "all five events", 25);
     await r.stop();
     await api.close();
     assert.deepEqual(api.got.events.map((e) => e.message), names.map((n) => `Installed component-${n} 1.0.0`));
@@ -96,7 +87,7 @@ describe("the Kubernetes reporter", () => {
     const api = await apiServer(port);
     const second = reporter(port, dir);
     second.start();
-    await until("the earlier run's events", () => api.got.events.length === 3);
+    await waitFor(() => api.got.events.length === 3, 5000, "the earlier run's events", 25);
     await second.stop();
     await api.close();
     assert.deepEqual(api.got.events.map((e) => e.message), ["Installed x 1.0.0", "Installed y 1.0.0", "Installed z 1.0.0"]);
@@ -113,7 +104,7 @@ describe("the Kubernetes reporter", () => {
     for (let i = 0; i < 24; i++) r.event(installed(`c${i}`));
     assert.ok(readdirSync(dir).filter((f) => f.endsWith(".json")).length <= 10);
     const api = await apiServer(port);
-    await until("the queue to drain", () => r.queued === 0);
+    await waitFor(() => r.queued === 0, 5000, "the queue to drain", 25);
     await r.stop();
     await api.close();
     assert.equal(api.got.events.length, 10);
@@ -153,7 +144,7 @@ describe("the Kubernetes reporter", () => {
     });
     r.start();
     for (let i = 0; i < 6; i++) r.event(installed(`r${i}`));
-    await until("six events", () => api.got.events.length === 6);
+    await waitFor(() => api.got.events.length === 6, 5000, "six events", 25);
     await r.stop();
     await api.close();
     assert.ok(waits.reduce((a, b) => a + b, 0) >= 2000, `4 requests past a burst of 2 at 2/s wait 2 s in all (waited ${waits.join(", ")} ms)`);

@@ -8,21 +8,18 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, it } from "node:test";
-import { REBOOT_STATUS, tempDir } from "../support/agent";
 import { NODE, apiServer, kubeconfig } from "./fake-api";
+import { exitOf, killedAfterTests, pollUntil, REBOOT_STATUS, tempDir } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 const dir = tempDir("serve-report-");
-const children: ChildProcess[] = [];
-after(() => {
-  for (const c of children) if (c.exitCode === null && c.pid !== undefined) process.kill(-c.pid, "SIGKILL");
-  rmSync(dir, { recursive: true, force: true });
-});
+const children = killedAfterTests();
+after(() => rmSync(dir, { recursive: true, force: true }));
 
 function serve(config: string): { child: ChildProcess; exit: Promise<number | null> } {
   const child = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], { cwd: REPO, stdio: "ignore", detached: true });
   children.push(child);
-  return { child, exit: new Promise((resolve) => child.on("exit", (code) => resolve(code))) };
+  return { child, exit: exitOf(child) };
 }
 
 it("serve reports its apply, reboot and convergence to the Node", async () => {
@@ -33,9 +30,9 @@ it("serve reports its apply, reboot and convergence to the Node", async () => {
   writeFileSync(config, JSON.stringify({ content: join(REPO, "content"), template: "sandbox", templateVersion: "1.0.0", root, nodeName: NODE, kubeconfig: kubeconfig(api.port, dir), report: { stopTimeoutSeconds: 5 } }));
   assert.equal(await serve(config).exit, REBOOT_STATUS, "stops for the sandbox's reboot");
   const second = serve(config);
-  for (let i = 0; i < 400 && !api.got.events.some((e) => e.reason === "Converged"); i++) await new Promise((r) => setTimeout(r, 50));
+  await pollUntil(() => api.got.events.some((e) => e.reason === "Converged"), 20_000);
   const condition = (): Record<string, string> | undefined => (api.got.statusPatches.at(-1)?.status as { conditions: Record<string, string>[] } | undefined)?.conditions[0];
-  for (let i = 0; i < 100 && condition()?.status !== "True"; i++) await new Promise((r) => setTimeout(r, 50));
+  await pollUntil(() => condition()?.status === "True", 5000);
   second.child.kill("SIGTERM");
   await second.exit;
   await api.close();

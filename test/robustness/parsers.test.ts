@@ -5,15 +5,15 @@
  * must apply or fail with a catalog error having written nothing.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import fc from "fast-check";
 import { AgentError, ValidationError } from "../../agent/common/errors";
 import { parseMetadata, parseTemplate } from "../../agent/content/load";
 import { repairMissingCommas } from "../../agent/content/lenient-json";
 import { applyIgnition, parseIgnition, rootedMapper } from "../../agent/ignition";
+import { scratchDir } from "../support";
 
 const json = fc.jsonValue({ maxDepth: 3 });
 /** A value of `arb`, or with odds 1 in `noise` some other JSON value, or null. */
@@ -82,8 +82,7 @@ function typed<T>(parse: () => T): T | undefined {
   }
 }
 
-const work = mkdtempSync(join(tmpdir(), "fuzz-"));
-after(() => rmSync(work, { recursive: true, force: true }));
+const work = scratchDir("fuzz-");
 let rootNo = 0;
 
 describe("parsers under 10,000+ generated malformed inputs", () => {

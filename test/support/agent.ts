@@ -5,9 +5,9 @@
  * description, and host trees read back for comparison.
  */
 import { type SpawnOptions, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, lstatSync, readlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, readdirSync, lstatSync, readlinkSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { tempDir } from "./temp";
 
 const REPO = join(__dirname, "..", "..");
 const AGENT = join(REPO, "bin", "winfleet-agent.js");
@@ -23,11 +23,17 @@ export interface AgentRun {
   readonly stderr: string;
 }
 
+/** How to run the agent: its environment, and `entry`, the file node runs (default: the checkout's launcher, bin/winfleet-agent.js). */
+export interface AgentOptions {
+  readonly env?: NodeJS.ProcessEnv;
+  readonly entry?: string;
+}
+
 /** Runs `winfleet-agent <args>`; `onSpawn` gets the pid (to kill it mid-run). */
-export function agent(args: readonly string[], options: { env?: NodeJS.ProcessEnv; onSpawn?: (pid: number) => void; input?: string } = {}): Promise<AgentRun> {
+export function agent(args: readonly string[], options: AgentOptions & { onSpawn?: (pid: number) => void; input?: string } = {}): Promise<AgentRun> {
   return new Promise((resolve, reject) => {
     const spawnOptions: SpawnOptions = { cwd: REPO, env: { ...process.env, ...options.env }, stdio: ["pipe", "pipe", "pipe"], detached: true };
-    const child = spawn(process.execPath, [AGENT, ...args], spawnOptions);
+    const child = spawn(process.execPath, [options.entry ?? AGENT, ...args], spawnOptions);
     let stdout = "";
     let stderr = "";
     child.stdout?.on("data", (c: Buffer) => (stdout += c.toString()));
@@ -40,10 +46,10 @@ export function agent(args: readonly string[], options: { env?: NodeJS.ProcessEn
 }
 
 /** Runs apply until it stops asking for a reboot (as a supervisor restarting the agent would). */
-export async function applyUntilSettled(args: readonly string[], env?: NodeJS.ProcessEnv, limit = 10): Promise<AgentRun & { reboots: number }> {
+export async function applyUntilSettled(args: readonly string[], options: AgentOptions = {}, limit = 10): Promise<AgentRun & { reboots: number }> {
   let reboots = 0;
   for (let i = 0; i < limit; i++) {
-    const r = await agent(["apply", ...args], { env });
+    const r = await agent(["apply", ...args], options);
     if (r.code !== REBOOT_STATUS) return { ...r, reboots };
     reboots++;
   }
@@ -69,7 +75,7 @@ export interface TemplateSpec {
 }
 
 /** Writes a content source tree and returns its directory. */
-export function writeContent(components: readonly ComponentSpec[], templates: readonly TemplateSpec[], dir = mkdtempSync(join(tmpdir(), "content-"))): string {
+export function writeContent(components: readonly ComponentSpec[], templates: readonly TemplateSpec[], dir = tempDir("content-")): string {
   for (const c of components) {
     const base = join(dir, "components", c.name, c.version);
     mkdirSync(join(base, "files"), { recursive: true });
@@ -104,9 +110,4 @@ export function hostTree(root: string, skip: (rel: string) => boolean = () => fa
   };
   walk(root);
   return out;
-}
-
-/** A fresh temporary directory. */
-export function tempDir(prefix: string): string {
-  return mkdtempSync(join(tmpdir(), prefix));
 }

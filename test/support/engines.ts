@@ -5,13 +5,10 @@
  * it, saying so; in CI it fails them (set-up must have built it).
  */
 import { type SpawnOptions, spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { connect } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type Engine, EngineMissingError, findEngines } from "../../agent/cluster/engines";
 import { type ControlPlane, startControlPlane } from "../../agent/cluster/control-plane";
 import { type PulumiProject as BasePulumiProject, pulumiProject as basePulumiProject } from "../../agent/cluster/pulumi-project";
+import { tempDir } from "./temp";
 
 /** The engines, or a skip reason (throws in CI). */
 export function enginesOrSkip(...names: string[]): Record<string, Engine> | string {
@@ -37,18 +34,6 @@ export async function startTestControlPlane(engines: Record<string, Engine>): Pr
       kubeControllerManager: k8s.binaries["kube-controller-manager"] ?? "",
       kubeScheduler: k8s.binaries["kube-scheduler"] ?? "",
     },
-  });
-}
-
-/** Whether something listens on 127.0.0.1:`port` (a server left behind, or one still up). */
-export async function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
-    s.once("connect", () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once("error", () => resolve(false));
   });
 }
 
@@ -88,7 +73,7 @@ export interface PulumiProject extends BasePulumiProject {
 
 /** A project copy in a new temporary directory, with the CLI set-up built. */
 export function pulumiProject(engines: Record<string, Engine>, extraEnv: NodeJS.ProcessEnv = {}): PulumiProject {
-  const base = mkdtempSync(join(tmpdir(), "winfleet-pulumi-"));
+  const base = tempDir("winfleet-pulumi-");
   const project = basePulumiProject(engines, base, { PULUMI_CONFIG_PASSPHRASE: "winfleet-test-passphrase", ...extraEnv });
   const cli = engines.pulumi?.binaries.pulumi ?? "pulumi";
   return {

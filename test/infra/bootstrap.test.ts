@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { scriptFacts } from "../agent/content/powershell-facts";
-import { powerShellSyntaxErrors } from "../agent/content/powershell-syntax";
-import { agentConfigSchema } from "../agent/service/config";
-import { bootstrapHash, renderBootstrap, type BootstrapArgs } from "./bootstrap";
-import { DEFAULT_NODE_RUNTIME } from "./node-runtime";
+import { scriptFacts } from "../../agent/content/powershell-facts";
+import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
+import { agentConfigSchema } from "../../agent/service/config";
+import { bootstrapHash, renderBootstrap, type BootstrapArgs } from "../../components/bootstrap";
+import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
 
 const blob = { kind: "url", url: "https://sa.blob.core.windows.net/winfleet/content.tgz", sha256: "c".repeat(64), auth: "none" } as const;
 const args: BootstrapArgs = {

@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { archiveDirectory } from "./content-archive";
+import { describe, it } from "node:test";
+import { archiveDirectory } from "../../components/content-archive";
+import { scratchDir } from "../support";
 
-const work = mkdtempSync(join(tmpdir(), "archive-"));
-after(() => rmSync(work, { recursive: true, force: true }));
+const work = scratchDir("archive-");
 
 describe("the content archive", () => {
   const src = join(work, "src");

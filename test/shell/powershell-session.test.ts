@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { powerShellSyntaxErrors } from "../content/powershell-syntax";
-import { PWSH, skipUnlessInstalled } from "../../test/support/tools";
-import { PowerShellSession } from "./powershell-session";
-import { invocationLine, isolatedScript, powerShellInvoker } from "./powershell-wrapper";
+import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
+import { PowerShellSession } from "../../agent/shell/powershell-session";
+import { invocationLine, isolatedScript, powerShellInvoker } from "../../agent/shell/powershell-wrapper";
+import { PWSH, skipUnlessInstalled, tempDir } from "../support";
 
 const T = 60_000;
 
@@ -27,7 +26,7 @@ describe("the PowerShell runner with a real pwsh", { skip: skipUnlessInstalled(P
   let dir: string;
   let ps: PowerShellSession;
   before(() => {
-    dir = mkdtempSync(join(tmpdir(), "ps-runner-"));
+    dir = tempDir("ps-runner-");
     ps = new PowerShellSession({ cwd: dir });
   });
   after(async () => {

@@ -1,18 +1,18 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtempSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { type IncomingHttpHeaders, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { after, before, describe, it } from "node:test";
-import { AgentError } from "../common/errors";
-import { applyIgnition } from "./apply";
-import { resolveResource } from "./fetch";
-import type { Resource } from "./model";
-import { parseIgnition } from "./parse";
-import { rootedMapper } from "./paths";
+import { AgentError } from "../../agent/common/errors";
+import { applyIgnition } from "../../agent/ignition/apply";
+import { resolveResource } from "../../agent/ignition/fetch";
+import type { Resource } from "../../agent/ignition/model";
+import { parseIgnition } from "../../agent/ignition/parse";
+import { rootedMapper } from "../../agent/ignition/paths";
+import { tempDir } from "../support";
 
 const body = Buffer.from("payload from the server\n");
 const sha512 = (b: Buffer): string => createHash("sha512").update(b).digest("hex");
@@ -69,7 +69,7 @@ describe("resolveResource over http", () => {
   });
 
   it("reads bundle:/// sources from the content bundle and refuses escapes", async () => {
-    const bundle = mkdtempSync(join(tmpdir(), "bundle-"));
+    const bundle = tempDir("bundle-");
     mkdirSync(join(bundle, "files"));
     writeFileSync(join(bundle, "files", "x.ps1"), body);
     assert.deepEqual(await resolveResource(resource("bundle:///files/x.ps1"), { bundleRoot: bundle }), body);
@@ -80,7 +80,7 @@ describe("resolveResource over http", () => {
 
 describe("applyIgnition", () => {
   it("writes nothing when any resource of the config fails to fetch", async () => {
-    const root = mkdtempSync(join(tmpdir(), "apply-"));
+    const root = tempDir("apply-");
     const { config } = parseIgnition(JSON.stringify({
       ignition: { version: "3.3.0" },
       storage: { files: [

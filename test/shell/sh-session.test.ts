@@ -1,27 +1,18 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ShSession } from "./sh-session";
-import { OUTPUT_LIMIT } from "./shell";
+import { ShSession } from "../../agent/shell/sh-session";
+import { OUTPUT_LIMIT } from "../../agent/shell/shell";
+import { alive, pollUntil, tempDir } from "../support";
 
 const T = 10_000;
-
-// Alive and not a zombie: a killed child whose parent died too waits for init to reap it.
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
 
 describe("the POSIX sh runner", () => {
   let dir: string;
   let sh: ShSession;
   before(() => {
-    dir = mkdtempSync(join(tmpdir(), "sh-runner-"));
+    dir = tempDir("sh-runner-");
     sh = new ShSession({ cwd: dir });
   });
   after(async () => {
@@ -105,7 +96,7 @@ describe("the POSIX sh runner", () => {
     assert.equal(r.timedOut, true);
     assert.equal(r.exitCode, null);
     const child = Number(readFileSync(pidFile, "utf8"));
-    for (let i = 0; i < 50 && alive(child); i++) await new Promise((res) => setTimeout(res, 20));
+    await pollUntil(() => !alive(child), 1000, 20);
     assert.equal(alive(child), false, "the command's background child survived the timeout");
     const after = await sh.run({ command: "echo $$; echo fine", env: {}, timeoutMs: T });
     assert.equal(after.exitCode, 0);

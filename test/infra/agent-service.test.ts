@@ -9,12 +9,12 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { type ScriptFacts, scriptFacts } from "../agent/content/powershell-facts";
-import { powerShellSyntaxErrors } from "../agent/content/powershell-syntax";
-import { restartServiceScript } from "../agent/upgrade/service-manager.win32";
-import { AGENT_FAILURE_ACTIONS, AGENT_NSSM, AGENT_SERVICE, agentServiceFunction, agentServiceRegistration, renderServiceRegistrationScript } from "./agent-service";
-import { type BootstrapArgs, renderBootstrap } from "./bootstrap";
-import { DEFAULT_NODE_RUNTIME } from "./node-runtime";
+import { type ScriptFacts, scriptFacts } from "../../agent/content/powershell-facts";
+import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
+import { restartServiceScript } from "../../agent/upgrade/service-manager.win32";
+import { AGENT_FAILURE_ACTIONS, AGENT_NSSM, AGENT_SERVICE, agentServiceFunction, agentServiceRegistration, renderServiceRegistrationScript } from "../../components/agent-service";
+import { type BootstrapArgs, renderBootstrap } from "../../components/bootstrap";
+import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
 
 const args: BootstrapArgs = {
   node: DEFAULT_NODE_RUNTIME,
@@ -46,7 +46,7 @@ describe("the agent service in the rendered bootstrap", () => {
 
   it("hosts Node.js under the pinned NSSM, with NSSM exiting (not restarting) so the SCM is the one supervisor", async () => {
     assert.ok(s.includes(`Get-Pinned -Url '${AGENT_NSSM.url}' -ExpectedHash '${AGENT_NSSM.sha256.toUpperCase()}'`));
-    const pinned = JSON.parse(readFileSync(join(__dirname, "..", "content", "components", "winfleet-common", "1.0.0", "files", "k", "winfleet", "common", "artifacts.json"), "utf8")) as { artifacts: { name: string; url: string; sha256: string }[] };
+    const pinned = JSON.parse(readFileSync(join(__dirname, "..", "..", "content", "components", "winfleet-common", "1.0.0", "files", "k", "winfleet", "common", "artifacts.json"), "utf8")) as { artifacts: { name: string; url: string; sha256: string }[] };
     assert.deepEqual(pinned.artifacts.find((a) => a.name === "nssm"), { ...pinned.artifacts.find((a) => a.name === "nssm"), url: AGENT_NSSM.url, sha256: AGENT_NSSM.sha256 }, "the NSSM the content pins");
     const f = await scriptFacts(s);
     const settings = f.assignments.find((a) => a.variable === "settings" && a.inFunction === "Register-WinfleetAgentService");
@@ -106,10 +106,10 @@ describe("a release's service registration and the Pester copy", () => {
   });
 
   it("test/windows/AgentService.ps1, which the Windows workflow's Pester tests run, is the rendered function", () => {
-    const copy = readFileSync(join(__dirname, "..", "test", "windows", "AgentService.ps1"), "utf8");
+    const copy = readFileSync(join(__dirname, "..", "windows", "AgentService.ps1"), "utf8");
     const body = copy.replace(/^(#[^\n]*\n)+/, "");
     assert.equal(body, agentServiceFunction(), "copy agentServiceFunction()'s output (after the header comment) into test/windows/AgentService.ps1");
-    const pester = readFileSync(join(__dirname, "..", "test", "windows", "WinfleetCommon.Tests.ps1"), "utf8");
+    const pester = readFileSync(join(__dirname, "..", "windows", "WinfleetCommon.Tests.ps1"), "utf8");
     assert.match(pester, /\. \(Join-Path \$PSScriptRoot 'AgentService\.ps1'\)/);
     assert.match(pester, /Register-WinfleetAgentService @registration \| Should -BeTrue\n\s+Register-WinfleetAgentService @registration \| Should -BeFalse/);
     assert.match(pester, /Stop-Process -Id \$first -Force/);

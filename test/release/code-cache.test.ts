@@ -5,16 +5,15 @@
  * pruned to the most recently used.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { BUNDLE_HEAD, BUNDLE_TAIL, MAX_ENTRIES, MAX_IDLE_DAYS, cacheEntry, cacheKeyDigest, pruneCodeCache, runBundle } from "./code-cache";
+import { describe, it } from "node:test";
+import { BUNDLE_HEAD, BUNDLE_TAIL, MAX_ENTRIES, MAX_IDLE_DAYS, cacheEntry, cacheKeyDigest, pruneCodeCache, runBundle } from "../../agent/release/code-cache";
+import { scratchDir } from "../support";
 
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-code-cache-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-code-cache-");
 
 const seen = globalThis as { winfleetCodeCacheTest?: string };
 
@@ -62,7 +61,7 @@ describe("a bundle the build made (BUNDLE_HEAD ... BUNDLE_TAIL)", () => {
     const cache = join(scratch, "built-cache");
     // Each run in a process of its own: the entry is written as the process exits. (tsx turns source
     // maps on, which sends runBundle to Node's own loader.)
-    const runner = `process.setSourceMapsEnabled(false); const use = require(${JSON.stringify(join(__dirname, "code-cache"))}).runBundle(${JSON.stringify(lib)}, "built", { WINFLEET_CODE_CACHE: ${JSON.stringify(cache)} }); console.log(JSON.stringify([use, globalThis.winfleetCodeCacheTest]));`;
+    const runner = `process.setSourceMapsEnabled(false); const use = require(${JSON.stringify(join(__dirname, "..", "..", "agent", "release", "code-cache"))}).runBundle(${JSON.stringify(lib)}, "built", { WINFLEET_CODE_CACHE: ${JSON.stringify(cache)} }); console.log(JSON.stringify([use, globalThis.winfleetCodeCacheTest]));`;
     const uses: string[] = [];
     for (let i = 0; i < 2; i++) {
       const r = spawnSync(process.execPath, ["--import", "tsx", "-e", runner], { encoding: "utf8" });

@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, utimesSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { powerShellSyntaxErrors } from "../content/powershell-syntax";
-import { type DiagnoseContext, runCollectors } from "./collector";
+import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
+import { type DiagnoseContext, runCollectors } from "../../agent/diagnose/collector";
 import {
   EVENT_LOGS,
   agentTaskScript,
@@ -16,7 +15,8 @@ import {
   powershell,
   servicesScript,
   windowsCollectors,
-} from "./system-collectors.win32";
+} from "../../agent/diagnose/system-collectors.win32";
+import { tempDir } from "../support";
 
 describe("the Windows collectors (as data)", () => {
   it("every script parses with zero PowerShell syntax errors, quoted names included", async () => {
@@ -46,7 +46,7 @@ describe("the Windows collectors (as data)", () => {
 
 describe("a log directory", () => {
   it("absent is a component this host does not run (not a failure); present, its recent files are collected", async () => {
-    const root = mkdtempSync(join(tmpdir(), "logdir-"));
+    const root = tempDir("logdir-");
     mkdirSync(join(root, "var", "log", "kubelet"), { recursive: true });
     writeFileSync(join(root, "var", "log", "kubelet", "kubelet.log"), "E1125 node not ready\n");
     writeFileSync(join(root, "var", "log", "kubelet", "kubelet.old.log"), "old\n");

@@ -5,17 +5,16 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { readKey } from "../service/lifecycle-setup";
-import { loadAgentConfig } from "../service/config";
-import { ed25519KeyProblem, ed25519PrivateKeyProblem } from "./ed25519-key";
-import { ValidationError } from "./errors";
+import { describe, it } from "node:test";
+import { readKey } from "../../agent/service/lifecycle-setup";
+import { loadAgentConfig } from "../../agent/service/config";
+import { ed25519KeyProblem, ed25519PrivateKeyProblem } from "../../agent/common/ed25519-key";
+import { ValidationError } from "../../agent/common/errors";
+import { scratchDir } from "../support";
 
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-key-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-key-");
 
 const ed = generateKeyPairSync("ed25519");
 const pem = {

@@ -6,14 +6,13 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { type OutputShape, assertReplaceable, replaceDirectory } from "./output-dir";
+import { describe, it } from "node:test";
+import { type OutputShape, assertReplaceable, replaceDirectory } from "../../agent/common/output-dir";
+import { scratchDir } from "../support";
 
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-output-dir-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-output-dir-");
 
 const shape: OutputShape = { what: "a test output", marker: "index.json", owns: (e) => e.isDirectory() || e.name === "index.json" };
 

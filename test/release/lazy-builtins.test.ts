@@ -6,16 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type * as Esbuild from "esbuild";
-import { importExternal } from "../common/import-external";
-import { lazyBuiltins } from "./lazy-builtins";
+import { importExternal } from "../../agent/common/import-external";
+import { lazyBuiltins } from "../../agent/release/lazy-builtins";
+import { scratchDir } from "../support";
 
-const dir = mkdtempSync(join(tmpdir(), "winfleet-lazy-"));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = scratchDir("winfleet-lazy-");
 
 const PROBE = `
 const loaded = (m) => process.moduleLoadList.includes("NativeModule " + m);

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { powerShellSyntaxErrors } from "../content/powershell-syntax";
+import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
 import { AGENT_SERVICE } from "../../components/agent-service";
-import { restartServiceCommand, restartServiceScript } from "./service-manager.win32";
+import { restartServiceCommand, restartServiceScript } from "../../agent/upgrade/service-manager.win32";
 
 describe("the Windows service manager (as data)", () => {
   it("restarts the service the bootstrap registers, not a scheduled task", () => {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { z } from "zod";
-import { agentConfigSchema } from "../service/config";
-import { REDACTED, redactSecrets, secretField } from "./secret-fields";
+import { agentConfigSchema } from "../../agent/service/config";
+import { REDACTED, redactSecrets, secretField } from "../../agent/common/secret-fields";
 
 describe("redactSecrets", () => {
   it("hides the agent config's secrets by the schema's mark, keeping their names and everything else", () => {

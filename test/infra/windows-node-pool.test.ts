@@ -5,22 +5,20 @@
  * receive them).
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
-import { contentAccountOf, nodeConfigOf, readFleet } from "../infra/program";
-import { type Rendered, renderStack } from "../infra/render";
-import { STACKS_DIR } from "../infra/stack-file";
-import { realKubeconfig } from "../test/support/kubeconfig";
-import { COMMAND_LIMIT, decodeExtensionCommand } from "./extension-command";
-import { DEFAULT_NODE_RUNTIME } from "./node-runtime";
-import { BLOB_READER_ROLE, SECRETS_USER_ROLE, WindowsNodePool, poolIdentity } from "./windows-node-pool";
+import { contentAccountOf, nodeConfigOf, readFleet } from "../../infra/program";
+import { type Rendered, renderStack } from "../../infra/render";
+import { STACKS_DIR } from "../../infra/stack-file";
+import { COMMAND_LIMIT, decodeExtensionCommand } from "../../components/extension-command";
+import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
+import { BLOB_READER_ROLE, SECRETS_USER_ROLE, WindowsNodePool, poolIdentity } from "../../components/windows-node-pool";
+import { realKubeconfig, scratchDir } from "../support";
 
-const scratch = mkdtempSync(join(tmpdir(), "winfleet-pool-"));
-after(() => rmSync(scratch, { recursive: true, force: true }));
+const scratch = scratchDir("winfleet-pool-");
 
 type Pool = Record<string, unknown>;
 let n = 0;

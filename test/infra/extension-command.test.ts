@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { powerShellSyntaxErrors } from "../agent/content/powershell-syntax";
-import { COMMAND_LIMIT, decodeExtensionCommand, extensionCommand, extensionScript } from "./extension-command";
-import { realKubeconfig } from "../test/support/kubeconfig";
-import { secretsLine } from "./node-secrets";
+import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
+import { COMMAND_LIMIT, decodeExtensionCommand, extensionCommand, extensionScript } from "../../components/extension-command";
+import { realKubeconfig } from "../support";
+import { secretsLine } from "../../components/node-secrets";
 
 const HASH = "a".repeat(64);
 // A service-account token (a JWT) as large as a real one.

@@ -1,11 +1,11 @@
 /* eslint-disable @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access -- the tests edit provider-shaped inputs in place */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { renderStack } from "../infra/render";
-import { type PolicyResource, type Violation, boundedMaxUnavailable, runPolicies } from "./policies";
+import { renderStack } from "../../infra/render";
+import { type PolicyResource, type Violation, boundedMaxUnavailable, runPolicies } from "../../policy/policies";
+import { tempDir } from "../support";
 
 // Pulumi's marker for a secret in resource inputs: a policy sees the value inside.
 const SIG = "4dabf18193072939515e22adb298388d";
@@ -91,9 +91,9 @@ describe("the policy pack over what the program really deploys", () => {
   });
 
   it("refuses public IPs on Windows nodes unless the pool is allowed, as the program renders them", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "winfleet-policy-"));
+    const dir = tempDir("winfleet-policy-");
     for (const stack of ["dev", "rke2"]) {
-      const text = readFileSync(join(__dirname, "..", "stacks", `Pulumi.${stack}.yaml`), "utf8").replace("registerTaint: true", "registerTaint: true\n        publicIp: true").replace("dir: content", `dir: ${join(__dirname, "..", "content")}`);
+      const text = readFileSync(join(__dirname, "..", "..", "stacks", `Pulumi.${stack}.yaml`), "utf8").replace("registerTaint: true", "registerTaint: true\n        publicIp: true").replace("dir: content", `dir: ${join(__dirname, "..", "..", "content")}`);
       writeFileSync(join(dir, `Pulumi.${stack}.yaml`), text);
     }
     const vmss = (await renderStack("dev", { dir })).raw.map((r) => ({ type: r.type, name: r.name, props: unwrap(r.inputs) as Record<string, unknown> }));

@@ -6,16 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type * as Esbuild from "esbuild";
-import { importExternal } from "../common/import-external";
-import { wrappedPackages } from "./wrapped-packages";
+import { importExternal } from "../../agent/common/import-external";
+import { wrappedPackages } from "../../agent/release/wrapped-packages";
+import { scratchDir } from "../support";
 
-const dir = mkdtempSync(join(tmpdir(), "winfleet-wrapped-"));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = scratchDir("winfleet-wrapped-");
 
 function files(tree: Record<string, string>): void {
   for (const [path, text] of Object.entries(tree)) {
