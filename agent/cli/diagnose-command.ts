@@ -11,6 +11,7 @@ import { writeFileAtomic } from "../common/atomic-file";
 import { AgentError, AgentErrorCode, errorMessage } from "../common/errors";
 import { archiveOf, diagnose } from "../diagnose/diagnose";
 import { formatSummary, summarize } from "../diagnose/summary";
+import { frameArchive } from "../diagnose/transport";
 import { loadAgentConfig } from "../service/config";
 import { defaultRunDir } from "./broker-commands";
 import { defaultRoot } from "./lifecycle-setup";
@@ -49,7 +50,7 @@ export function registerDiagnoseCommand(program: Command): void {
   program
     .command("diagnose")
     .description("collect the node's evidence (status, journal, logs, drift, broker processes, config without secrets, system state) into one tar.gz")
-    .option("--out <file>", "the archive to write (default: winfleet-diagnose-<node>-<time>.tar.gz here; with --summary, none unless given)")
+    .option("--out <file>", "the archive to write (default: winfleet-diagnose-<node>-<time>.tar.gz here; with --summary, none unless given); - prints it framed for a container log, as winfleet diagnose NODE reads it")
     .option("--since <duration>", "how far back logs go, e.g. 30m, 2h, 7d", "24h")
     .option("--root <dir>", "host root whose .winfleet state to read (default: the config's root, else the system drive's root)")
     .option("--config <file>", `the agent config (default on Windows: ${WINDOWS_AGENT_CONFIG})`)
@@ -82,6 +83,12 @@ export function registerDiagnoseCommand(program: Command): void {
           runDir: defaultRunDir(),
         });
         let text = "";
+        if (flags.out === "-") {
+          // Text, not raw bytes: the archive crosses a container log (see diagnose/transport.ts).
+          if (flags.summary) process.stderr.write(formatSummary(summarize(d)));
+          finish(0, frameArchive(archiveOf(d)));
+          return;
+        }
         if (flags.out || !flags.summary) {
           const stamp = d.manifest.createdAt.replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
           const out = resolve(flags.out ?? `winfleet-diagnose-${d.manifest.host}-${stamp}.tar.gz`);
