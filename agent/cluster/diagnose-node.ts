@@ -153,7 +153,7 @@ function podTrouble(pod: Pod): string | undefined {
     return `failed${s.reason ? `: ${s.reason}` : ""}${s.message ? ` — ${s.message}` : ""}${t ? ` (the agent exited ${t.exitCode}${t.reason ? `, ${t.reason}` : ""})` : ""}`;
   }
   const unschedulable = s.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False");
-  if (unschedulable) return `unschedulable: ${unschedulable.reason ?? ""} ${unschedulable.message ?? ""}`.trim();
+  if (unschedulable) return `is unschedulable: ${unschedulable.reason ?? ""} ${unschedulable.message ?? ""}`.trim();
   const waiting = state?.waiting;
   if (waiting?.reason && STUCK.has(waiting.reason)) return `cannot start: ${waiting.reason}${waiting.message ? ` — ${waiting.message}` : ""}`;
   return undefined;
@@ -192,7 +192,7 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
       const pod = await api.json<Pod>("GET", podPath).catch((e: unknown) => refused(e, `reading pod ${name}`));
       phase = pod.status?.phase ?? "Pending";
       const trouble = podTrouble(pod);
-      if (trouble && phase !== "Failed") throw failure(`the diagnose pod ${namespace}/${name} on ${o.node} is ${trouble}`);
+      if (trouble && phase !== "Failed") throw failure(`the diagnose pod ${namespace}/${name} on ${o.node} ${trouble}`);
       if (phase === "Running" || phase === "Succeeded" || phase === "Failed") break;
       await sleep(500, signal);
     }
@@ -234,7 +234,7 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
       phase = pod.status?.phase ?? phase;
       if (phase === "Running" && Date.now() < deadlineAt) continue;
       const said = reader.other.slice(-5).join("\n  ");
-      const trouble = podTrouble(pod) ?? `${phase.toLowerCase()} without printing the archive`;
+      const trouble = podTrouble(pod) ?? `ended (${phase}) without printing the archive`;
       throw failure(`the diagnose pod ${namespace}/${name} on ${o.node} ${trouble}${said ? `; it said:\n  ${said}` : ""}`);
     }
   } finally {
