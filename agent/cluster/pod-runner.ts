@@ -13,7 +13,9 @@
  * command (`winfleet-agent` to the host's agent), and `$(NAME)` is expanded from the container's
  * environment and the host's. Not supported: hostPath, secret and projected volumes, liveness
  * and startup probes, resource limits, restarts of exited containers (a pod of restartPolicy
- * Always whose container exits stays Running; OnFailure is treated as Never).
+ * Always whose container exits stays Running; OnFailure is treated as Never). A container is its
+ * first process: processes it starts are not ended with it (no job object or cgroup holds them),
+ * and they stay in the fleet's process group, so a fleet killed outright takes them along.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, rm, writeFile } from "node:fs/promises";
@@ -253,14 +255,13 @@ export class PodRunner {
 
   /** Records a container's end once its output is in its log, and ends the pod when it was the last. */
   private async watchExit(r: Running, c: Container, child: ChildProcess, log: ContainerLogWriter): Promise<void> {
-    const [code] = await Promise.all([
-      new Promise<number>((resolve) => {
-        child.once("error", () => resolve(128));
-        child.once("exit", (c2, signal) => resolve(c2 ?? (signal ? 137 : 1)));
-      }),
-      child.stdout ? log.attach(child.stdout, "stdout") : undefined,
-      child.stderr ? log.attach(child.stderr, "stderr") : undefined,
-    ]);
+    const logged = Promise.all([child.stdout && log.attach(child.stdout, "stdout"), child.stderr && log.attach(child.stderr, "stderr")]);
+    const code = await new Promise<number>((resolve) => {
+      child.once("error", () => resolve(128));
+      child.once("exit", (c2, signal) => resolve(c2 ?? (signal ? 137 : 1)));
+    });
+    // Its last output, unless a process it left behind holds the pipes open: then it has ended all the same.
+    await Promise.race([logged, new Promise((res) => setTimeout(res, 2000).unref())]);
     if (r.stopped) return;
     r.exited.set(c.name, { code, at: now() });
     if (r.exited.size === r.pod.spec.containers.length) {
