@@ -9,8 +9,12 @@
 import { createHash } from "node:crypto";
 
 const MAGIC = "winfleet-diagnose";
-/** Base64 characters per data line (bytes = 3/4 of it): short enough for any log line limit. */
-const LINE = 76;
+/**
+ * Base64 characters per data line (3 KiB of archive): under the 16 KiB a container runtime
+ * writes as one log entry, and long enough that the log file — which the kubelet rotates at
+ * `containerLogMaxSize`, 10 MiB by default — is not much larger than the base64 itself.
+ */
+const LINE = 4096;
 
 /** `data` as the framed text `winfleet-agent diagnose --out -` prints. */
 export function frameArchive(data: Buffer): string {
