@@ -161,8 +161,13 @@ function podTrouble(pod: Pod): string | undefined {
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
   });
 
 /** Fetches the node's archive through the cluster and writes it to `out`. */
@@ -174,6 +179,8 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
   const deadlineAt = Date.now() + o.timeoutMs;
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), o.timeoutMs);
+  // A refusal before the pod exists must not leave the process waiting for this.
+  timer.unref();
   const signal = AbortSignal.any([o.signal, timeout.signal]);
   const spec = diagnosePod({ node: o.node, namespace, image: upgrader.image, sandbox: upgrader.sandbox, timeoutMs: o.timeoutMs, ...(o.since ? { since: o.since } : {}) });
   const created = await api.json<Pod>("POST", `/api/v1/namespaces/${enc(namespace)}/pods`, spec).catch((e: unknown) => refused(e, `creating the diagnose pod in ${namespace}`));

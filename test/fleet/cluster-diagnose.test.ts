@@ -6,10 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { parseAllDocuments, stringify } from "yaml";
 import { KubeClient } from "../../agent/cluster/kube-client";
 import { operatorApi } from "../../agent/cluster/operator-api";
 import { entryJson, unpack } from "../diagnose/support";
@@ -91,6 +92,44 @@ describe("winfleet diagnose NODE through the local cluster", { skip: typeof engi
     assert.match(last, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z \S/);
     assert.equal(last.slice(last.indexOf(" ") + 1), `${all.trimEnd().split("\n").pop() ?? ""}\n`);
     assert.equal(await read("&limitBytes=5"), all.slice(0, 5));
+  });
+
+  it("needs no more than the permissions docs/troubleshooting.md lists, and names them when one is missing", async () => {
+    // The RBAC exactly as the page gives it, bound to a ServiceAccount the operator's kubeconfig uses.
+    const page = readFileSync(join(REPO, "docs", "troubleshooting.md"), "utf8");
+    const block = /The permissions the kubeconfig's identity needs, as RBAC:\n\n```yaml\n([\s\S]*?)```/.exec(page)?.[1];
+    assert.ok(block, "the RBAC block in docs/troubleshooting.md");
+    const [clusterRole, role] = parseAllDocuments(block).map((d) => d.toJS() as { metadata: { name: string } });
+    assert.ok(clusterRole && role);
+    await kube.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", clusterRole);
+    await kube.post("/apis/rbac.authorization.k8s.io/v1/namespaces/winfleet-system/roles", role);
+    await kube.post("/api/v1/namespaces/default/serviceaccounts", { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "operator" } });
+    const subjects = [{ kind: "ServiceAccount", name: "operator", namespace: "default" }];
+    await kube.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name: "operator-diagnose" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole.metadata.name }, subjects });
+    const token = (await kube.post<{ status: { token: string } }>("/api/v1/namespaces/default/serviceaccounts/operator/token", { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } })).status.token;
+    const ca = /certificate-authority-data: (\S+)/.exec(readFileSync(kubeconfig(), "utf8"))?.[1] ?? "";
+    const operator = join(dir, "operator.kubeconfig");
+    writeFileSync(operator, stringify({
+      apiVersion: "v1", kind: "Config", "current-context": "operator",
+      clusters: [{ name: "local", cluster: { server: kube.server, "certificate-authority-data": ca } }],
+      users: [{ name: "operator", user: { token } }],
+      contexts: [{ name: "operator", context: { cluster: "local", user: "operator" } }],
+    }));
+
+    const without = await diagnose(["local-1", "--kubeconfig", operator, "--out", join(dir, "no.tar.gz")]);
+    assert.equal(without.code, 1, without.stdout + without.stderr);
+    assert.match(without.stderr, /forbidden — the kubeconfig's identity needs: get nodes; list daemonsets\.apps, create\/get\/delete pods and get pods\/log in the namespace/);
+
+    await kube.post("/apis/rbac.authorization.k8s.io/v1/namespaces/winfleet-system/rolebindings", { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: "operator-diagnose" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name }, subjects });
+    const out = join(dir, "as-operator.tar.gz");
+    const r = await kube.waitFor(async () => {
+      // RBAC caches for a moment after a binding is made.
+      const x = await diagnose(["local-1", "--kubeconfig", operator, "--out", out]);
+      return x.code === 0 || !/forbidden/.test(x.stderr) ? x : undefined;
+    }, 60_000, "the operator's diagnose to be allowed");
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(entryJson<{ host: string }>(unpack(out), "manifest.json").host, "local-1");
+    await kube.waitFor(async () => (await diagnosePods()).length === 0, 30_000, "the diagnose pod to be deleted");
   });
 
   it("refuses a node that does not exist, naming the nodes there are", async () => {
