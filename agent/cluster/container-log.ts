@@ -82,12 +82,15 @@ export interface LogQuery {
   readonly tailLines?: number;
   readonly limitBytes?: number;
   readonly timestamps?: boolean;
+  /** Only entries written at or after this time (`sinceTime`, or now less `sinceSeconds`). */
+  readonly since?: Date;
 }
 
 /** One entry of a CRI log file as served: its text (a full line ends in a newline). */
-function render(entry: string, timestamps: boolean): string | undefined {
+function render(entry: string, timestamps: boolean, since?: Date): string | undefined {
   const m = /^(\S+) (stdout|stderr) ([FP]) ?(.*)$/.exec(entry);
   if (!m) return undefined;
+  if (since && Date.parse(m[1] ?? "") < since.getTime()) return undefined;
   const text = `${m[4] ?? ""}${m[3] === "F" ? "\n" : ""}`;
   return timestamps ? `${m[1]} ${text}` : text;
 }
@@ -118,9 +121,12 @@ export async function readContainerLog(
   let offset = first.length;
   let entries = decoder.write(first).split("\n");
   let partial = entries.pop() ?? "";
+  // As the kubelet: the time bound first, then the tail of what is left.
+  const since = query.since;
+  if (since) entries = entries.filter((e) => render(e, false, since) !== undefined);
   if (query.tailLines !== undefined) entries = query.tailLines > 0 ? entries.slice(-query.tailLines) : [];
   for (const e of entries) {
-    const text = render(e, query.timestamps === true);
+    const text = render(e, query.timestamps === true, query.since);
     if (text !== undefined && !(await emit(text))) return;
   }
   if (!query.follow) return;
@@ -137,7 +143,7 @@ export async function readContainerLog(
         const lines = (partial + decoder.write(buf.subarray(0, bytesRead))).split("\n");
         partial = lines.pop() ?? "";
         for (const e of lines) {
-          const text = render(e, query.timestamps === true);
+          const text = render(e, query.timestamps === true, query.since);
           if (text !== undefined && !(await emit(text))) return;
         }
         continue;

@@ -183,6 +183,7 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
   timer.unref();
   const signal = AbortSignal.any([o.signal, timeout.signal]);
   const spec = diagnosePod({ node: o.node, namespace, image: upgrader.image, sandbox: upgrader.sandbox, timeoutMs: o.timeoutMs, ...(o.since ? { since: o.since } : {}) });
+  if (o.signal.aborted) throw failure("interrupted before the diagnose pod was made");
   const created = await api.json<Pod>("POST", `/api/v1/namespaces/${enc(namespace)}/pods`, spec).catch((e: unknown) => refused(e, `creating the diagnose pod in ${namespace}`));
   const name = created.metadata.name;
   const podPath = `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}`;

@@ -1,7 +1,7 @@
 /**
  * The part of a kubelet's HTTPS API the API server uses for `kubectl logs` (the `pods/log`
  * subresource): `GET /containerLogs/{namespace}/{pod}/{container}` with `follow`, `tailLines`,
- * `limitBytes` and `timestamps`, served from the container log files the pod runner writes.
+ * `limitBytes`, `timestamps`, `sinceSeconds` and `sinceTime` (`previous` finds none), served from the container log files the pod runner writes.
  *
  * As a kubelet with `serverTLSBootstrap` and webhook authentication and authorization: its
  * serving certificate comes from a `kubernetes.io/kubelet-serving` CSR made with the node's own
@@ -104,9 +104,20 @@ function logQuery(params: URLSearchParams): LogQuery | string {
   };
   const tailLines = int("tailLines", 0);
   const limitBytes = int("limitBytes", 1);
+  const sinceSeconds = int("sinceSeconds", 1);
   if (typeof tailLines === "string") return tailLines;
   if (typeof limitBytes === "string") return limitBytes;
-  return { follow: flag("follow"), timestamps: flag("timestamps"), ...(tailLines !== undefined ? { tailLines } : {}), ...(limitBytes !== undefined ? { limitBytes } : {}) };
+  if (typeof sinceSeconds === "string") return sinceSeconds;
+  const sinceTime = params.get("sinceTime");
+  if (sinceTime !== null && Number.isNaN(Date.parse(sinceTime))) return `sinceTime=${sinceTime}: expected an RFC 3339 time`;
+  const since = sinceTime !== null ? new Date(sinceTime) : sinceSeconds !== undefined ? new Date(Date.now() - sinceSeconds * 1000) : undefined;
+  return {
+    follow: flag("follow"),
+    timestamps: flag("timestamps"),
+    ...(tailLines !== undefined ? { tailLines } : {}),
+    ...(limitBytes !== undefined ? { limitBytes } : {}),
+    ...(since ? { since } : {}),
+  };
 }
 
 /** Starts the API on a free port of `address`. */
@@ -149,6 +160,8 @@ async function handle(o: KubeletApiOptions, req: IncomingMessage, res: ServerRes
   const [, namespace = "", pod = "", container = ""] = parts;
   const query = logQuery(url.searchParams);
   if (typeof query === "string") return fail(res, 400, query);
+  // Containers here are never restarted, so there is never a previous one.
+  if (["true", "1"].includes(url.searchParams.get("previous") ?? "")) return fail(res, 400, `previous terminated container "${container}" in pod "${pod}" not found`);
   const source = o.logs();
   const containers = source?.containersOf(namespace, pod);
   if (!source || !containers) return fail(res, 404, `pod "${pod}" does not exist`);

@@ -108,7 +108,7 @@ describe("the node stand-in's kubelet API", { skip: typeof engines === "string" 
     assert.match(readFileSync(join(dir, "node-a", "kubelet-serving.key"), "utf8"), /PRIVATE KEY/);
   });
 
-  it("serves a finished pod's stdout and stderr through pods/log, with tailLines, timestamps and limitBytes", async () => {
+  it("serves a finished pod's stdout and stderr through pods/log, with tailLines, timestamps, limitBytes and since", async () => {
     await pod("done", "echo one; echo two >&2; printf 'three'; exit 3");
     const p = await phase("done", "Failed");
     assert.deepEqual(p.status.containerStatuses?.[0]?.state.terminated, { ...p.status.containerStatuses?.[0]?.state.terminated, exitCode: 3, reason: "Error" });
@@ -117,6 +117,10 @@ describe("the node stand-in's kubelet API", { skip: typeof engines === "string" 
     assert.equal(await logs("done", "&limitBytes=3"), all.slice(0, 3));
     const tail = await logs("done", "&tailLines=1&timestamps=true");
     assert.match(tail, /^\d{4}-\d\d-\d\dT[\d:.]+Z \w+\n$/);
+    assert.equal(await logs("done", `&sinceTime=${new Date(Date.now() + 60_000).toISOString()}`), "", "nothing written after a time to come");
+    assert.equal(await logs("done", "&sinceSeconds=3600"), all);
+    const previous = await logs("done", "&previous=true").then(() => "", (e: unknown) => String(e));
+    assert.match(previous, /previous terminated container "main" in pod "done" not found/);
     await pod("ok", "echo fine");
     await phase("ok", "Succeeded");
     assert.equal(await logs("ok"), "fine\n");
