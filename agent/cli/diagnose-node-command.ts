@@ -55,9 +55,14 @@ export function registerDiagnoseNodeCommand(program: Command): void {
       const stamp = new Date().toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
       const out = resolve(flags.out ?? `winfleet-diagnose-${node}-${stamp}.tar.gz`);
       const interrupt = new AbortController();
-      const onSignal = (): void => interrupt.abort();
-      process.once("SIGINT", onSignal);
-      process.once("SIGTERM", onSignal);
+      // The first signal stops the fetch and deletes the pod; a second one leaves at once.
+      const onSignal = (): void => {
+        if (!interrupt.signal.aborted) return interrupt.abort();
+        process.stderr.write(`error: interrupted again: the diagnose pod may be left; delete it with kubectl -n ${flags.namespace} delete pods -l app.kubernetes.io/name=winfleet-diagnose\n`);
+        process.exit(130);
+      };
+      process.on("SIGINT", onSignal);
+      process.on("SIGTERM", onSignal);
       try {
         const api = await operatorApi(kubeconfig);
         const r = await diagnoseNode({

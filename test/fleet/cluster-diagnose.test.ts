@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -130,6 +131,26 @@ describe("winfleet diagnose NODE through the local cluster", { skip: typeof engi
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.equal(entryJson<{ host: string }>(unpack(out), "manifest.json").host, "local-1");
     await kube.waitFor(async () => (await diagnosePods()).length === 0, 30_000, "the diagnose pod to be deleted");
+  });
+
+  it("on Ctrl-C, deletes its pod, writes nothing and exits 130", async () => {
+    const out = join(dir, "interrupted.tar.gz");
+    const child = spawn(process.execPath, [join(REPO, "bin", "winfleet.js"), "diagnose", "local-1", "--kubeconfig", kubeconfig(), "--out", out], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    let sent = false;
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    // Interrupted once its pod exists: the node is collecting (it takes seconds), nothing is read yet.
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+      if (!sent && /^pod winfleet-system\/\S+ on local-1/m.test(stderr)) sent = child.kill("SIGINT");
+    });
+    const killer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+    const code = await exited;
+    clearTimeout(killer);
+    assert.equal(code, 130, stderr);
+    assert.match(stderr, /error: interrupted while .*; pod winfleet-system\/winfleet-diagnose-local-1-\w+ deleted/);
+    assert.equal(existsSync(out), false);
+    await kube.waitFor(async () => (await diagnosePods()).length === 0, 30_000, "the interrupted diagnose pod to be deleted");
   });
 
   it("refuses a node that does not exist, naming the nodes there are", async () => {
