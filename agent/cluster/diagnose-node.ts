@@ -113,8 +113,9 @@ async function upgraderFor(api: OperatorApi, namespace: string, node: Node): Pro
 /** The pod: bound to the node, as SYSTEM on the host, ending by itself, seeing nothing of the API. */
 export function diagnosePod(o: { node: string; namespace: string; image: string; sandbox: boolean; since?: string; timeoutMs: number }): Record<string, unknown> {
   const deadline = Math.max(30, Math.ceil(o.timeoutMs / 1000));
-  // Each source gets a share of the time, so the agent finishes, with what it has, before the deadline.
-  const perSource = `${Math.max(5, Math.min(30, Math.floor(deadline / 4)))}s`;
+  // Each source gets a share of the time, so the agent finishes, with what it has, before the deadline:
+  // some 26 sources on Windows, four at a time, are seven rounds at most.
+  const perSource = `${Math.max(3, Math.min(30, Math.floor(deadline / 10)))}s`;
   const agentArgs = ["diagnose", "--out", "-", "--timeout", perSource, ...(o.since ? ["--since", o.since] : [])];
   const command = o.sandbox
     ? ["winfleet-agent", ...agentArgs, "--config", "$(WINFLEET_AGENT_CONFIG)"]
