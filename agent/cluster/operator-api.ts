@@ -38,7 +38,7 @@ export async function operatorApi(file: string, timeoutMs = 30_000): Promise<Ope
     const c = credentialsFor(kc, exec && (await exec.get()));
     const all = { ...c.headers, ...headers };
     const tls: ServerTls = { ...(c.ca ? { ca: c.ca } : {}), ...(c.cert ? { cert: c.cert, key: c.key } : {}), ...(c.servername ? { servername: c.servername } : {}), rejectUnauthorized: c.rejectUnauthorized };
-    const options = kc.proxy ? proxied(url, kc.proxy, tls, { method, headers: all, timeout }, timeout) : { method, headers: all, timeout, ...tls };
+    const options = kc.proxy ? proxied(url, kc.proxy, tls, { method, headers: all, timeout }, timeout || timeoutMs) : { method, headers: all, timeout, ...tls };
     return { url, options };
   };
 
