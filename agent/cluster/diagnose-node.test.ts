@@ -26,6 +26,7 @@ interface Cluster {
   phases?: Record<string, unknown>[];
   log?: string;
   forbidPods?: boolean;
+  streamError?: Error;
 }
 
 /** An API server's answers for one node, recording what was created and deleted. */
@@ -48,6 +49,7 @@ function fakeApi(c: Cluster) {
       return ok({});
     },
     stream(_path: string, onText: (t: string) => void): Promise<void> {
+      if (c.streamError) return Promise.reject(c.streamError);
       if (c.log !== undefined) onText(c.log);
       return Promise.resolve();
     },
@@ -118,6 +120,12 @@ describe("winfleet diagnose NODE", () => {
   it("reports a pod that cannot start (its image) without waiting for the deadline", async () => {
     const r = run({ node, phases: [{ phase: "Pending", containerStatuses: [{ state: { waiting: { reason: "ImagePullBackOff", message: "Back-off pulling image" } } }] }] });
     await assert.rejects(r.result, /on n1 cannot start: ImagePullBackOff — Back-off pulling image/);
+    assert.ok(deleted(r.calls));
+  });
+
+  it("says when the API server cannot reach the node's kubelet for the log", async () => {
+    const r = run({ node, phases: [{ phase: "Running" }], streamError: new KubeError(500, "GET log: 500 Get \"https://10.0.0.5:10250/containerLogs/…\": dial tcp 10.0.0.5:10250: i/o timeout") });
+    await assert.rejects(r.result, /could not read it from the kubelet of n1 \(kubectl logs fails the same way; is the kubelet's port, 10250 by default, reachable from the control plane\?\): .*i\/o timeout/);
     assert.ok(deleted(r.calls));
   });
 

@@ -222,7 +222,12 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
           }
         }, both)
         .catch((e: unknown) => {
-          if (!both.aborted) refused(e, `reading the log of pod ${name}`);
+          if (both.aborted) return;
+          // The API server reads logs from the kubelet itself: a 5xx is almost always that connection.
+          if (e instanceof KubeError && e.status >= 500) {
+            throw failure(`reading the log of pod ${name}: the API server could not read it from the kubelet of ${o.node} (kubectl logs fails the same way; is the kubelet's port, 10250 by default, reachable from the control plane?): ${e.message}`);
+          }
+          refused(e, `reading the log of pod ${name}`);
         });
       if (frameError) throw failure(`the archive from ${o.node} is damaged: ${errorMessage(frameError)}`);
       if (reader.done) {
@@ -241,7 +246,10 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
       // The log ended without the archive: the agent failed, or the stream was cut while it ran.
       const pod = await api.json<Pod>("GET", podPath).catch((e: unknown) => refused(e, `reading pod ${name}`));
       phase = pod.status?.phase ?? phase;
-      if (phase === "Running" && Date.now() < deadlineAt) continue;
+      if (phase === "Running" && Date.now() < deadlineAt) {
+        await sleep(1000, signal);
+        continue;
+      }
       const said = reader.other.slice(-5).join("\n  ");
       const trouble = podTrouble(pod) ?? `ended (${phase}) without printing the archive`;
       throw failure(`the diagnose pod ${namespace}/${name} on ${o.node} ${trouble}${said ? `; it said:\n  ${said}` : ""}`);
