@@ -6,3 +6,4 @@ export { renderServiceRegistrationScript } from "./agent-service";
 export { archiveDirectory } from "./content-archive";
 export { DEFAULT_NODE_RUNTIME } from "./node-runtime";
 export { type NodeConfigArgs, POOL_LABEL } from "./pool-render";
+export { HOST_AGENT, HOST_NODE, INSTALL } from "./upgrader-scripts";

@@ -37,7 +37,7 @@ const LAYERS = [
   ["agent/report", "agent/diagnose"],
   ["components"],
   ["infra"],
-  ["agent/publish", "agent/fleet"],
+  ["agent/publish", "agent/fleet", "agent/operator"],
   ["agent/cli"],
 ];
 const LAYER_OF = new Map(LAYERS.flatMap((folders, i) => folders.map((f) => [f, i])));

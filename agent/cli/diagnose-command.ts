@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { writeFileAtomic, AgentError, AgentErrorCode, errorMessage, WINDOWS_AGENT_CONFIG, defaultRoot, defaultRunDir } from "../common";
-import { archiveOf, diagnose, formatSummary, summarize } from "../diagnose";
+import { archiveOf, diagnose, formatSummary, frameArchive, summarize } from "../diagnose";
 import { loadAgentConfig } from "../service";
 
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -42,7 +42,7 @@ export function registerDiagnoseCommand(program: Command): void {
   program
     .command("diagnose")
     .description("collect the node's evidence (status, journal, logs, drift, broker processes, config without secrets, system state) into one tar.gz")
-    .option("--out <file>", "the archive to write (default: winfleet-diagnose-<node>-<time>.tar.gz here; with --summary, none unless given)")
+    .option("--out <file>", "the archive to write (default: winfleet-diagnose-<node>-<time>.tar.gz here; with --summary, none unless given); - prints it framed for a container log, as winfleet diagnose NODE reads it")
     .option("--since <duration>", "how far back logs go, e.g. 30m, 2h, 7d", "24h")
     .option("--root <dir>", "host root whose .winfleet state to read (default: the config's root, else the system drive's root)")
     .option("--config <file>", `the agent config (default on Windows: ${WINDOWS_AGENT_CONFIG})`)
@@ -75,6 +75,12 @@ export function registerDiagnoseCommand(program: Command): void {
           runDir: defaultRunDir(),
         });
         let text = "";
+        if (flags.out === "-") {
+          // Text, not raw bytes: the archive crosses a container log (see diagnose/transport.ts).
+          if (flags.summary) process.stderr.write(formatSummary(summarize(d)));
+          finish(0, frameArchive(archiveOf(d)));
+          return;
+        }
         if (flags.out || !flags.summary) {
           const stamp = d.manifest.createdAt.replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
           const out = resolve(flags.out ?? `winfleet-diagnose-${d.manifest.host}-${stamp}.tar.gz`);

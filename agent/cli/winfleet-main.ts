@@ -1,9 +1,10 @@
 /**
- * `winfleet`: the operator's command line — content, rendering, the local fleet.
+ * `winfleet`: the operator's command line — content, rendering, the local fleet, a node's diagnostics.
  */
 import { Command } from "commander";
 import { AGENT_VERSION } from "../version";
 import { registerContentCommands } from "./content-commands";
+import { registerDiagnoseNodeCommand } from "./diagnose-node-command";
 import { registerLocalCommands } from "./local-commands";
 import { registerReleaseCommands } from "./release-commands";
 import { registerRenderCommand } from "./render-command";
@@ -15,6 +16,7 @@ const program = new Command("winfleet")
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
 registerContentCommands(program);
+registerDiagnoseNodeCommand(program);
 registerLocalCommands(program);
 registerRenderCommand(program);
 registerReleaseCommands(program);

@@ -191,6 +191,11 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     "--authorization-mode=Node,RBAC",
     "--enable-admission-plugins=NodeRestriction",
     "--enable-bootstrap-token-auth=true",
+    // Logs (`pods/log`) through the nodes' kubelet API, both sides verified as kubeadm sets them up.
+    `--kubelet-client-certificate=${pki.kubeletClientCert}`,
+    `--kubelet-client-key=${pki.kubeletClientKey}`,
+    `--kubelet-certificate-authority=${pki.caCert}`,
+    "--kubelet-preferred-address-types=InternalIP,Hostname",
     // HostProcess pods are privileged, as kubeadm's API server allows.
     "--allow-privileged=true",
     "--profiling=false",

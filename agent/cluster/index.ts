@@ -4,7 +4,8 @@
  */
 export { type ControlPlane, startControlPlane } from "./control-plane";
 export { findEngines } from "./engines";
-export { KubeClient } from "./kube-client";
+export { KubeClient, KubeError } from "./kube-client";
+export { type KubeletApi, startKubeletApi } from "./kubelet-api";
 export { NodeStandIn, tlsBootstrap } from "./node-stand-in";
 export { PodRunner } from "./pod-runner";
 export { pulumiProject } from "./pulumi-project";

@@ -6,8 +6,9 @@
  * `kube-node-lease` renewed — with that credential, under the Node authorizer and
  * NodeRestriction like any kubelet.
  *
- * It does not run pods, mount volumes, report capacity beyond a nominal figure, or serve the
- * kubelet API (logs, exec); see docs/local-fleet.md.
+ * It advertises the address and port of its kubelet API (kubelet-api.ts: container logs only)
+ * when it has one. Pods are run by pod-runner.ts; what is not stood in for is listed in
+ * docs/local-fleet.md.
  */
 import { execFile } from "node:child_process";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
@@ -110,6 +111,10 @@ export interface NodeStandInOptions {
   readonly labels: Readonly<Record<string, string>>;
   /** How often the Lease is renewed and the Ready condition posted. @default 10_000 (a kubelet's) */
   readonly heartbeatMs?: number;
+  /** The port of the node's kubelet API (`status.daemonEndpoints.kubeletEndpoint`), when it serves one. */
+  readonly kubeletPort?: number;
+  /** The node's InternalIP. @default "127.0.0.1" */
+  readonly address?: string;
   /** Heartbeat failures (the API server away); the stand-in keeps trying. */
   readonly onError?: (e: unknown) => void;
 }
@@ -170,6 +175,9 @@ export class NodeStandIn {
       {
         status: {
           conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "winfleet node stand-in is posting ready status", lastHeartbeatTime: now, lastTransitionTime: this.readySince }],
+          // Where the API server reaches this node's kubelet API (`--kubelet-preferred-address-types`).
+          addresses: [{ type: "InternalIP", address: this.options.address ?? "127.0.0.1" }, { type: "Hostname", address: nodeName }],
+          ...(this.options.kubeletPort ? { daemonEndpoints: { kubeletEndpoint: { Port: this.options.kubeletPort } } } : {}),
           capacity: { cpu: "2", memory: "4Gi", pods: "110" },
           allocatable: { cpu: "2", memory: "4Gi", pods: "110" },
           nodeInfo: {

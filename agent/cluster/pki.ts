@@ -24,6 +24,9 @@ export interface ControlPlanePki {
   readonly controllerManagerKey: string;
   readonly schedulerCert: string;
   readonly schedulerKey: string;
+  /** The API server's client certificate for kubelets (logs), in system:masters as kubeadm's was. */
+  readonly kubeletClientCert: string;
+  readonly kubeletClientKey: string;
   readonly serviceAccountKey: string;
   readonly serviceAccountPub: string;
 }
@@ -64,9 +67,10 @@ export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki>
   await clientCert(dir, "admin", "/O=system:masters/CN=kubernetes-admin");
   await clientCert(dir, "controller-manager", "/CN=system:kube-controller-manager");
   await clientCert(dir, "scheduler", "/CN=system:kube-scheduler");
+  await clientCert(dir, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client");
   await openssl(dir, ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key"]);
   await openssl(dir, ["pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
-  for (const key of ["ca.key", "apiserver.key", "admin.key", "controller-manager.key", "scheduler.key", "sa.key"]) await chmod(join(dir, key), 0o600);
+  for (const key of ["ca.key", "apiserver.key", "admin.key", "controller-manager.key", "scheduler.key", "apiserver-kubelet-client.key", "sa.key"]) await chmod(join(dir, key), 0o600);
   const p = (f: string) => join(dir, f);
   return {
     dir,
@@ -80,6 +84,8 @@ export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki>
     controllerManagerKey: p("controller-manager.key"),
     schedulerCert: p("scheduler.crt"),
     schedulerKey: p("scheduler.key"),
+    kubeletClientCert: p("apiserver-kubelet-client.crt"),
+    kubeletClientKey: p("apiserver-kubelet-client.key"),
     serviceAccountKey: p("sa.key"),
     serviceAccountPub: p("sa.pub"),
   };

@@ -4,17 +4,23 @@
  * directory (its `CONTAINER_SANDBOX_MOUNT_POINT` and working directory) holding its ConfigMap
  * volumes; init containers run in order, then the containers; the readiness probe the pod
  * declares is executed on its period; and the pod's status is written with the node's own
- * credential. A pod being deleted has its processes killed and is then removed, as a kubelet
+ * credential. Each container's output goes to its log file as a kubelet's does (container-log.ts;
+ * served by kubelet-api.ts). A pod with `restartPolicy: Never` or `OnFailure` ends: Succeeded when
+ * every container exited 0, Failed otherwise or when `activeDeadlineSeconds` runs out. A pod being deleted has its processes killed and is then removed, as a kubelet
  * finishes a graceful deletion.
  *
  * Commands are the pod's own: `image` is ignored, the first word may be mapped to a host
  * command (`winfleet-agent` to the host's agent), and `$(NAME)` is expanded from the container's
  * environment and the host's. Not supported: hostPath, secret and projected volumes, liveness
- * and startup probes, resource limits, restarts of exited containers.
+ * and startup probes, resource limits, restarts of exited containers (a pod of restartPolicy
+ * Always whose container exits stays Running; OnFailure is treated as Never). A container is its
+ * first process: processes it starts are not ended with it (no job object or cgroup holds them),
+ * and they stay in the fleet's process group, so a fleet killed outright takes them along.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { ContainerLogWriter } from "./container-log";
 import type { KubeClient } from "./kube-client";
 
 /** One container of a pod spec, as far as the runner reads it. */
@@ -34,6 +40,8 @@ interface Pod {
     readonly initContainers?: readonly Container[];
     readonly containers: readonly Container[];
     readonly volumes?: readonly { readonly name: string; readonly configMap?: { readonly name: string } }[];
+    readonly restartPolicy?: string;
+    readonly activeDeadlineSeconds?: number;
   };
 }
 
@@ -59,6 +67,18 @@ interface Running {
   readonly startedAt: string;
   initialized: boolean;
   initError?: string;
+  /** Containers that ended: exit code and when. */
+  readonly exited: Map<string, { readonly code: number; readonly at: string }>;
+  readonly logs: Map<string, ContainerLogWriter>;
+  deadlineTimer?: NodeJS.Timeout;
+  /** Set when the pod ended for good (Failed before its containers did: an init container, the deadline). */
+  failed?: { readonly reason: string; readonly message: string };
+}
+
+/** Where a container's log is, and whether it still runs (what the kubelet API serves). */
+export interface ContainerLogRef {
+  readonly file: string;
+  running(): boolean;
 }
 
 const now = (): string => new Date().toISOString().replace(/\.\d+Z$/, "Z");
@@ -111,7 +131,7 @@ export class PodRunner {
         continue;
       }
       if (!running) {
-        const r: Running = { pod, processes: [], stopped: false, ready: false, startedAt: now(), initialized: false };
+        const r: Running = { pod, processes: [], stopped: false, ready: false, startedAt: now(), initialized: false, exited: new Map(), logs: new Map() };
         this.pods.set(pod.metadata.uid, r);
         void this.run(r).catch((e: unknown) => this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ${String(e)}`));
       }
@@ -128,6 +148,32 @@ export class PodRunner {
     return join(this.host.dir, r.pod.metadata.uid);
   }
 
+  /** The kubelet's layout: `<logs>/<namespace>_<pod>_<uid>/<container>/0.log`. */
+  private logFile(r: Running, container: string): string {
+    const { namespace, name, uid } = r.pod.metadata;
+    return join(this.host.dir, "logs", `${namespace}_${name}_${uid}`, container, "0.log");
+  }
+
+  /** A container's log, if the pod runs here and the container has started. */
+  containerLog(namespace: string, pod: string, container: string): ContainerLogRef | undefined {
+    for (const r of this.pods.values()) {
+      const m = r.pod.metadata;
+      if (m.namespace !== namespace || m.name !== pod || !r.logs.has(container)) continue;
+      return { file: this.logFile(r, container), running: () => !r.stopped && !r.exited.has(container) && !r.failed };
+    }
+    return undefined;
+  }
+
+  /** The containers of a pod running here, to name in an error. */
+  containersOf(namespace: string, pod: string): string[] | undefined {
+    const r = [...this.pods.values()].find((x) => x.pod.metadata.namespace === namespace && x.pod.metadata.name === pod);
+    return r && [...(r.pod.spec.initContainers ?? []), ...r.pod.spec.containers].map((c) => c.name);
+  }
+
+  private endsItself(r: Running): boolean {
+    return r.pod.spec.restartPolicy === "Never" || r.pod.spec.restartPolicy === "OnFailure";
+  }
+
   private async run(r: Running): Promise<void> {
     const dir = this.podDir(r);
     await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -138,22 +184,37 @@ export class PodRunner {
       for (const [k, text] of Object.entries(cm.data ?? {})) await writeFile(join(dir, v.name, k), text);
       for (const [k, b64] of Object.entries(cm.binaryData ?? {})) await writeFile(join(dir, v.name, k), Buffer.from(b64, "base64"));
     }
+    const deadline = r.pod.spec.activeDeadlineSeconds;
+    if (deadline !== undefined) {
+      r.deadlineTimer = setTimeout(() => void this.expire(r, deadline).catch(() => undefined), deadline * 1000);
+      r.deadlineTimer.unref();
+    }
     await this.report(r);
     // Init containers run in order; a failed one runs again after a pause, as with restartPolicy Always.
     for (const c of r.pod.spec.initContainers ?? []) {
       for (;;) {
-        if (r.stopped) return;
-        const code = await this.exec(r, c, this.command(c), 0);
+        if (r.stopped || r.failed) return;
+        const code = await this.exec(r, c, this.command(c), 0, await this.logOf(r, c));
         if (code === 0) break;
         r.initError = `init container ${c.name} exited ${code}`;
         this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: ${r.initError}`);
+        if (this.endsItself(r)) {
+          r.failed = { reason: "Error", message: r.initError };
+          await this.report(r);
+          return;
+        }
         await this.report(r);
         await new Promise((res) => setTimeout(res, 5000));
       }
     }
     r.initialized = true;
     r.initError = undefined;
-    for (const c of r.pod.spec.containers) r.processes.push(this.spawn(r, c, this.command(c)));
+    for (const c of r.pod.spec.containers) {
+      const log = await this.logOf(r, c);
+      const child = this.spawn(r, c, this.command(c), log);
+      r.processes.push(child);
+      void this.watchExit(r, c, child, log);
+    }
     await this.report(r);
     const probed = r.pod.spec.containers.find((c) => c.readinessProbe?.exec);
     if (!probed?.readinessProbe?.exec) {
@@ -186,21 +247,55 @@ export class PodRunner {
     return env;
   }
 
-  private spawn(r: Running, c: Container, words: readonly string[]): ChildProcess {
+  private async logOf(r: Running, c: Container): Promise<ContainerLogWriter> {
+    const log = r.logs.get(c.name) ?? (await ContainerLogWriter.open(this.logFile(r, c.name)));
+    r.logs.set(c.name, log);
+    return log;
+  }
+
+  /** Records a container's end once its output is in its log, and ends the pod when it was the last. */
+  private async watchExit(r: Running, c: Container, child: ChildProcess, log: ContainerLogWriter): Promise<void> {
+    const logged = Promise.all([child.stdout && log.attach(child.stdout, "stdout"), child.stderr && log.attach(child.stderr, "stderr")]);
+    const code = await new Promise<number>((resolve) => {
+      child.once("error", () => resolve(128));
+      child.once("exit", (c2, signal) => resolve(c2 ?? (signal ? 137 : 1)));
+    });
+    // Its last output, unless a process it left behind holds the pipes open: then it has ended all the same.
+    await Promise.race([logged, new Promise((res) => setTimeout(res, 2000).unref())]);
+    if (r.stopped) return;
+    r.exited.set(c.name, { code, at: now() });
+    if (r.exited.size === r.pod.spec.containers.length) {
+      if (r.deadlineTimer) clearTimeout(r.deadlineTimer);
+      r.ready = false;
+      await this.report(r);
+    }
+  }
+
+  /** `activeDeadlineSeconds` ran out: the kubelet kills the pod's containers and fails it. */
+  private async expire(r: Running, seconds: number): Promise<void> {
+    if (r.stopped || r.failed || r.exited.size === r.pod.spec.containers.length) return;
+    r.failed = { reason: "DeadlineExceeded", message: `Pod was active on the node longer than the specified deadline (${seconds} s)` };
+    r.ready = false;
+    for (const p of r.processes) p.kill("SIGKILL");
+    await this.report(r);
+  }
+
+  private spawn(r: Running, c: Container, words: readonly string[], log?: ContainerLogWriter): ChildProcess {
     const env = this.envOf(r, c);
     const [first = "", ...rest] = words.map((w) => expand(w, env));
     const mapped = this.host.commands[first];
     const [cmd = first, ...pre] = mapped ?? [first];
-    const child = spawn(cmd, [...pre, ...rest], { cwd: this.podDir(r), env: { PATH: process.env.PATH ?? "", ...env }, stdio: "ignore" });
+    const child = spawn(cmd, [...pre, ...rest], { cwd: this.podDir(r), env: { PATH: process.env.PATH ?? "", ...env }, stdio: log ? ["ignore", "pipe", "pipe"] : "ignore" });
     child.on("error", () => undefined);
     return child;
   }
 
   /** Runs a command to its end (bounded by `timeoutMs` when not 0); its exit code, 127 when it cannot start. */
-  private async exec(r: Running, c: Container, words: readonly string[], timeoutMs: number): Promise<number> {
-    const child = this.spawn(r, c, words);
+  private async exec(r: Running, c: Container, words: readonly string[], timeoutMs: number, log?: ContainerLogWriter): Promise<number> {
+    const child = this.spawn(r, c, words, log);
     r.processes.push(child);
-    return new Promise((resolve) => {
+    const logged = Promise.all([child.stdout && log?.attach(child.stdout, "stdout"), child.stderr && log?.attach(child.stderr, "stderr")]);
+    const code = await new Promise<number>((resolve) => {
       const timer = timeoutMs > 0 ? setTimeout(() => child.kill("SIGKILL"), timeoutMs) : undefined;
       child.once("error", () => resolve(127));
       child.once("exit", (code) => {
@@ -210,11 +305,14 @@ export class PodRunner {
         resolve(code ?? 1);
       });
     });
+    await logged;
+    return code;
   }
 
   private async kill(r: Running): Promise<void> {
     r.stopped = true;
     if (r.probeTimer) clearTimeout(r.probeTimer);
+    if (r.deadlineTimer) clearTimeout(r.deadlineTimer);
     await Promise.all(
       r.processes.map(
         (p) =>
@@ -226,32 +324,45 @@ export class PodRunner {
           }),
       ),
     );
+    await Promise.all([...r.logs.values()].map((l) => l.close()));
     await rm(this.podDir(r), { recursive: true, force: true });
+    // The kubelet removes a deleted pod's logs with it.
+    await rm(dirname(dirname(this.logFile(r, "x"))), { recursive: true, force: true });
   }
 
   /** Writes the pod's status as a kubelet would: phase, conditions and each container's state. */
   private async report(r: Running): Promise<void> {
     const t = now();
     const cond = (type: string, ok: boolean, reason?: string) => ({ type, status: ok ? "True" : "False", lastTransitionTime: t, ...(reason && !ok ? { reason } : {}) });
+    const state = (c: Container) => {
+      const ended = r.exited.get(c.name);
+      if (ended) return { terminated: { exitCode: ended.code, reason: ended.code === 0 ? "Completed" : "Error", startedAt: r.startedAt, finishedAt: ended.at } };
+      if (r.failed && r.initialized) return { terminated: { exitCode: 137, reason: r.failed.reason, startedAt: r.startedAt, finishedAt: t } };
+      return r.initialized ? { running: { startedAt: r.startedAt } } : { waiting: { reason: "PodInitializing" } };
+    };
     const containerStatus = (c: Container) => ({
       name: c.name,
       image: c.image ?? "",
       imageID: "",
-      ready: r.initialized && r.ready,
+      ready: r.initialized && r.ready && !r.exited.has(c.name),
       restartCount: 0,
-      started: r.initialized,
-      state: r.initialized ? { running: { startedAt: r.startedAt } } : { waiting: { reason: "PodInitializing" } },
+      started: r.initialized && !r.exited.has(c.name),
+      state: state(c),
     });
+    const allExited = r.exited.size === r.pod.spec.containers.length;
+    const phase = r.failed ? "Failed" : allExited ? ([...r.exited.values()].every((e) => e.code === 0) ? "Succeeded" : "Failed") : r.initialized ? "Running" : "Pending";
+    const podReady = r.initialized && r.ready && !allExited && !r.failed;
     const status = {
-      phase: r.initialized ? "Running" : "Pending",
+      phase,
+      ...(r.failed ? { reason: r.failed.reason, message: r.failed.message } : {}),
       hostIP: "127.0.0.1",
       podIP: "127.0.0.1",
       startTime: r.startedAt,
       conditions: [
         cond("PodScheduled", true),
         cond("Initialized", r.initialized, "ContainersNotInitialized"),
-        cond("ContainersReady", r.initialized && r.ready, "ContainersNotReady"),
-        cond("Ready", r.initialized && r.ready, "ContainersNotReady"),
+        cond("ContainersReady", podReady, "ContainersNotReady"),
+        cond("Ready", podReady, "ContainersNotReady"),
       ],
       initContainerStatuses: (r.pod.spec.initContainers ?? []).map((c) => ({
         name: c.name,
@@ -259,7 +370,11 @@ export class PodRunner {
         imageID: "",
         ready: r.initialized,
         restartCount: 0,
-        state: r.initialized ? { terminated: { exitCode: 0, reason: "Completed" } } : r.initError ? { waiting: { reason: "CrashLoopBackOff", message: r.initError } } : { running: { startedAt: r.startedAt } },
+        state: r.initialized
+          ? { terminated: { exitCode: 0, reason: "Completed" } }
+          : r.initError
+            ? this.endsItself(r) ? { terminated: { exitCode: 1, reason: "Error", message: r.initError } } : { waiting: { reason: "CrashLoopBackOff", message: r.initError } }
+            : { running: { startedAt: r.startedAt } },
       })),
       containerStatuses: r.pod.spec.containers.map(containerStatus),
     };

@@ -4,3 +4,4 @@
  */
 export { archiveOf, diagnose } from "./diagnose";
 export { formatSummary, summarize } from "./summary";
+export { FrameError, FrameReader, frameArchive, unframeArchive } from "./transport";

@@ -10,7 +10,7 @@ import { randomInt } from "node:crypto";
 import { copyFile, cp as copyTree, mkdir, readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
-import { type ControlPlane, startControlPlane, findEngines, KubeClient, NodeStandIn, tlsBootstrap, PodRunner, pulumiProject } from "../cluster";
+import { type ControlPlane, startControlPlane, findEngines, KubeClient, type KubeletApi, startKubeletApi, NodeStandIn, tlsBootstrap, PodRunner, pulumiProject } from "../cluster";
 import { AgentError, AgentErrorCode } from "../common";
 import { AGENT_VERSION as VERSION } from "../version";
 import { POOL_LABEL } from "../../components";
@@ -118,9 +118,11 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
     log,
   });
   const nodes = new Map<string, NodeStandIn>();
-  const runners: PodRunner[] = [];
+  const runners = new Map<string, PodRunner>();
+  const kubelets: KubeletApi[] = [];
   const stop = async () => {
-    for (const r of runners) await r.stop();
+    for (const k of kubelets) await k.close();
+    for (const r of runners.values()) await r.stop();
     for (const n of nodes.values()) await n.stop();
     await cp.stop({ keepDir: true });
   };
@@ -163,12 +165,30 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
       await up();
     };
 
+    const admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
+    // The fleet is the administrator of its cluster: it approves its own nodes' serving certificates.
+    const approve = async (csr: string) => {
+      const path = `/apis/certificates.k8s.io/v1/certificatesigningrequests/${csr}`;
+      const obj = await admin.get<{ status?: Record<string, unknown> }>(path);
+      const approved = { type: "Approved", status: "True", reason: "WinfleetLocalFleet", message: "approved by the local fleet for its own node" };
+      await admin.put(`${path}/approval`, { ...obj, status: { ...obj.status, conditions: [approved] } });
+    };
     const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool };
     const joined = new Map<string, string>();
     await Promise.all(
       hostNames(spec.pool, spec.hosts).map(async (name) => {
         const credential = await tlsBootstrap({ server: cp.server, caPem: cp.caPem, bootstrapToken: `${tokenId}.${tokenSecret}`, nodeName: name, labels, dir: join(hostPaths(stateDir, name).dir, "node") });
-        const node = new NodeStandIn({ server: cp.server, caPem: cp.caPem, credential, nodeName: name, labels, onError: (e) => log(`${name}: heartbeat failed: ${String(e)}`) });
+        const kubelet = await startKubeletApi({
+          api: new KubeClient(cp.server, { ca: cp.caPem, cert: credential.certPem, key: credential.keyPem }),
+          nodeName: name,
+          address: "127.0.0.1",
+          caPem: cp.caPem,
+          dir: join(hostPaths(stateDir, name).dir, "node"),
+          logs: () => runners.get(name),
+          approve,
+        });
+        kubelets.push(kubelet);
+        const node = new NodeStandIn({ server: cp.server, caPem: cp.caPem, credential, nodeName: name, labels, kubeletPort: kubelet.port, onError: (e) => log(`${name}: heartbeat failed: ${String(e)}`) });
         nodes.set(name, node);
         await node.start();
         joined.set(name, credential.kubeconfig);
@@ -184,11 +204,10 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
           commands: { "winfleet-agent": [process.execPath, agentEntry] },
           log,
         });
-        runners.push(runner);
+        runners.set(name, runner);
         runner.start();
       }
     };
-    const admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
     const view = () => clusterView(admin, "winfleet-system");
     return { server: cp.server, kubeconfig, kubeconfigFor: (host) => joined.get(host), startPods, deploy, view, stop };
   } catch (e) {

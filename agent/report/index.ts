@@ -3,3 +3,6 @@
  * The folder's public surface: other folders import from here, never from the files behind it.
  */
 export { createReporter } from "./create";
+export { ExecCredentials } from "./exec-credential";
+export { credentialsFor, execClusterInfo, loadKubeconfig } from "./kubeconfig";
+export { type ServerTls, proxied } from "./node-api";

@@ -130,7 +130,7 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
 }
 
 /** How the API server's TLS is checked and what the node shows it, from the kubeconfig. */
-type ServerTls = Pick<https.RequestOptions, "ca" | "cert" | "key" | "servername"> & { readonly rejectUnauthorized: boolean };
+export type ServerTls = Pick<https.RequestOptions, "ca" | "cert" | "key" | "servername"> & { readonly rejectUnauthorized: boolean };
 
 /**
  * Request options that send a request for `url` through `proxy`: an http
@@ -138,7 +138,7 @@ type ServerTls = Pick<https.RequestOptions, "ca" | "cert" | "key" | "servername"
  * the proxy; anything else goes through a tunnel, with TLS to an https server
  * run inside it and verified as without a proxy.
  */
-function proxied(url: URL, proxy: URL, tls: ServerTls, base: https.RequestOptions, timeoutMs: number): https.RequestOptions {
+export function proxied(url: URL, proxy: URL, tls: ServerTls, base: https.RequestOptions, timeoutMs: number): https.RequestOptions {
   // The proxy's own TLS (https proxies) trusts what the cluster trusts, as client-go's transport does.
   const target: ProxyTarget = { proxy, tls: { ...(tls.ca ? { ca: tls.ca } : {}), rejectUnauthorized: tls.rejectUnauthorized }, timeoutMs };
   // A connection handed to the callback once it is open, as http.Agent#createConnection may;
