@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import type { LifecycleEvent } from "../lifecycle";
 import { buildFleetContent } from "./content";
 import { Host, type HostEvent, type HostView } from "./host";
-import { type HostOutcome, type RolloutResult, rollOut } from "./rollout";
+import { type HostOutcome, type RolloutResult, outcomeWatcher, rollOut } from "./rollout";
 import { type FleetSpec, type HostTarget, hostNames, hostPaths, sandboxWhitelist } from "./spec";
 
 /** What subscribers hear. */
@@ -235,10 +235,11 @@ export class FleetManager {
       };
       const onCancel = (): void => finish({ ok: false, step: "(none)", error: "the rollout ended first" });
       const timer = setTimeout(() => finish({ ok: false, step: host.view.step ? `${host.view.step.component} ${host.view.step.phase}: ${host.view.step.title}` : "(none)", error: `did not converge within ${timeoutMs / 1000} s` }), timeoutMs);
+      const watch = outcomeWatcher(target);
       const waiter = (h: Host, e: LifecycleEvent): void => {
         if (h !== host) return;
-        if (e.type === "apply-converged" && e.template.name === target.template && e.template.version === target.templateVersion) finish({ ok: true });
-        else if (e.type === "apply-failed") finish({ ok: false, step: `${e.component} ${e.phase}: ${e.command}`, error: `exit ${String(e.exitCode)}${e.errorTail.trim() ? `: ${e.errorTail.trim().split("\n").slice(-3).join(" | ")}` : ""}` });
+        const outcome = watch(e);
+        if (outcome) finish(outcome);
       };
       this.waiters.add(waiter);
       if (cancel?.aborted) return onCancel();

@@ -5,6 +5,7 @@
  * applied, and the first failure halts the rollout — no further host is
  * started, and the result names the host, the step and the error.
  */
+import type { LifecycleEvent, TemplateRef } from "../lifecycle";
 
 /** How one host's move to the target ended. */
 export type HostOutcome =
@@ -44,4 +45,29 @@ export async function rollOut(hosts: readonly RolloutHost[], maxUnavailable: num
   if (halted) return { kind: "halted", ...halted, done, untouched };
   if (options.signal?.aborted && untouched.length > 0) return { kind: "cancelled", done, untouched };
   return { kind: "done", hosts: done };
+}
+
+/** The template a rollout moves a host to, by name and version. */
+export interface TargetTemplate {
+  readonly template: string;
+  readonly templateVersion: string;
+}
+
+/**
+ * Reads one host's lifecycle events for a rollout to `target`: the host's outcome once it is
+ * known, undefined until then. Only a run of the target counts: an agent still retrying the
+ * previous target (its timer can fire after the rollout began) fails that run, not this rollout.
+ */
+export function outcomeWatcher(target: TargetTemplate): (e: LifecycleEvent) => HostOutcome | undefined {
+  let applyingTarget = false;
+  const isTarget = (t: TemplateRef): boolean => t.name === target.template && t.version === target.templateVersion;
+  return (e) => {
+    if (e.type === "apply-started") applyingTarget = isTarget(e.template);
+    else if (e.type === "apply-converged" && isTarget(e.template)) return { ok: true };
+    else if (e.type === "apply-failed" && applyingTarget) {
+      const tail = e.errorTail.trim();
+      return { ok: false, step: `${e.component} ${e.phase}: ${e.command}`, error: `exit ${String(e.exitCode)}${tail ? `: ${tail.split("\n").slice(-3).join(" | ")}` : ""}` };
+    }
+    return undefined;
+  };
 }
