@@ -58,8 +58,18 @@ describe("winfleet local up --cluster", { skip: typeof engines === "string" ? en
       "every node to report WinfleetReady",
     );
     for (const n of nodes.items) assert.equal(n.metadata.annotations?.["winfleet.io/template-version"], "1.0.0", n.metadata.name);
-    const events = await kube.get<{ items: { reason: string; involvedObject: { name: string } }[] }>("/api/v1/events");
-    for (const host of ["local-1", "local-2", "local-3"]) assert.ok(events.items.some((e) => e.involvedObject.name === host && e.reason === "Converged"), `${host} posted Converged`);
+    // The condition and the Event leave the agent's report queue separately; the Event may come second.
+    type Events = { items: { reason: string; involvedObject: { name: string } }[] };
+    const posted = (events: Events, host: string): boolean => events.items.some((e) => e.involvedObject.name === host && e.reason === "Converged");
+    const events = await kube.waitFor(
+      async () => {
+        const e = await kube.get<Events>("/api/v1/events");
+        return ["local-1", "local-2", "local-3"].every((h) => posted(e, h)) ? e : undefined;
+      },
+      30_000,
+      "every host's Converged Event",
+    );
+    for (const host of ["local-1", "local-2", "local-3"]) assert.ok(posted(events, host), `${host} posted Converged`);
   });
 
   it("the DaemonSet controller places an upgrader pod on every host, which runs there and turns Ready once its host converged", async () => {
