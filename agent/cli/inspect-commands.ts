@@ -4,7 +4,7 @@
  * only read.
  */
 import type { Command } from "commander";
-import { rootedMapper } from "../ignition";
+import { rootedMapper } from "../ignition/paths";
 import { readStatus, type StatusReport } from "../lifecycle/status";
 import { verifyHost } from "../lifecycle/verify";
 import { AGENT_VERSION } from "../version";
