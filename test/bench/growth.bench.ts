@@ -28,8 +28,9 @@ function freshRoot(): string {
 }
 
 function agent(args: readonly string[]): void {
-  const r = spawnSync(process.execPath, [AGENT, ...args], { encoding: "utf8", env });
-  if (r.status !== 0) throw new Error(`winfleet-agent ${args.join(" ")}: ${r.stderr.slice(-2000)}`);
+  // Its report of every file goes unread: 50,000 files outgrow spawnSync's buffer.
+  const r = spawnSync(process.execPath, [AGENT, ...args], { encoding: "utf8", env, stdio: ["ignore", "ignore", "pipe"], maxBuffer: 64 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`winfleet-agent ${args.join(" ")}: ${r.error?.message ?? r.signal ?? r.stderr.slice(-2000)}`);
 }
 
 function ignitionConfig(files: number): string {
