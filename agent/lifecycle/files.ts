@@ -6,16 +6,13 @@
  * component also lays down, and never a directory that still holds something.
  */
 import { lstat, rm, rmdir } from "node:fs/promises";
-import { join } from "node:path";
 import { AgentError } from "../common";
 import { type FetchOptions, type PathMapper, applyIgnition, locateInRoot, openRootedFs, readLedger, writeLedger } from "../ignition";
-import { stateDir } from "./journal";
+import { ledgerPath } from "./journal";
 import type { Recorded } from "./store";
 
-/** Where the engine's ledger lives under a root (shared with `ignition apply`). */
-export function ledgerPath(root: string): string {
-  return join(stateDir(root), "ignition-ledger.json");
-}
+/** Where the engine's ledger lives under a root (kept with the journal, which `verify` reads without the engine). */
+export { ledgerPath };
 
 /** Metadata `files` entries as config paths: Windows drive paths and backslashes normalised. */
 export function ownedPath(entry: string): string {

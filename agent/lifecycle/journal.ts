@@ -129,6 +129,11 @@ export function stateDir(root: string): string {
   return join(root, ".winfleet");
 }
 
+/** Where the engine's ledger lives under a root (shared with `ignition apply`). */
+export function ledgerPath(root: string): string {
+  return join(stateDir(root), "ignition-ledger.json");
+}
+
 /** An empty journal. */
 export function emptyJournal(): Journal {
   return { format: 1, installed: [], history: [] };

@@ -4,13 +4,12 @@
  * directory's existence and mode, a link's target. Reads only; the report names
  * each component, path and problem.
  */
-import { createHash } from "node:crypto";
+import { createHash, webcrypto } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { lstat, readFile, readlink } from "node:fs/promises";
 import { type PathMapper, locateInRoot, readLedger, refPath } from "../ignition";
 import type { DriftItem } from "./events";
-import { ledgerPath } from "./files";
-import { readJournal } from "./journal";
+import { ledgerPath, readJournal } from "./journal";
 import { recorded } from "./store";
 
 /** What verification found. */
@@ -24,7 +23,9 @@ const WHOLE_FILE_LIMIT = 8 * 1024 * 1024;
 const PARALLEL = 4;
 
 async function sha512Of(path: string, size: number): Promise<string> {
-  if (size <= WHOLE_FILE_LIMIT) return createHash("sha512").update(await readFile(path)).digest("hex");
+  // WebCrypto digests in libuv's thread pool where createHash blocks the one JS thread: with
+  // PARALLEL checks in flight, files hash on every core.
+  if (size <= WHOLE_FILE_LIMIT) return Buffer.from(await webcrypto.subtle.digest("SHA-512", await readFile(path))).toString("hex");
   const hash = createHash("sha512");
   for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
   return hash.digest("hex");

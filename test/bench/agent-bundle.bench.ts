@@ -25,7 +25,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildBundles } from "../../agent/release/build";
-import { interleavedMedianMs, medianMs, report } from "./harness";
+import { goal, interleavedMedianMs, medianMs, report } from "./harness";
 
 const REPO = join(__dirname, "..", "..");
 const work = mkdtempSync(join(tmpdir(), "bench-bundle-"));
@@ -78,7 +78,7 @@ void (async () => {
     report("--version, code cache warm", { name: "bundle", ms: warm }, { name: "node -e 0", ms: bare });
     report("--version, no code cache", { name: "bundle", ms: cold }, { name: "node -e 0", ms: bare });
     report("--version, from sources", { name: "tsx   ", ms: source }, { name: "node -e 0", ms: bare });
-    console.log("  goal: <= 1.5x node -e 0");
+    goal("--version start, code cache warm", `${(warm / bare).toFixed(2)}x node -e 0`, "<= 1.5x", warm <= 1.5 * bare);
 
     const config = join(work, "broker.yaml");
     writeFileSync(config, `listen: ${work}/w.sock\nproxy: ${work}/p.sock\nstateDir: ${work}/state\nallowAll: true\n`);
@@ -130,7 +130,7 @@ void (async () => {
     console.log("   trimmed: the bundle, warm, with MALLOC_TRIM_THRESHOLD_=0; compiled: bare node that compiles the bundle, running none of it;");
     console.log("   --no-opt: the bundle, warm, with V8's optimizing compiler off: what its first optimization costs, code paged in");
     console.log("   from the node binary and the compiler's memory, which a broker pays once any function of it runs hot)");
-    console.log("  goal: <= 1.15x bare node, settled");
+    goal("idle RSS, broker serving, settled", `${bundled.settled.toFixed(1)} MB, ${(bundled.settled / grpcOnly.settled).toFixed(2)}x an empty grpc-js server (${grpcOnly.settled.toFixed(1)} MB)`, "<= 1.05x the floor", bundled.settled <= 1.05 * grpcOnly.settled);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

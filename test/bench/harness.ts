@@ -51,3 +51,8 @@ export function report(label: string, ours: { name: string; ms: number }, baseli
     `${label.padEnd(28)} ${ours.name} ${ours.ms.toFixed(1).padStart(9)} ${unit} | ${baseline.name} ${baseline.ms.toFixed(1).padStart(9)} ${unit} | ratio ${ratio.toFixed(2)}x`,
   );
 }
+
+/** Prints a goal's verdict on one line that `npm run bench | grep GOAL` collects. */
+export function goal(what: string, measured: string, target: string, met: boolean): void {
+  console.log(`GOAL ${what}: ${measured} (goal ${target}): ${met ? "met" : "NOT met"}`);
+}

@@ -4,7 +4,8 @@
  * - 30 short commands through the sh session runner vs one `sh` process per
  *   command (spawned the same way, with the same environment);
  * - `verify` over 200 files / 50 MB vs `sha512sum` over the same files, both
- *   in-process (engine) and as the CLI.
+ *   in-process (engine) and as the CLI (the agent bundle built for the run, its code cache
+ *   warm, as a node runs it).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -12,12 +13,16 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { rootedMapper } from "../../agent/ignition";
+import { buildBundles } from "../../agent/release/build";
 import { verifyHost } from "../../agent/lifecycle/verify";
 import { ShSession } from "../../agent/shell/sh-session";
-import { medianMs, report } from "./harness";
+import { goal, medianMs, report } from "./harness";
 
 const work = mkdtempSync(join(tmpdir(), "bench-lifecycle-"));
 const REPO = join(__dirname, "..", "..");
+/** The agent bundle built for this run; the CLI rows time it, as a node runs it. */
+const AGENT = join(work, "dist", "agent", "bin", "winfleet-agent.js");
+const agentEnv = { ...process.env, WINFLEET_CODE_CACHE: join(work, "code-cache") };
 
 const env: Record<string, string> = {
   WINFLEET_ROOT: work,
@@ -58,7 +63,8 @@ async function commandsBench(label: string, set: readonly string[]): Promise<voi
   });
   await session.close();
   report(label, { name: "session", ms: ours }, { name: "sh per command", ms: baseline });
-  console.log(`  ${(baseline / ours).toFixed(1)}x faster than a process per command (goal >= 10x); ${(ours / set.length).toFixed(3)} ms per command through the session`);
+  console.log(`  ${(baseline / ours).toFixed(1)}x faster than a process per command; ${(ours / set.length).toFixed(3)} ms per command through the session`);
+  goal(label, `${(baseline / ours).toFixed(1)}x faster than one sh per command`, ">= 10x", baseline / ours >= 10);
 }
 
 async function verifyBench(): Promise<void> {
@@ -97,7 +103,7 @@ async function verifyBench(): Promise<void> {
   writeFileSync(join(contentDir, "components", "big.ign"), JSON.stringify(ign));
   writeFileSync(join(contentDir, "templates", "big.json"), JSON.stringify({ name: "big", version: "1", packages: ["big_1"] }));
   mkdirSync(root, { recursive: true });
-  const applied = spawnSync(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "apply", "--content", contentDir, "--template", "big", "--root", root], { encoding: "utf8" });
+  const applied = spawnSync(process.execPath, [AGENT, "apply", "--content", contentDir, "--template", "big", "--root", root], { encoding: "utf8", env: agentEnv });
   if (applied.status !== 0) throw new Error(`apply failed: ${applied.stderr}`);
 
   const engine = await medianMs(7, async () => {
@@ -105,7 +111,7 @@ async function verifyBench(): Promise<void> {
     if (r.items.length !== 0 || r.checked !== 201) throw new Error(`verify saw drift: ${JSON.stringify(r.items.slice(0, 3))}`);
   });
   const cli = await medianMs(5, () => {
-    const r = spawnSync(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "verify", "--root", root], { encoding: "utf8" });
+    const r = spawnSync(process.execPath, [AGENT, "verify", "--root", root], { encoding: "utf8", env: agentEnv });
     if (r.status !== 0) throw new Error(r.stdout + r.stderr);
   });
   const sha = await medianMs(7, () => {
@@ -114,11 +120,14 @@ async function verifyBench(): Promise<void> {
   });
   report("verify 200 files / 50 MB", { name: "engine", ms: engine }, { name: "sha512sum", ms: sha });
   report("verify 200 files / 50 MB", { name: "CLI   ", ms: cli }, { name: "sha512sum", ms: sha });
-  console.log("  goal: <= 1.5x sha512sum (the CLI adds the process start, which a node pays once per timer tick in serve)");
+  console.log("  (the CLI adds the process start, which a node pays once per timer tick in serve)");
+  goal("verify, engine", `${(engine / sha).toFixed(2)}x sha512sum`, "<= 1.0x", engine <= sha);
+  goal("verify, CLI", `${(cli / sha).toFixed(2)}x sha512sum`, "<= 1.5x", cli <= 1.5 * sha);
 }
 
 void (async () => {
   try {
+    await buildBundles(REPO, join(work, "dist"), ["agent"]);
     await commandsBench("30 commands (sh)", commands);
     await commandsBench("30 commands, no file I/O", builtins);
     await verifyBench();
