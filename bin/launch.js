@@ -39,7 +39,11 @@ exports.launch = function launch(bundle, source) {
   }
   const haveSources = fs.existsSync(sourceFile);
   if (mode !== "source") {
-    const why = !fs.existsSync(bundleFile) ? `${path.relative(root, bundleFile)} does not exist (run npm run build)` : haveSources ? staleness(bundle.dir) : "";
+    const why = !fs.existsSync(bundleFile)
+      ? `${path.relative(root, bundleFile)} does not exist (run npm run build)`
+      : haveSources
+        ? staleness(bundle.dir)
+        : "";
     if (why === "") {
       require(bundleFile);
       return;

@@ -13,7 +13,9 @@
 /** The agent's Windows service, also the name of the scheduled task earlier bootstraps registered. */
 export const AGENT_SERVICE = "winfleet-agent";
 
-/** NSSM 2.24, pinned: the hash the content's winfleet-common pins (Calico's packaging and Chocolatey publish the same). */
+/**
+ * NSSM 2.24, pinned: the hash the content's winfleet-common pins (Calico's packaging and Chocolatey publish the same).
+ */
 export const AGENT_NSSM = {
   url: "https://nssm.cc/release/nssm-2.24.zip",
   sha256: "727d1e42275c605e0f04aba98095c38a8e1e46def453cdffce42869428aa6743",
@@ -201,7 +203,10 @@ export function agentNssmPathExpression(rootVariable: string): string {
   return `"${agentNssmPath(rootVariable)}"`;
 }
 
-/** PowerShell that downloads (pinned) and unpacks NSSM for the bootstrap, setting `$nssm`; uses the bootstrap's Get-Pinned and Expand-Once. */
+/**
+ * PowerShell that downloads (pinned) and unpacks NSSM for the bootstrap, setting `$nssm`; uses the bootstrap's
+ * Get-Pinned and Expand-Once.
+ */
 export function agentNssmInstall(): string {
   const archive = `"$root\\downloads\\nssm-${AGENT_NSSM.sha256.slice(0, 12)}.zip"`;
   // Windows' tar.exe is bsdtar, which reads zip archives (and ignores -z when extracting).

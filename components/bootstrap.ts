@@ -35,10 +35,16 @@ export type ContentSource =
 /** Inputs of {@link renderBootstrap}. */
 export interface BootstrapArgs {
   readonly node: NodeRuntime;
-  /** `auth: managedIdentity` when the bundle is on the storage account the node reads its content from with its identity. */
+  /**
+   * `auth: managedIdentity` when the bundle is on the storage account the node reads its content from with its
+   * identity.
+   */
   readonly agent: PinnedArtifact & { readonly version: string; readonly auth?: "none" | "managedIdentity" };
   readonly content: ContentSource;
-  /** The non-secret agent config (template, versions, variables, broker…); `content` and `secrets` are filled in on the host. */
+  /**
+   * The non-secret agent config (template, versions, variables, broker…); `content` and `secrets` are filled in on the
+   * host.
+   */
   readonly agentConfig: Readonly<Record<string, unknown>>;
   /**
    * The secret variables the node must be given (the join token's KUBE_BOOTSTRAP_TOKEN or
@@ -136,7 +142,10 @@ function Get-VaultSecrets([string]$Url) {
 /** The bootstrap script. */
 export function renderBootstrap(args: BootstrapArgs): string {
   if (args.secretVariables.length === 0) throw new Error("a bootstrap needs at least the join token's secret variable");
-  if (args.vaultSecret !== undefined && !VAULT_SECRET_URL.test(args.vaultSecret)) throw new Error(`vaultSecret ${args.vaultSecret} is not a Key Vault secret URL without a version (https://<vault>.vault.azure.net/secrets/<name>)`);
+  if (args.vaultSecret !== undefined && !VAULT_SECRET_URL.test(args.vaultSecret))
+    throw new Error(
+      `vaultSecret ${args.vaultSecret} is not a Key Vault secret URL without a version (https://<vault>.vault.azure.net/secrets/<name>)`,
+    );
   const dir = args.installDir ?? DEFAULT_INSTALL_DIR;
   const config = canonicalJson(args.agentConfig);
   const contentDir = `"$root\\content\\${args.content.sha256.slice(0, 12)}"`;

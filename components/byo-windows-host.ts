@@ -32,7 +32,10 @@ export interface ByoWindowsHostArgs {
   readonly bootstrap: Omit<BootstrapArgs, "content" | "agentConfig" | "secretVariables">;
   /** The content archive on this machine and its SHA-256. */
   readonly content: { readonly archivePath: string; readonly sha256: string };
-  /** Join variables (non-secret), and the secret variables: the join token under the variable content reads, and the content secrets. */
+  /**
+   * Join variables (non-secret), and the secret variables: the join token under the variable content reads, and the
+   * content secrets.
+   */
   readonly join: { readonly variables: Readonly<Record<string, string>>; readonly secrets: NodeSecrets };
   /** The private key or the password (a secret) for `host.user`. */
   readonly credential: { readonly kind: "privateKey" | "password"; readonly value: pulumi.Input<string> };
@@ -42,7 +45,12 @@ export interface ByoWindowsHostArgs {
 export const UPLOAD_DIR = `${DEFAULT_INSTALL_DIR}\\upload`;
 
 /** The commands run over SSH (cmd.exe or PowerShell as the login shell both run them). */
-export function byoCommands(contentSha256: string): { prepare: string; writeBootstrap: string; run: string; contentPath: string } {
+export function byoCommands(contentSha256: string): {
+  prepare: string;
+  writeBootstrap: string;
+  run: string;
+  contentPath: string;
+} {
   const ps = "powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass";
   return {
     prepare: `${ps} -Command "New-Item -ItemType Directory -Force -Path '${UPLOAD_DIR}' | Out-Null"`,
@@ -65,7 +73,9 @@ export class ByoWindowsHost extends pulumi.ComponentResource {
       host: host.address,
       port: host.port,
       user: host.user,
-      ...(args.credential.kind === "privateKey" ? { privateKey: pulumi.secret(args.credential.value) } : { password: pulumi.secret(args.credential.value) }),
+      ...(args.credential.kind === "privateKey"
+        ? { privateKey: pulumi.secret(args.credential.value) }
+        : { password: pulumi.secret(args.credential.value) }),
     };
     const sha = args.content.sha256;
     const commands = byoCommands(sha);
@@ -78,10 +88,19 @@ export class ByoWindowsHost extends pulumi.ComponentResource {
     this.bootstrapHash = bootstrapHash(script);
     this.nodeName = host.name;
 
-    const prepare = new command.remote.Command(`${name}-prepare`, { connection, create: commands.prepare }, { parent: this });
+    const prepare = new command.remote.Command(
+      `${name}-prepare`,
+      { connection, create: commands.prepare },
+      { parent: this },
+    );
     const copy = new command.remote.CopyFile(
       `${name}-content`,
-      { connection, localPath: args.content.archivePath, remotePath: commands.contentPath.replace(/\\/g, "/"), triggers: [sha] },
+      {
+        connection,
+        localPath: args.content.archivePath,
+        remotePath: commands.contentPath.replace(/\\/g, "/"),
+        triggers: [sha],
+      },
       { parent: this, dependsOn: [prepare] },
     );
     const upload = new command.remote.Command(

@@ -9,7 +9,15 @@
  */
 import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { CALICO_TOKEN_SECRET, KUBE_PROXY_TOKEN_SECRET, renderAgentAccess, renderCalicoAccess, renderKubeProxyAccess, renderKubeadmJoin, renderRke2Join } from "./cluster-render";
+import {
+  CALICO_TOKEN_SECRET,
+  KUBE_PROXY_TOKEN_SECRET,
+  renderAgentAccess,
+  renderCalicoAccess,
+  renderKubeProxyAccess,
+  renderKubeadmJoin,
+  renderRke2Join,
+} from "./cluster-render";
 import { kubeResource } from "./kube-objects";
 
 /** How nodes join: a kubeadm TLS bootstrap with a bootstrap token winfleet creates, or an RKE2 agent. */
@@ -72,22 +80,35 @@ export class ClusterJoin extends pulumi.ComponentResource {
       this.tokenVariable = "RKE2_TOKEN";
       this.token = secret;
     }
-    if (args.join.method === "kubeadm") objects.push(...renderKubeProxyAccess(args.namespace), ...renderCalicoAccess(args.namespace));
+    if (args.join.method === "kubeadm")
+      objects.push(...renderKubeProxyAccess(args.namespace), ...renderCalicoAccess(args.namespace));
     const namespaced = objects.filter((o) => o.kind !== "Namespace");
     const ns = objects.filter((o) => o.kind === "Namespace").map((o) => kubeResource(name, o, { parent: this }));
     const created = new Map<string, pulumi.CustomResource>();
     // The token Secret after its service account: the token controller only fills a Secret whose account exists.
-    const accounts = namespaced.filter((o) => o.kind === "ServiceAccount").map((o) => kubeResource(name, o, { parent: this, dependsOn: ns }));
-    for (const o of namespaced.filter((x) => x.kind !== "ServiceAccount")) created.set(`${o.kind}/${o.metadata.name}`, kubeResource(name, o, { parent: this, dependsOn: [...ns, ...accounts] }));
+    const accounts = namespaced
+      .filter((o) => o.kind === "ServiceAccount")
+      .map((o) => kubeResource(name, o, { parent: this, dependsOn: ns }));
+    for (const o of namespaced.filter((x) => x.kind !== "ServiceAccount"))
+      created.set(
+        `${o.kind}/${o.metadata.name}`,
+        kubeResource(name, o, { parent: this, dependsOn: [...ns, ...accounts] }),
+      );
     const secrets: Record<string, pulumi.Output<string>> = { [this.tokenVariable]: this.token };
-    for (const [variable, name] of [["KUBE_PROXY_TOKEN", KUBE_PROXY_TOKEN_SECRET], ["CALICO_TOKEN", CALICO_TOKEN_SECRET]] as const) {
+    for (const [variable, name] of [
+      ["KUBE_PROXY_TOKEN", KUBE_PROXY_TOKEN_SECRET],
+      ["CALICO_TOKEN", CALICO_TOKEN_SECRET],
+    ] as const) {
       const tokenSecret = created.get(`Secret/${name}`) as k8s.core.v1.Secret | undefined;
       if (!tokenSecret) continue;
       // The provider waits until the token controller has filled the Secret's data.
       secrets[variable] = pulumi.secret(
         tokenSecret.data.apply((data) => {
           const token = data.token;
-          if (token === undefined || token === "") throw new Error(`the cluster did not fill ${name}'s token (is the service-account token controller running?)`);
+          if (token === undefined || token === "")
+            throw new Error(
+              `the cluster did not fill ${name}'s token (is the service-account token controller running?)`,
+            );
           return Buffer.from(token, "base64").toString("utf8");
         }),
       );

@@ -37,8 +37,16 @@ export function renderAgentAccess(namespace: string): Obj[] {
 /** The kubeadm bootstrap-token group kubeadm itself uses. */
 export const KUBEADM_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token";
 
-/** A kubeadm bootstrap token and the bindings TLS bootstrap needs (harmless where kubeadm made them already); `expiration` is RFC 3339. */
-export function renderKubeadmJoin(tokenId: string, tokenSecret: unknown, description: string, expiration?: string): Obj[] {
+/**
+ * A kubeadm bootstrap token and the bindings TLS bootstrap needs (harmless where kubeadm made them already);
+ * `expiration` is RFC 3339.
+ */
+export function renderKubeadmJoin(
+  tokenId: string,
+  tokenSecret: unknown,
+  description: string,
+  expiration?: string,
+): Obj[] {
   const labels = { "app.kubernetes.io/part-of": "winfleet" };
   const bind = (name: string, role: string, group: string): Obj => ({
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -64,20 +72,30 @@ export function renderKubeadmJoin(tokenId: string, tokenSecret: unknown, descrip
       },
     },
     bind("winfleet:kubelet-bootstrap", "system:node-bootstrapper", KUBEADM_TOKEN_GROUP),
-    bind("winfleet:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", KUBEADM_TOKEN_GROUP),
-    bind("winfleet:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
+    bind(
+      "winfleet:node-autoapprove-bootstrap",
+      "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+      KUBEADM_TOKEN_GROUP,
+    ),
+    bind(
+      "winfleet:node-autoapprove-certificate-rotation",
+      "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+      "system:nodes",
+    ),
   ];
 }
 
 /** The RKE2 join token, kept in the winfleet namespace for the agent and upgraders. */
 export function renderRke2Join(namespace: string, server: string, token: unknown): Obj[] {
-  return [{
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name: "winfleet-rke2-join", namespace, labels: { "app.kubernetes.io/part-of": "winfleet" } },
-    type: "Opaque",
-    stringData: { server, token },
-  }];
+  return [
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "winfleet-rke2-join", namespace, labels: { "app.kubernetes.io/part-of": "winfleet" } },
+      type: "Opaque",
+      stringData: { server, token },
+    },
+  ];
 }
 
 /** kube-proxy's service account, and the Secret its long-lived token is kept in. */
@@ -98,7 +116,12 @@ export function renderKubeProxyAccess(namespace: string): Obj[] {
     {
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { name: KUBE_PROXY_TOKEN_SECRET, namespace, labels, annotations: { "kubernetes.io/service-account.name": KUBE_PROXY_ACCOUNT } },
+      metadata: {
+        name: KUBE_PROXY_TOKEN_SECRET,
+        namespace,
+        labels,
+        annotations: { "kubernetes.io/service-account.name": KUBE_PROXY_ACCOUNT },
+      },
       type: "kubernetes.io/service-account-token",
     },
     {
@@ -144,7 +167,12 @@ export function renderCalicoAccess(namespace: string): Obj[] {
     {
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { name: CALICO_TOKEN_SECRET, namespace, labels, annotations: { "kubernetes.io/service-account.name": CALICO_ACCOUNT } },
+      metadata: {
+        name: CALICO_TOKEN_SECRET,
+        namespace,
+        labels,
+        annotations: { "kubernetes.io/service-account.name": CALICO_ACCOUNT },
+      },
       type: "kubernetes.io/service-account-token",
     },
     {
@@ -166,16 +194,38 @@ export function renderCalicoAccess(namespace: string): Obj[] {
         {
           apiGroups: [calico],
           resources: [
-            "globalfelixconfigs", "felixconfigurations", "bgppeers", "globalbgpconfigs", "bgpconfigurations", "ippools", "ipreservations", "ipamblocks",
-            "globalnetworkpolicies", "globalnetworksets", "networkpolicies", "networksets", "clusterinformations", "hostendpoints", "blockaffinities", "caliconodestatuses",
+            "globalfelixconfigs",
+            "felixconfigurations",
+            "bgppeers",
+            "globalbgpconfigs",
+            "bgpconfigurations",
+            "ippools",
+            "ipreservations",
+            "ipamblocks",
+            "globalnetworkpolicies",
+            "globalnetworksets",
+            "networkpolicies",
+            "networksets",
+            "clusterinformations",
+            "hostendpoints",
+            "blockaffinities",
+            "caliconodestatuses",
           ],
           verbs: ["get", "list", "watch"],
         },
         // Startup makes the default configuration when it is missing.
-        { apiGroups: [calico], resources: ["ippools", "felixconfigurations", "clusterinformations"], verbs: ["create", "update"] },
+        {
+          apiGroups: [calico],
+          resources: ["ippools", "felixconfigurations", "clusterinformations"],
+          verbs: ["create", "update"],
+        },
         { apiGroups: [calico], resources: ["caliconodestatuses"], verbs: ["update"] },
         // Calico IPAM: the node's block affinities and the pods' addresses.
-        { apiGroups: [calico], resources: ["blockaffinities", "ipamblocks", "ipamhandles"], verbs: ["get", "list", "create", "update", "delete"] },
+        {
+          apiGroups: [calico],
+          resources: ["blockaffinities", "ipamblocks", "ipamhandles"],
+          verbs: ["get", "list", "create", "update", "delete"],
+        },
         { apiGroups: [calico], resources: ["ipamconfigs"], verbs: ["get", "create"] },
         { apiGroups: [calico], resources: ["blockaffinities"], verbs: ["watch"] },
       ],

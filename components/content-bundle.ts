@@ -34,7 +34,10 @@ export type PublishArgs =
 
 /** Arguments of {@link ContentBundle}. */
 export interface ContentBundleArgs {
-  /** The built archive ({@link buildArchive}): built before the resources, so its digest is known while they are declared. */
+  /**
+   * The built archive ({@link buildArchive}): built before the resources, so its digest is known while they are
+   * declared.
+   */
   readonly archive: BuiltArchive;
   readonly publish: PublishArgs;
   /** Namespace for the ConfigMap form. */
@@ -63,7 +66,13 @@ export async function buildArchive(contentDir: string, workDir: string): Promise
     const archive = await archiveDirectory(join(staging, "bundle"));
     const path = join(workDir, `content-${archive.sha256.slice(0, 16)}.tgz`);
     await writeFile(path, archive.data);
-    return { path, sha256: archive.sha256, size: archive.data.length, data: archive.data, templates: manifest.templates.map((t) => ({ name: t.name, version: t.version })) };
+    return {
+      path,
+      sha256: archive.sha256,
+      size: archive.data.length,
+      data: archive.data,
+      templates: manifest.templates.map((t) => ({ name: t.name, version: t.version })),
+    };
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
@@ -92,31 +101,80 @@ export class ContentBundle extends pulumi.ComponentResource {
     const p = args.publish;
     const short = archive.sha256.slice(0, 16);
     if (p.to === "blob") {
-      const container = new azure.storage.BlobContainer(`${name}-container`, { accountName: p.storageAccount, resourceGroupName: p.resourceGroup, containerName: p.container, publicAccess: "None" }, { parent: this });
+      const container = new azure.storage.BlobContainer(
+        `${name}-container`,
+        {
+          accountName: p.storageAccount,
+          resourceGroupName: p.resourceGroup,
+          containerName: p.container,
+          publicAccess: "None",
+        },
+        { parent: this },
+      );
       const blobName = `content-${short}.tgz`;
       new azure.storage.Blob(
         `${name}-blob`,
-        { accountName: p.storageAccount, resourceGroupName: p.resourceGroup, containerName: container.name, blobName, type: "Block", contentType: "application/gzip", source: new pulumi.asset.FileAsset(archive.path) },
+        {
+          accountName: p.storageAccount,
+          resourceGroupName: p.resourceGroup,
+          containerName: container.name,
+          blobName,
+          type: "Block",
+          contentType: "application/gzip",
+          source: new pulumi.asset.FileAsset(archive.path),
+        },
         { parent: this },
       );
       this.url = `https://${p.storageAccount}.blob.core.windows.net/${p.container}/${blobName}`;
       this.auth = p.auth;
       if (p.auth === "sas") {
-        if (!p.sasExpiry) throw new pulumi.ResourceError("content.publish.auth is sas, so content.publish.sasExpiry is required", this);
+        if (!p.sasExpiry)
+          throw new pulumi.ResourceError("content.publish.auth is sas, so content.publish.sasExpiry is required", this);
         const sas = azure.storage.listStorageAccountServiceSASOutput(
-          { accountName: p.storageAccount, resourceGroupName: p.resourceGroup, canonicalizedResource: `/blob/${p.storageAccount}/${p.container}/${blobName}`, resource: "b", permissions: "r", protocols: "https", sharedAccessExpiryTime: p.sasExpiry },
+          {
+            accountName: p.storageAccount,
+            resourceGroupName: p.resourceGroup,
+            canonicalizedResource: `/blob/${p.storageAccount}/${p.container}/${blobName}`,
+            resource: "b",
+            permissions: "r",
+            protocols: "https",
+            sharedAccessExpiryTime: p.sasExpiry,
+          },
           { parent: this },
         );
         this.sas = pulumi.secret(sas.serviceSasToken);
         // The agent upgrader's pods read it from here, never from their spec.
-        new k8s.core.v1.Secret(`${name}-sas`, { metadata: { name: CONTENT_SAS_SECRET, namespace: args.namespace, labels: { "app.kubernetes.io/part-of": "winfleet" } }, type: "Opaque", stringData: { sas: this.sas } }, { parent: this });
+        new k8s.core.v1.Secret(
+          `${name}-sas`,
+          {
+            metadata: {
+              name: CONTENT_SAS_SECRET,
+              namespace: args.namespace,
+              labels: { "app.kubernetes.io/part-of": "winfleet" },
+            },
+            type: "Opaque",
+            stringData: { sas: this.sas },
+          },
+          { parent: this },
+        );
       }
     } else {
-      if (archive.size > CONFIGMAP_LIMIT) throw new pulumi.ResourceError(`the content bundle is ${archive.size} bytes, more than a ConfigMap holds (${CONFIGMAP_LIMIT}); publish it to blob storage`, this);
+      if (archive.size > CONFIGMAP_LIMIT)
+        throw new pulumi.ResourceError(
+          `the content bundle is ${archive.size} bytes, more than a ConfigMap holds (${CONFIGMAP_LIMIT}); publish it to blob storage`,
+          this,
+        );
       this.configMap = `winfleet-content-${short}`;
       new k8s.core.v1.ConfigMap(
         `${name}-configmap`,
-        { metadata: { name: this.configMap, namespace: args.namespace, labels: { "app.kubernetes.io/part-of": "winfleet", "winfleet.io/content": "bundle" } }, binaryData: { "bundle.tgz": archive.data.toString("base64") } },
+        {
+          metadata: {
+            name: this.configMap,
+            namespace: args.namespace,
+            labels: { "app.kubernetes.io/part-of": "winfleet", "winfleet.io/content": "bundle" },
+          },
+          binaryData: { "bundle.tgz": archive.data.toString("base64") },
+        },
         { parent: this },
       );
       this.url = `configmap://${args.namespace}/${this.configMap}`;

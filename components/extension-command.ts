@@ -14,16 +14,24 @@
  */
 
 /** Where IMDS serves the VM's userData (base64), as text. */
-export const USER_DATA_URL = "http://169.254.169.254/metadata/instance/compute/userData?api-version=2021-01-01&format=text";
+export const USER_DATA_URL =
+  "http://169.254.169.254/metadata/instance/compute/userData?api-version=2021-01-01&format=text";
 /** The extension's command length limit. */
 export const COMMAND_LIMIT = 8191;
 
 const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** The PowerShell the extension runs (tested as data and parsed). */
-export function extensionScript(bootstrapSha256: string, secretsLine: string, contentSas?: string, secretsVersion?: string): string {
-  if (/[\r\n\0]/.test(secretsLine) || (contentSas !== undefined && /[\r\n\0]/.test(contentSas))) throw new Error("the secrets and the SAS must be single-line values");
-  if (secretsVersion !== undefined && !/^[0-9a-f]{32}$/.test(secretsVersion)) throw new Error(`${secretsVersion} is not a Key Vault secret version (32 hex digits)`);
+export function extensionScript(
+  bootstrapSha256: string,
+  secretsLine: string,
+  contentSas?: string,
+  secretsVersion?: string,
+): string {
+  if (/[\r\n\0]/.test(secretsLine) || (contentSas !== undefined && /[\r\n\0]/.test(contentSas)))
+    throw new Error("the secrets and the SAS must be single-line values");
+  if (secretsVersion !== undefined && !/^[0-9a-f]{32}$/.test(secretsVersion))
+    throw new Error(`${secretsVersion} is not a Key Vault secret version (32 hex digits)`);
   const sas = `${contentSas !== undefined ? ` -ContentSas ${q(contentSas)}` : ""}${secretsVersion !== undefined ? ` -SecretsVersion ${q(secretsVersion)}` : ""}`;
   return `$ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
@@ -48,12 +56,22 @@ exit 0
 }
 
 /** `commandToExecute`: the script above, base64 of its UTF-8, decoded and run by a one-line `-Command`. */
-export function extensionCommand(bootstrapSha256: string, secretsLine: string, contentSas?: string, secretsVersion?: string): string {
-  const encoded = Buffer.from(extensionScript(bootstrapSha256, secretsLine, contentSas, secretsVersion), "utf8").toString("base64");
+export function extensionCommand(
+  bootstrapSha256: string,
+  secretsLine: string,
+  contentSas?: string,
+  secretsVersion?: string,
+): string {
+  const encoded = Buffer.from(
+    extensionScript(bootstrapSha256, secretsLine, contentSas, secretsVersion),
+    "utf8",
+  ).toString("base64");
   const command = `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -Command "& ([scriptblock]::Create([Text.Encoding]::UTF8.GetString([Convert]::FromBase64String('${encoded}'))))"`;
   if (command.length > COMMAND_LIMIT) {
     // Base64 of UTF-8: each character of a secret takes about 1.33 characters here.
-    throw new Error(`commandToExecute would be ${command.length} characters (the secrets are ${secretsLine.length}); the extension takes at most ${COMMAND_LIMIT}: only the join token belongs here, larger secrets travel through the Key Vault secret`);
+    throw new Error(
+      `commandToExecute would be ${command.length} characters (the secrets are ${secretsLine.length}); the extension takes at most ${COMMAND_LIMIT}: only the join token belongs here, larger secrets travel through the Key Vault secret`,
+    );
   }
   return command;
 }

@@ -29,7 +29,10 @@ const KINDS: Readonly<Record<string, Ctor>> = {
 
 /** The resource name an object is registered under. */
 export function kubeResourceName(prefix: string, o: KubeObject): string {
-  return `${prefix}-${o.kind.toLowerCase()}-${o.metadata.namespace ? `${o.metadata.namespace}-` : ""}${o.metadata.name}`.replace(/[^a-zA-Z0-9-]/g, "-");
+  return `${prefix}-${o.kind.toLowerCase()}-${o.metadata.namespace ? `${o.metadata.namespace}-` : ""}${o.metadata.name}`.replace(
+    /[^a-zA-Z0-9-]/g,
+    "-",
+  );
 }
 
 /**
@@ -45,7 +48,10 @@ export function kubeResource(prefix: string, o: KubeObject, opts: pulumi.CustomR
   const ctor = KINDS[`${o.apiVersion}/${o.kind}`];
   if (!ctor) throw new Error(`no resource class for ${o.apiVersion} ${o.kind}`);
   const annotations = (o.metadata.annotations ?? {}) as Record<string, unknown>;
-  const args: Record<string, unknown> = { ...o, metadata: { ...o.metadata, annotations: { ...annotations, ...FORCE } } };
+  const args: Record<string, unknown> = {
+    ...o,
+    metadata: { ...o.metadata, annotations: { ...annotations, ...FORCE } },
+  };
   delete args.apiVersion;
   delete args.kind;
   return new ctor(kubeResourceName(prefix, o), args as never, opts);

@@ -16,9 +16,24 @@ export interface ImageRef {
 
 /** Server Core, generation 2: what AKS and the sig-windows guides run. */
 const RELEASES: Readonly<Record<"ws2019" | "ws2022" | "ws2025", ImageRef>> = {
-  ws2019: { publisher: "MicrosoftWindowsServer", offer: "WindowsServer", sku: "2019-datacenter-core-g2", version: "latest" },
-  ws2022: { publisher: "MicrosoftWindowsServer", offer: "WindowsServer", sku: "2022-datacenter-core-g2", version: "latest" },
-  ws2025: { publisher: "MicrosoftWindowsServer", offer: "WindowsServer", sku: "2025-datacenter-core-g2", version: "latest" },
+  ws2019: {
+    publisher: "MicrosoftWindowsServer",
+    offer: "WindowsServer",
+    sku: "2019-datacenter-core-g2",
+    version: "latest",
+  },
+  ws2022: {
+    publisher: "MicrosoftWindowsServer",
+    offer: "WindowsServer",
+    sku: "2022-datacenter-core-g2",
+    version: "latest",
+  },
+  ws2025: {
+    publisher: "MicrosoftWindowsServer",
+    offer: "WindowsServer",
+    sku: "2025-datacenter-core-g2",
+    version: "latest",
+  },
 };
 
 /** A Windows Server image: a release name (Server Core, generation 2) or an explicit marketplace image. */
@@ -93,8 +108,15 @@ export interface PoolValues {
  * added on the node): the stack's content variables, the pool's over them,
  * and the join variables winfleet sets (the schema keeps stacks from setting those).
  */
-export function nodeAgentConfig(node: NodeConfigArgs, join: Readonly<Record<string, string>>, pool: PoolValues): Record<string, unknown> {
-  const labels = Object.entries(pool.labels).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(",");
+export function nodeAgentConfig(
+  node: NodeConfigArgs,
+  join: Readonly<Record<string, string>>,
+  pool: PoolValues,
+): Record<string, unknown> {
+  const labels = Object.entries(pool.labels)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
   return {
     template: node.template,
     templateVersion: node.templateVersion,

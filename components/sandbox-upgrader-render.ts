@@ -11,11 +11,30 @@ import type { KubeObject } from "./kube-objects";
 import type { AgentTarget, RenderedUpgrader, UpgraderRenderArgs } from "./upgrader-render";
 
 /** Renders a sandbox pool's upgrader; `hash` is the rollout hash of the Windows renderer. */
-export function renderSandboxUpgrader(args: UpgraderRenderArgs & { readonly target: AgentTarget }, name: string, hash: string): RenderedUpgrader {
+export function renderSandboxUpgrader(
+  args: UpgraderRenderArgs & { readonly target: AgentTarget },
+  name: string,
+  hash: string,
+): RenderedUpgrader {
   const t = args.target;
-  const labels = { "app.kubernetes.io/name": "winfleet-upgrader", "app.kubernetes.io/component": args.kind, "winfleet.io/upgrader-group": args.group.name };
+  const labels = {
+    "app.kubernetes.io/name": "winfleet-upgrader",
+    "app.kubernetes.io/component": args.kind,
+    "winfleet.io/upgrader-group": args.group.name,
+  };
   const archive = "content/bundle.tgz";
-  const retarget = ["winfleet-agent", "retarget", "--config", "$(WINFLEET_AGENT_CONFIG)", "--template", t.template, "--template-version", t.templateVersion, "--content-sha256", t.contentSha256];
+  const retarget = [
+    "winfleet-agent",
+    "retarget",
+    "--config",
+    "$(WINFLEET_AGENT_CONFIG)",
+    "--template",
+    t.template,
+    "--template-version",
+    t.templateVersion,
+    "--content-sha256",
+    t.contentSha256,
+  ];
   const source = "configMap" in t.content ? ["--content-archive", archive] : ["--content-url", t.content.url];
   const daemonSet: KubeObject = {
     apiVersion: "apps/v1",
@@ -33,14 +52,40 @@ export function renderSandboxUpgrader(args: UpgraderRenderArgs & { readonly targ
           tolerations: [{ operator: "Exists" }],
           hostNetwork: true,
           securityContext: { windowsOptions: { hostProcess: true, runAsUserName: "NT AUTHORITY\\SYSTEM" } },
-          initContainers: [{ name: "upgrade", image: args.group.image, command: [...retarget, ...source], volumeMounts: "configMap" in t.content ? [{ name: "content", mountPath: "content" }] : [] }],
-          containers: [{
-            name: "converged",
-            image: args.group.image,
-            command: ["sleep", "infinity"],
-            // The sandbox hosts run the checkout's agent, so the probe waits for the content alone.
-            readinessProbe: { exec: { command: ["winfleet-agent", "ready", "--server", "$(WINFLEET_BROKER)", "--template", t.template, "--template-version", t.templateVersion] }, periodSeconds: 2, timeoutSeconds: 10, failureThreshold: 1, successThreshold: 1 },
-          }],
+          initContainers: [
+            {
+              name: "upgrade",
+              image: args.group.image,
+              command: [...retarget, ...source],
+              volumeMounts: "configMap" in t.content ? [{ name: "content", mountPath: "content" }] : [],
+            },
+          ],
+          containers: [
+            {
+              name: "converged",
+              image: args.group.image,
+              command: ["sleep", "infinity"],
+              // The sandbox hosts run the checkout's agent, so the probe waits for the content alone.
+              readinessProbe: {
+                exec: {
+                  command: [
+                    "winfleet-agent",
+                    "ready",
+                    "--server",
+                    "$(WINFLEET_BROKER)",
+                    "--template",
+                    t.template,
+                    "--template-version",
+                    t.templateVersion,
+                  ],
+                },
+                periodSeconds: 2,
+                timeoutSeconds: 10,
+                failureThreshold: 1,
+                successThreshold: 1,
+              },
+            },
+          ],
           volumes: "configMap" in t.content ? [{ name: "content", configMap: { name: t.content.configMap } }] : [],
         },
       },
@@ -48,6 +93,11 @@ export function renderSandboxUpgrader(args: UpgraderRenderArgs & { readonly targ
   };
   // The group's ConfigMap, as a Windows pool's has for its broker config; it carries nothing that
   // changes with a rollout (the provider replaces a ConfigMap whose data changes).
-  const configMap: KubeObject = { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: args.namespace, labels }, data: { group: args.group.name } };
+  const configMap: KubeObject = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace: args.namespace, labels },
+    data: { group: args.group.name },
+  };
   return { configMap, daemonSet };
 }

@@ -6,9 +6,17 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { kubeResource } from "./kube-objects";
 import { POOL_LABEL } from "./pool-render";
-import { type AgentTarget, type UpgraderGroup, type UpgraderKind, fixWinsConfig, renderUpgrader } from "./upgrader-render";
+import {
+  type AgentTarget,
+  type UpgraderGroup,
+  type UpgraderKind,
+  fixWinsConfig,
+  renderUpgrader,
+} from "./upgrader-render";
 
-/** One of the rancher-wins-upgrader chart's `winsConfigs[]`: a node group and the broker (wins) config its hosts run. */
+/**
+ * One of the rancher-wins-upgrader chart's `winsConfigs[]`: a node group and the broker (wins) config its hosts run.
+ */
 export interface WinsConfigArgs {
   readonly name: string;
   /** An image that carries the winfleet agent. */
@@ -44,17 +52,40 @@ export interface UpgraderArgs {
 }
 
 /** The agent upgrader's groups: one per deployed pool, selected by its pool label, running the upgrader image. */
-export function agentGroups(u: UpgraderConfig, pools: readonly { readonly name: string; readonly kind?: string }[]): UpgraderGroup[] {
-  return pools.map((p) => ({ name: p.name, image: u.image, nodeSelector: { [POOL_LABEL]: p.name }, tolerations: [], config: {}, ...(p.kind === "local" ? { sandbox: true } : {}) }));
+export function agentGroups(
+  u: UpgraderConfig,
+  pools: readonly { readonly name: string; readonly kind?: string }[],
+): UpgraderGroup[] {
+  return pools.map((p) => ({
+    name: p.name,
+    image: u.image,
+    nodeSelector: { [POOL_LABEL]: p.name },
+    tolerations: [],
+    config: {},
+    ...(p.kind === "local" ? { sandbox: true } : {}),
+  }));
 }
 
 /** The wins upgrader's groups: the chart's `winsConfigs[]`, each with the broker config its hosts run. */
 export function winsGroups(u: UpgraderConfig): UpgraderGroup[] {
-  return u.winsConfigs.map((w) => ({ name: w.name, image: `${w.image.repository}:${w.image.tag}`, nodeSelector: w.nodeSelector, tolerations: w.tolerations, config: fixWinsConfig(w.config) }));
+  return u.winsConfigs.map((w) => ({
+    name: w.name,
+    image: `${w.image.repository}:${w.image.tag}`,
+    nodeSelector: w.nodeSelector,
+    tolerations: w.tolerations,
+    config: fixWinsConfig(w.config),
+  }));
 }
 
 /** Registers every group's ConfigMap and DaemonSet under `parent`. */
-export function registerUpgraders(parent: pulumi.ComponentResource, prefix: string, kind: UpgraderKind, args: UpgraderArgs, groups: readonly UpgraderGroup[], target?: AgentTarget): string[] {
+export function registerUpgraders(
+  parent: pulumi.ComponentResource,
+  prefix: string,
+  kind: UpgraderKind,
+  args: UpgraderArgs,
+  groups: readonly UpgraderGroup[],
+  target?: AgentTarget,
+): string[] {
   const names: string[] = [];
   for (const group of groups) {
     const rendered = renderUpgrader({
@@ -66,7 +97,9 @@ export function registerUpgraders(parent: pulumi.ComponentResource, prefix: stri
       maxUnavailable: args.upgrader.maxUnavailable,
       versions: args.versions,
       pathPrefix: args.upgrader.pathPrefix,
-      ...(args.upgrader.masquerade.enabled && args.upgrader.masquerade.as ? { masqueradeAs: args.upgrader.masquerade.as } : {}),
+      ...(args.upgrader.masquerade.enabled && args.upgrader.masquerade.as
+        ? { masqueradeAs: args.upgrader.masquerade.as }
+        : {}),
       ...(target ? { target } : {}),
     });
     const map = kubeResource(prefix, rendered.configMap, { parent });

@@ -13,7 +13,17 @@ import { createHash } from "node:crypto";
 import { canonicalJson } from "../agent/common";
 import type { KubeObject } from "./kube-objects";
 import { renderSandboxUpgrader } from "./sandbox-upgrader-render";
-import { HOST_AGENT, HOST_NODE, IMAGE_AGENT, POD_CONFIG_DIR, POD_HOST_DIR, SAS_ENV, hostProcessAgentScript, hostProcessWinsScript, winsModeScript } from "./upgrader-scripts";
+import {
+  HOST_AGENT,
+  HOST_NODE,
+  IMAGE_AGENT,
+  POD_CONFIG_DIR,
+  POD_HOST_DIR,
+  SAS_ENV,
+  hostProcessAgentScript,
+  hostProcessWinsScript,
+  winsModeScript,
+} from "./upgrader-scripts";
 
 /** What an upgrader rolls out: the agent and its content, or the broker's (wins) config. */
 export type UpgraderKind = "agent" | "wins";
@@ -37,7 +47,8 @@ export interface AgentTarget {
   readonly agentVersion: string;
   readonly contentSha256: string;
   /** A blob URL to download the content archive from, or a ConfigMap holding it as `bundle.tgz`. */
-  readonly content: { readonly url: string; readonly auth: "none" | "managedIdentity" | "sas" } | { readonly configMap: string };
+  readonly content:
+    { readonly url: string; readonly auth: "none" | "managedIdentity" | "sas" } | { readonly configMap: string };
 }
 
 /** Inputs of {@link renderUpgrader}. */
@@ -68,9 +79,16 @@ const WIN_OS = { "kubernetes.io/os": "windows" };
 /** The Secret (key `sas`) holding a content SAS, when blobs are read with one. */
 export const CONTENT_SAS_SECRET = "winfleet-content-sas";
 
-/** Rewrites a chart-era wins config so wins ≥ 0.1.2 and winfleet read its whitelist: `white_list` with camelCase keys. */
+/**
+ * Rewrites a chart-era wins config so wins ≥ 0.1.2 and winfleet read its whitelist: `white_list` with camelCase keys.
+ */
 export function fixWinsConfig(config: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const nested: Record<string, string> = { process_paths: "processPaths", processpaths: "processPaths", proxy_ports: "proxyPorts", proxyports: "proxyPorts" };
+  const nested: Record<string, string> = {
+    process_paths: "processPaths",
+    processpaths: "processPaths",
+    proxy_ports: "proxyPorts",
+    proxyports: "proxyPorts",
+  };
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(config)) {
     if (k.toLowerCase() === "whitelist" || k.toLowerCase() === "white_list") {
@@ -95,50 +113,100 @@ export function brokerConfigText(group: UpgraderGroup): { text: string; sha256: 
 }
 
 /** The hash that decides whether the pod template changes. */
-export function rolloutHash(args: Pick<UpgraderRenderArgs, "versions" | "group" | "mode" | "masqueradeAs" | "target">): string {
+export function rolloutHash(
+  args: Pick<UpgraderRenderArgs, "versions" | "group" | "mode" | "masqueradeAs" | "target">,
+): string {
   return createHash("sha256")
-    .update(canonicalJson({ versions: args.versions, config: args.group.config, image: args.group.image, mode: args.mode, masquerade: args.masqueradeAs ?? null, target: args.target ?? null }))
+    .update(
+      canonicalJson({
+        versions: args.versions,
+        config: args.group.config,
+        image: args.group.image,
+        mode: args.mode,
+        masquerade: args.masqueradeAs ?? null,
+        target: args.target ?? null,
+      }),
+    )
     .digest("hex")
     .slice(0, 32);
 }
 
 /** The command the readiness probe runs. */
 function probeCommand(args: UpgraderRenderArgs, sha256: string): string[] {
-  const wants = args.kind === "agent" && args.target
-    ? ["--template", args.target.template, "--template-version", args.target.templateVersion, "--agent-version", args.target.agentVersion]
-    : ["--broker-config-sha256", sha256];
-  return args.mode === "hostProcess" ? [HOST_NODE, HOST_AGENT, "ready", ...wants] : [IMAGE_AGENT, "ready", "--server", "rancher_wins", ...wants];
+  const wants =
+    args.kind === "agent" && args.target
+      ? [
+          "--template",
+          args.target.template,
+          "--template-version",
+          args.target.templateVersion,
+          "--agent-version",
+          args.target.agentVersion,
+        ]
+      : ["--broker-config-sha256", sha256];
+  return args.mode === "hostProcess"
+    ? [HOST_NODE, HOST_AGENT, "ready", ...wants]
+    : [IMAGE_AGENT, "ready", "--server", "rancher_wins", ...wants];
 }
 
 /** Renders one group's upgrader. */
 export function renderUpgrader(args: UpgraderRenderArgs): RenderedUpgrader {
   const name = `winfleet-${args.kind}-upgrader-${args.group.name}`;
-  if (args.group.sandbox && args.target) return renderSandboxUpgrader({ ...args, target: args.target }, name, rolloutHash(args));
-  const labels = { "app.kubernetes.io/name": "winfleet-upgrader", "app.kubernetes.io/component": args.kind, "winfleet.io/upgrader-group": args.group.name };
+  if (args.group.sandbox && args.target)
+    return renderSandboxUpgrader({ ...args, target: args.target }, name, rolloutHash(args));
+  const labels = {
+    "app.kubernetes.io/name": "winfleet-upgrader",
+    "app.kubernetes.io/component": args.kind,
+    "winfleet.io/upgrader-group": args.group.name,
+  };
   const configFile = prefixed(args.pathPrefix, "etc\\rancher\\wins\\config");
-  const upgradeExe = (args.masqueradeAs ?? prefixed(args.pathPrefix, "etc\\rancher\\wins\\winfleet-upgrade.exe")).replace(/\//g, "\\");
+  const upgradeExe = (
+    args.masqueradeAs ?? prefixed(args.pathPrefix, "etc\\rancher\\wins\\winfleet-upgrade.exe")
+  ).replace(/\//g, "\\");
   const hostDir = (p: string): string => p.slice(0, p.lastIndexOf("\\")).replace(/\\/g, "/");
   const broker = brokerConfigText(args.group);
-  const versionArgs = Object.entries(args.versions).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(" ");
-  const script = args.mode === "hostProcess"
-    ? args.kind === "agent" ? hostProcessAgentScript(args.target, configFile) : hostProcessWinsScript(configFile)
-    : winsModeScript(args.kind, { upgradeExe, configFile }, args.target);
+  const versionArgs = Object.entries(args.versions)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
+  const script =
+    args.mode === "hostProcess"
+      ? args.kind === "agent"
+        ? hostProcessAgentScript(args.target, configFile)
+        : hostProcessWinsScript(configFile)
+      : winsModeScript(args.kind, { upgradeExe, configFile }, args.target);
 
-  const podSecurity = args.mode === "hostProcess"
-    ? { securityContext: { windowsOptions: { hostProcess: true, runAsUserName: "NT AUTHORITY\\SYSTEM" } }, hostNetwork: true }
-    : {};
+  const podSecurity =
+    args.mode === "hostProcess"
+      ? {
+          securityContext: { windowsOptions: { hostProcess: true, runAsUserName: "NT AUTHORITY\\SYSTEM" } },
+          hostNetwork: true,
+        }
+      : {};
   const contentMap = args.target && "configMap" in args.target.content ? args.target.content.configMap : undefined;
   const wins = args.mode === "wins";
   const volumes = [
     { name: "config", configMap: { name } },
     ...(contentMap ? [{ name: "content", configMap: { name: contentMap } }] : []),
-    ...(wins ? [{ name: "wins-pipe", hostPath: { path: "\\\\.\\pipe\\rancher_wins" } }, { name: "wins-dir", hostPath: { path: hostDir(upgradeExe), type: "DirectoryOrCreate" } }] : []),
-    ...(wins && args.kind === "wins" ? [{ name: "wins-config", hostPath: { path: hostDir(configFile), type: "DirectoryOrCreate" } }] : []),
+    ...(wins
+      ? [
+          { name: "wins-pipe", hostPath: { path: "\\\\.\\pipe\\rancher_wins" } },
+          { name: "wins-dir", hostPath: { path: hostDir(upgradeExe), type: "DirectoryOrCreate" } },
+        ]
+      : []),
+    ...(wins && args.kind === "wins"
+      ? [{ name: "wins-config", hostPath: { path: hostDir(configFile), type: "DirectoryOrCreate" } }]
+      : []),
   ];
   const mounts = [
     { name: "config", mountPath: wins ? "C:\\config" : "config" },
     ...(contentMap ? [{ name: "content", mountPath: wins ? "C:\\content" : "content" }] : []),
-    ...(wins ? [{ name: "wins-pipe", mountPath: "\\\\.\\pipe\\rancher_wins" }, { name: "wins-dir", mountPath: POD_HOST_DIR }] : []),
+    ...(wins
+      ? [
+          { name: "wins-pipe", mountPath: "\\\\.\\pipe\\rancher_wins" },
+          { name: "wins-dir", mountPath: POD_HOST_DIR },
+        ]
+      : []),
     ...(wins && args.kind === "wins" ? [{ name: "wins-config", mountPath: POD_CONFIG_DIR }] : []),
   ];
   const tolerations = args.group.tolerations.length > 0 ? args.group.tolerations : [{ operator: "Exists" }];
@@ -162,34 +230,55 @@ export function renderUpgrader(args: UpgraderRenderArgs): RenderedUpgrader {
       minReadySeconds: 10,
       updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: args.maxUnavailable } },
       template: {
-        metadata: { labels, annotations: { "winfleet.io/rollout": rolloutHash(args), "winfleet.io/versions": versionArgs } },
+        metadata: {
+          labels,
+          annotations: { "winfleet.io/rollout": rolloutHash(args), "winfleet.io/versions": versionArgs },
+        },
         spec: {
           serviceAccountName: args.serviceAccount,
           nodeSelector: { ...WIN_OS, ...args.group.nodeSelector },
           tolerations,
           ...podSecurity,
-          initContainers: [{
-            name: "upgrade",
-            image: args.group.image,
-            command: ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", script],
-            volumeMounts: mounts,
-            // A SAS reaches the pod as a Secret reference, never in its spec.
-            ...(args.target && !("configMap" in args.target.content) && args.target.content.auth === "sas"
-              ? { env: [{ name: SAS_ENV, valueFrom: { secretKeyRef: { name: CONTENT_SAS_SECRET, key: "sas" } } }] }
-              : {}),
-          }],
-          containers: [{
-            name: "converged",
-            image: args.group.image,
-            // Stays up so its readiness keeps reporting the host's state until the next rollout.
-            command: ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", "while ($true) { Start-Sleep -Seconds 3600 }"],
-            readinessProbe: { exec: { command: probeCommand(args, broker.sha256) }, initialDelaySeconds: 5, periodSeconds: 15, timeoutSeconds: 10, failureThreshold: 3, successThreshold: 1 },
-            // Windows holds the whole container to the limit (its job object): the idle PowerShell above
-            // (60-80 MiB) and every exec'd readiness probe (node.exe and the agent, 40-60 MiB) together.
-            // Under a tight limit the probe fails, the pod never turns Ready and the rollout halts.
-            resources: { requests: { cpu: "1m", memory: "128Mi" }, limits: { memory: "512Mi" } },
-            ...(args.mode === "wins" ? { volumeMounts: mounts.filter((m) => m.name === "wins-pipe") } : {}),
-          }],
+          initContainers: [
+            {
+              name: "upgrade",
+              image: args.group.image,
+              command: ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command", script],
+              volumeMounts: mounts,
+              // A SAS reaches the pod as a Secret reference, never in its spec.
+              ...(args.target && !("configMap" in args.target.content) && args.target.content.auth === "sas"
+                ? { env: [{ name: SAS_ENV, valueFrom: { secretKeyRef: { name: CONTENT_SAS_SECRET, key: "sas" } } }] }
+                : {}),
+            },
+          ],
+          containers: [
+            {
+              name: "converged",
+              image: args.group.image,
+              // Stays up so its readiness keeps reporting the host's state until the next rollout.
+              command: [
+                "powershell.exe",
+                "-NoLogo",
+                "-NoProfile",
+                "-NonInteractive",
+                "-Command",
+                "while ($true) { Start-Sleep -Seconds 3600 }",
+              ],
+              readinessProbe: {
+                exec: { command: probeCommand(args, broker.sha256) },
+                initialDelaySeconds: 5,
+                periodSeconds: 15,
+                timeoutSeconds: 10,
+                failureThreshold: 3,
+                successThreshold: 1,
+              },
+              // Windows holds the whole container to the limit (its job object): the idle PowerShell above
+              // (60-80 MiB) and every exec'd readiness probe (node.exe and the agent, 40-60 MiB) together.
+              // Under a tight limit the probe fails, the pod never turns Ready and the rollout halts.
+              resources: { requests: { cpu: "1m", memory: "128Mi" }, limits: { memory: "512Mi" } },
+              ...(args.mode === "wins" ? { volumeMounts: mounts.filter((m) => m.name === "wins-pipe") } : {}),
+            },
+          ],
           volumes,
         },
       },

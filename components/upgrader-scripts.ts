@@ -30,12 +30,24 @@ const CHECK = "if ($LASTEXITCODE -ne 0) { exit $LASTEXITCODE }";
 
 /** `retarget` arguments for a content source, as argv; `archive` is where a ConfigMap's archive is on the host. */
 function retargetArgs(t: AgentTarget, archive: string): string[] {
-  const source = "configMap" in t.content
-    ? ["--content-archive", archive]
-    : t.content.auth === "sas"
-      ? ["--content-url", t.content.url, "--content-sas-env", SAS_ENV]
-      : ["--content-url", t.content.url, "--content-auth", t.content.auth];
-  return ["retarget", "--config", WINDOWS_AGENT_CONFIG, "--template", t.template, "--template-version", t.templateVersion, "--content-sha256", t.contentSha256, ...source];
+  const source =
+    "configMap" in t.content
+      ? ["--content-archive", archive]
+      : t.content.auth === "sas"
+        ? ["--content-url", t.content.url, "--content-sas-env", SAS_ENV]
+        : ["--content-url", t.content.url, "--content-auth", t.content.auth];
+  return [
+    "retarget",
+    "--config",
+    WINDOWS_AGENT_CONFIG,
+    "--template",
+    t.template,
+    "--template-version",
+    t.templateVersion,
+    "--content-sha256",
+    t.contentSha256,
+    ...source,
+  ];
 }
 
 /** HostProcess, agent kind: retarget the host's content, then upgrade the agent, both with the host's own agent. */
@@ -48,7 +60,10 @@ export function hostProcessAgentScript(t: AgentTarget | undefined, brokerConfig:
   }
   // Runs in this container's process, not detached: a HostProcess container's job object ends its children with it.
   // --agent-config: a host whose agent config pins a public key refuses an agent bundle not signed with it.
-  lines.push(`& $node $agent up --bundle "$env:CONTAINER_SANDBOX_MOUNT_POINT\\winfleet\\bundle" --install-dir ${psq(INSTALL)} --config ${psq(brokerConfig)} --agent-config ${psq(WINDOWS_AGENT_CONFIG)} --manager windows`, "exit $LASTEXITCODE");
+  lines.push(
+    `& $node $agent up --bundle "$env:CONTAINER_SANDBOX_MOUNT_POINT\\winfleet\\bundle" --install-dir ${psq(INSTALL)} --config ${psq(brokerConfig)} --agent-config ${psq(WINDOWS_AGENT_CONFIG)} --manager windows`,
+    "exit $LASTEXITCODE",
+  );
   return lines.join("\n");
 }
 
@@ -65,7 +80,10 @@ export function hostProcessWinsScript(configFile: string): string {
 /** The `--args` list a broker splits on spaces (quotes would be kept), so no token may hold either. */
 function brokerArgs(argv: readonly string[]): string {
   for (const a of argv) {
-    if (a === "" || /[\s"']/.test(a)) throw new Error(`cannot pass ${JSON.stringify(a)} through the broker: its arguments are split on spaces and may not be quoted (check upgrader.pathPrefix and masquerade.as)`);
+    if (a === "" || /[\s"']/.test(a))
+      throw new Error(
+        `cannot pass ${JSON.stringify(a)} through the broker: its arguments are split on spaces and may not be quoted (check upgrader.pathPrefix and masquerade.as)`,
+      );
   }
   return argv.join(" ");
 }
@@ -83,7 +101,8 @@ export function winsModeScript(kind: "agent" | "wins", host: WinsModeHost, t?: A
   const dir = host.upgradeExe.slice(0, host.upgradeExe.lastIndexOf("\\"));
   const leaf = host.upgradeExe.slice(host.upgradeExe.lastIndexOf("\\") + 1);
   const configLeaf = host.configFile.slice(host.configFile.lastIndexOf("\\") + 1);
-  const run = (argv: string[], envs = ""): string => `& ${psq(IMAGE_AGENT)} cli prc run --path ${psq(host.upgradeExe)} --args ${psq(brokerArgs(argv))}${envs}`;
+  const run = (argv: string[], envs = ""): string =>
+    `& ${psq(IMAGE_AGENT)} cli prc run --path ${psq(host.upgradeExe)} --args ${psq(brokerArgs(argv))}${envs}`;
   const lines = [
     HEAD,
     // The client sends the checksum of its own copy at the same path; the broker compares the host's.
@@ -92,12 +111,17 @@ export function winsModeScript(kind: "agent" | "wins", host: WinsModeHost, t?: A
     `Copy-Item -Force ${psq(IMAGE_AGENT)} ${psq(`${POD_HOST_DIR}\\${leaf}`)}`,
   ];
   if (kind === "wins") {
-    lines.push(`Copy-Item -Force 'C:\\config\\config' ${psq(`${POD_CONFIG_DIR}\\${configLeaf}`)}`, `${run(["service", "reload-config", "--config", host.configFile])}`, "exit $LASTEXITCODE");
+    lines.push(
+      `Copy-Item -Force 'C:\\config\\config' ${psq(`${POD_CONFIG_DIR}\\${configLeaf}`)}`,
+      `${run(["service", "reload-config", "--config", host.configFile])}`,
+      "exit $LASTEXITCODE",
+    );
     return lines.join("\n");
   }
   if (t) {
     const archive = `content-${t.contentSha256.slice(0, 16)}.tgz`;
-    if ("configMap" in t.content) lines.push(`Copy-Item -Force 'C:\\content\\bundle.tgz' ${psq(`${POD_HOST_DIR}\\${archive}`)}`);
+    if ("configMap" in t.content)
+      lines.push(`Copy-Item -Force 'C:\\content\\bundle.tgz' ${psq(`${POD_HOST_DIR}\\${archive}`)}`);
     const sas = !("configMap" in t.content) && t.content.auth === "sas";
     lines.push(run(retargetArgs(t, `${dir}\\${archive}`), sas ? ` --envs "${SAS_ENV}=$env:${SAS_ENV}"` : ""), CHECK);
   }
@@ -108,7 +132,20 @@ export function winsModeScript(kind: "agent" | "wins", host: WinsModeHost, t?: A
     "if (Test-Path -LiteralPath $bundle) { Remove-Item -Recurse -Force -LiteralPath $bundle }",
     `Copy-Item -Recurse -Force ${psq(IMAGE_BUNDLE)} $bundle`,
     // Detached: `up` restarts the agent whose broker runs it; readiness then waits for the new version.
-    run(["up", "--bundle", `${dir}\\${bundle}`, "--install-dir", INSTALL, "--config", host.configFile, "--agent-config", WINDOWS_AGENT_CONFIG, "--manager", "windows", "--detach"]),
+    run([
+      "up",
+      "--bundle",
+      `${dir}\\${bundle}`,
+      "--install-dir",
+      INSTALL,
+      "--config",
+      host.configFile,
+      "--agent-config",
+      WINDOWS_AGENT_CONFIG,
+      "--manager",
+      "windows",
+      "--detach",
+    ]),
     "exit $LASTEXITCODE",
   );
   return lines.join("\n");

@@ -27,7 +27,16 @@ import { type BootstrapArgs, bootstrapHash, renderBootstrap } from "./bootstrap"
 import { storageAccountId } from "./content-bundle";
 import { extensionCommand } from "./extension-command";
 import { type NodeSecrets, secretsJson, splitSecrets } from "./node-secrets";
-import { type ImageArgs, type NodeConfigArgs, type PoolValues, computerNames, imageOf, nodeAgentConfig, poolTags, scaleSetPrefix } from "./pool-render";
+import {
+  type ImageArgs,
+  type NodeConfigArgs,
+  type PoolValues,
+  computerNames,
+  imageOf,
+  nodeAgentConfig,
+  poolTags,
+  scaleSetPrefix,
+} from "./pool-render";
 
 /** An Azure pool's machines, and what of the node config is the pool's own (labels, taint, variables). */
 export interface AzurePoolArgs extends PoolValues {
@@ -49,7 +58,10 @@ export interface AzurePoolArgs extends PoolValues {
 }
 
 /** The user-assigned identity of a pool's nodes: its resource name, and its resource id the bootstrap asks IMDS for. */
-export function poolIdentity(pool: Pick<AzurePoolArgs, "name" | "resourceGroup" | "subnetId">): { readonly name: string; readonly id: string } {
+export function poolIdentity(pool: Pick<AzurePoolArgs, "name" | "resourceGroup" | "subnetId">): {
+  readonly name: string;
+  readonly id: string;
+} {
   const name = `winfleet-${pool.name}-nodes`;
   const id = `/subscriptions/${subscriptionOf(pool.subnetId)}/resourceGroups/${pool.resourceGroup}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${name}`;
   return { name, id };
@@ -73,7 +85,10 @@ export interface WindowsNodePoolArgs {
     readonly sas?: pulumi.Input<string>;
     readonly storageAccount?: { readonly resourceGroup: string; readonly name: string };
   };
-  /** Join variables (non-secret), and the secret variables: the join token under the variable content reads, and the content secrets. */
+  /**
+   * Join variables (non-secret), and the secret variables: the join token under the variable content reads, and the
+   * content secrets.
+   */
   readonly join: { readonly variables: Readonly<Record<string, string>>; readonly secrets: NodeSecrets };
   /**
    * The Key Vault (resource id, RBAC authorization) for the secrets other than the join token,
@@ -88,19 +103,44 @@ export const SECRETS_USER_ROLE = "4633458b-17de-408a-b874-0445c86b69e6";
 /** Key Vault's limit on a secret's value. */
 export const VAULT_SECRET_LIMIT = 25 * 1024;
 
-/** The Key Vault secret of a pool's larger secrets: its name, resource id (the role's scope) and URL without a version. */
-export function poolVaultSecret(keyVault: string, cluster: string, pool: string): { readonly name: string; readonly id: string; readonly url: string; readonly vaultName: string; readonly resourceGroup: string } {
-  const m = /^\/subscriptions\/[^/]+\/resourceGroups\/([^/]+)\/providers\/Microsoft\.KeyVault\/vaults\/([^/]+)$/i.exec(keyVault);
+/**
+ * The Key Vault secret of a pool's larger secrets: its name, resource id (the role's scope) and URL without a version.
+ */
+export function poolVaultSecret(
+  keyVault: string,
+  cluster: string,
+  pool: string,
+): {
+  readonly name: string;
+  readonly id: string;
+  readonly url: string;
+  readonly vaultName: string;
+  readonly resourceGroup: string;
+} {
+  const m = /^\/subscriptions\/[^/]+\/resourceGroups\/([^/]+)\/providers\/Microsoft\.KeyVault\/vaults\/([^/]+)$/i.exec(
+    keyVault,
+  );
   if (!m?.[1] || !m[2]) throw new Error(`${keyVault} is not a Key Vault resource id`);
   const name = `winfleet-${cluster}-${pool}-secrets`;
-  return { name, id: `${keyVault}/secrets/${name}`, url: `https://${m[2].toLowerCase()}.vault.azure.net/secrets/${name}`, vaultName: m[2], resourceGroup: m[1] };
+  return {
+    name,
+    id: `${keyVault}/secrets/${name}`,
+    url: `https://${m[2].toLowerCase()}.vault.azure.net/secrets/${name}`,
+    vaultName: m[2],
+    resourceGroup: m[1],
+  };
 }
 
 /** Storage Blob Data Reader, Azure's built-in role id. */
 export const BLOB_READER_ROLE = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1";
 /** The bootstrap extension's name on every machine. */
 export const BOOTSTRAP_EXTENSION = "winfleet-bootstrap";
-const CSE = { publisher: "Microsoft.Compute", type: "CustomScriptExtension", typeHandlerVersion: "1.10", autoUpgradeMinorVersion: true } as const;
+const CSE = {
+  publisher: "Microsoft.Compute",
+  type: "CustomScriptExtension",
+  typeHandlerVersion: "1.10",
+  autoUpgradeMinorVersion: true,
+} as const;
 
 /** The subscription id in a resource id. */
 export function subscriptionOf(resourceId: string): string {
@@ -130,11 +170,19 @@ export class WindowsNodePool extends pulumi.ComponentResource {
     const readsWithIdentity = storage !== undefined;
     const { inline, bulky } = splitSecrets(args.join.secrets);
     const larger = Object.keys(bulky);
-    if (larger.length > 0 && !args.keyVault) throw new pulumi.ResourceError(`keyVault is required (a stack sets content.keyVault): the nodes' ${larger.join(", ")} would not fit the extension's command line`, this);
-    const vault = larger.length > 0 && args.keyVault ? poolVaultSecret(args.keyVault.id, args.keyVault.cluster, pool.name) : undefined;
+    if (larger.length > 0 && !args.keyVault)
+      throw new pulumi.ResourceError(
+        `keyVault is required (a stack sets content.keyVault): the nodes' ${larger.join(", ")} would not fit the extension's command line`,
+        this,
+      );
+    const vault =
+      larger.length > 0 && args.keyVault
+        ? poolVaultSecret(args.keyVault.id, args.keyVault.cluster, pool.name)
+        : undefined;
     const identityRef = readsWithIdentity || vault ? poolIdentity(pool) : undefined;
     // The identity can read the whole storage account, so a bundle kept there is read with it too.
-    const agentAuth = readsWithIdentity && sameHost(args.bootstrap.agent.url, args.content.url) ? "managedIdentity" : "none";
+    const agentAuth =
+      readsWithIdentity && sameHost(args.bootstrap.agent.url, args.content.url) ? "managedIdentity" : "none";
     const script = renderBootstrap({
       ...args.bootstrap,
       agent: { ...args.bootstrap.agent, auth: agentAuth },
@@ -154,7 +202,9 @@ export class WindowsNodePool extends pulumi.ComponentResource {
     const windowsConfiguration = { provisionVMAgent: true, enableAutomaticUpdates: false, timeZone: "UTC" };
 
     // The identity and its roles first; machines wait for the assignments, not merely for the identity.
-    let identity: { type: "SystemAssigned" | "UserAssigned"; userAssignedIdentities?: pulumi.Input<string>[] } = { type: "SystemAssigned" };
+    let identity: { type: "SystemAssigned" | "UserAssigned"; userAssignedIdentities?: pulumi.Input<string>[] } = {
+      type: "SystemAssigned",
+    };
     const machineOpts: pulumi.CustomResourceOptions = { parent: this, deleteBeforeReplace: true };
     let secretsVersion: pulumi.Output<string | undefined> = pulumi.output(undefined);
     if (identityRef) {
@@ -181,13 +231,22 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       }
       if (vault && args.keyVault) {
         const value = secretsJson(bulky).apply((json) => {
-          if (json.length > VAULT_SECRET_LIMIT) throw new Error(`the nodes' secrets take ${json.length} characters; a Key Vault secret holds at most ${VAULT_SECRET_LIMIT}`);
+          if (json.length > VAULT_SECRET_LIMIT)
+            throw new Error(
+              `the nodes' secrets take ${json.length} characters; a Key Vault secret holds at most ${VAULT_SECRET_LIMIT}`,
+            );
           return json;
         });
         const secret = new azure.keyvault.Secret(
           `${name}-secrets`,
           // Not the pool's tags: they carry the bootstrap's hash, and every change would write a new version.
-          { resourceGroupName: vault.resourceGroup, vaultName: vault.vaultName, secretName: vault.name, properties: { value: pulumi.secret(value), contentType: "application/json" }, tags: { "winfleet-pool": pool.name } },
+          {
+            resourceGroupName: vault.resourceGroup,
+            vaultName: vault.vaultName,
+            secretName: vault.name,
+            properties: { value: pulumi.secret(value), contentType: "application/json" },
+            tags: { "winfleet-pool": pool.name },
+          },
           { parent: this },
         );
         // The version the command names: the node reads exactly what this update wrote.
@@ -221,7 +280,8 @@ export class WindowsNodePool extends pulumi.ComponentResource {
           resourceGroupName: pool.resourceGroup,
           location: pool.location,
           vmScaleSetName: name,
-          // Said outright: the CLI and the portal default to Flexible, which has no scale-set model to carry the extension.
+          // Said outright: the CLI and the portal default to Flexible, which has no scale-set model to carry the
+          // extension.
           orchestrationMode: "Uniform",
           identity,
           sku: { name: pool.vmSize, tier: "Standard", capacity: pool.count },
@@ -232,19 +292,40 @@ export class WindowsNodePool extends pulumi.ComponentResource {
           tags,
           virtualMachineProfile: {
             userData,
-            osProfile: { computerNamePrefix: scaleSetPrefix(pool.name), adminUsername: pool.adminUsername, adminPassword: pulumi.secret(args.adminPassword), windowsConfiguration },
+            osProfile: {
+              computerNamePrefix: scaleSetPrefix(pool.name),
+              adminUsername: pool.adminUsername,
+              adminPassword: pulumi.secret(args.adminPassword),
+              windowsConfiguration,
+            },
             storageProfile: { imageReference: image, osDisk },
             networkProfile: {
               networkInterfaceConfigurations: [
                 {
                   name: `${name}-nic`,
                   primary: true,
-                  ipConfigurations: [{ name: "primary", subnet: { id: pool.subnetId }, ...(pool.publicIp ? { publicIPAddressConfiguration: { name: "public" } } : {}) }],
+                  ipConfigurations: [
+                    {
+                      name: "primary",
+                      subnet: { id: pool.subnetId },
+                      ...(pool.publicIp ? { publicIPAddressConfiguration: { name: "public" } } : {}),
+                    },
+                  ],
                 },
               ],
             },
             // In the model, so every instance is born with it (see the top of this file).
-            extensionProfile: { extensions: [{ ...CSE, name: BOOTSTRAP_EXTENSION, forceUpdateTag: this.bootstrapHash, settings: {}, protectedSettings }] },
+            extensionProfile: {
+              extensions: [
+                {
+                  ...CSE,
+                  name: BOOTSTRAP_EXTENSION,
+                  forceUpdateTag: this.bootstrapHash,
+                  settings: {},
+                  protectedSettings,
+                },
+              ],
+            },
           },
         },
         machineOpts,
@@ -254,11 +335,33 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       this.nodeNames = computerNames(pool.name, pool.count);
       this.nodeNames.forEach((computerName, i) => {
         const ip = pool.publicIp
-          ? new azure.network.PublicIPAddress(`${name}-${i + 1}-ip`, { resourceGroupName: pool.resourceGroup, location: pool.location, sku: { name: "Standard" }, publicIPAllocationMethod: "Static", tags }, { parent: this })
+          ? new azure.network.PublicIPAddress(
+              `${name}-${i + 1}-ip`,
+              {
+                resourceGroupName: pool.resourceGroup,
+                location: pool.location,
+                sku: { name: "Standard" },
+                publicIPAllocationMethod: "Static",
+                tags,
+              },
+              { parent: this },
+            )
           : undefined;
         const nic = new azure.network.NetworkInterface(
           `${name}-${i + 1}-nic`,
-          { resourceGroupName: pool.resourceGroup, location: pool.location, tags, ipConfigurations: [{ name: "primary", subnet: { id: pool.subnetId }, privateIPAllocationMethod: "Dynamic", ...(ip ? { publicIPAddress: { id: ip.id } } : {}) }] },
+          {
+            resourceGroupName: pool.resourceGroup,
+            location: pool.location,
+            tags,
+            ipConfigurations: [
+              {
+                name: "primary",
+                subnet: { id: pool.subnetId },
+                privateIPAllocationMethod: "Dynamic",
+                ...(ip ? { publicIPAddress: { id: ip.id } } : {}),
+              },
+            ],
+          },
           { parent: this },
         );
         const vm = new azure.compute.VirtualMachine(
@@ -271,7 +374,12 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             hardwareProfile: { vmSize: pool.vmSize },
             userData,
             tags,
-            osProfile: { computerName, adminUsername: pool.adminUsername, adminPassword: pulumi.secret(args.adminPassword), windowsConfiguration },
+            osProfile: {
+              computerName,
+              adminUsername: pool.adminUsername,
+              adminPassword: pulumi.secret(args.adminPassword),
+              windowsConfiguration,
+            },
             storageProfile: { imageReference: image, osDisk: { ...osDisk, deleteOption: "Delete" } },
             networkProfile: { networkInterfaces: [{ id: nic.id, primary: true }] },
           },
@@ -279,7 +387,16 @@ export class WindowsNodePool extends pulumi.ComponentResource {
         );
         new azure.compute.VirtualMachineExtension(
           `${name}-${i + 1}-bootstrap`,
-          { ...CSE, resourceGroupName: pool.resourceGroup, location: pool.location, vmName: vm.name, vmExtensionName: BOOTSTRAP_EXTENSION, forceUpdateTag: this.bootstrapHash, settings: {}, protectedSettings },
+          {
+            ...CSE,
+            resourceGroupName: pool.resourceGroup,
+            location: pool.location,
+            vmName: vm.name,
+            vmExtensionName: BOOTSTRAP_EXTENSION,
+            forceUpdateTag: this.bootstrapHash,
+            settings: {},
+            protectedSettings,
+          },
           { parent: this },
         );
       });

@@ -4,10 +4,37 @@ import { ValidationError } from "../agent/common/errors";
 import { parseFleetConfig, secretKeys } from "./config";
 
 const valid = {
-  cluster: { name: "dev", join: { method: "kubeadm", apiServer: "https://10.0.0.4:6443", caCertHash: `sha256:${"a".repeat(64)}`, tokenId: "abcdef", tokenSecret: "joinToken" } },
-  content: { template: "sandbox", templateVersion: "1.0.0", publish: { to: "blob", resourceGroup: "rg", storageAccount: "winfleetsa" }, keyVault: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.KeyVault/vaults/kv-winfleet" },
-  agent: { version: "0.1.0", bundle: { url: "https://sa.blob.core.windows.net/winfleet/agent.tgz", sha256: "b".repeat(64) } },
-  pools: [{ name: "win", kind: "azure", location: "westeurope", resourceGroup: "rg", subnetId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes", count: 2, adminPasswordSecret: "adminPassword" }],
+  cluster: {
+    name: "dev",
+    join: {
+      method: "kubeadm",
+      apiServer: "https://10.0.0.4:6443",
+      caCertHash: `sha256:${"a".repeat(64)}`,
+      tokenId: "abcdef",
+      tokenSecret: "joinToken",
+    },
+  },
+  content: {
+    template: "sandbox",
+    templateVersion: "1.0.0",
+    publish: { to: "blob", resourceGroup: "rg", storageAccount: "winfleetsa" },
+    keyVault: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.KeyVault/vaults/kv-winfleet",
+  },
+  agent: {
+    version: "0.1.0",
+    bundle: { url: "https://sa.blob.core.windows.net/winfleet/agent.tgz", sha256: "b".repeat(64) },
+  },
+  pools: [
+    {
+      name: "win",
+      kind: "azure",
+      location: "westeurope",
+      resourceGroup: "rg",
+      subnetId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes",
+      count: 2,
+      adminPasswordSecret: "adminPassword",
+    },
+  ],
 };
 
 function pathsOf(value: unknown): string[] {
@@ -34,23 +61,43 @@ describe("stack config", () => {
     (bad.pools[0] as Record<string, unknown>).count = -1;
     (bad.pools[0] as Record<string, unknown>).subnetId = "nodes";
     bad.agent.bundle.sha256 = "XYZ";
-    assert.deepEqual(pathsOf(bad).sort(), ["winfleet:fleet.agent.bundle.sha256", "winfleet:fleet.pools[0].count", "winfleet:fleet.pools[0].subnetId"]);
+    assert.deepEqual(pathsOf(bad).sort(), [
+      "winfleet:fleet.agent.bundle.sha256",
+      "winfleet:fleet.pools[0].count",
+      "winfleet:fleet.pools[0].subnetId",
+    ]);
   });
 
   it("refuses node labels the kubelet refuses at start, naming the label", () => {
     const bad = structuredClone(valid) as typeof valid & { pools: Record<string, unknown>[] };
-    (bad.pools[0] as Record<string, unknown>).labels = { "node-role.kubernetes.io/worker": "", "example.com/team": "a", "node.kubernetes.io/pool": "win", "topology.kubernetes.io/zone": "z1" };
+    (bad.pools[0] as Record<string, unknown>).labels = {
+      "node-role.kubernetes.io/worker": "",
+      "example.com/team": "a",
+      "node.kubernetes.io/pool": "win",
+      "topology.kubernetes.io/zone": "z1",
+    };
     assert.deepEqual(pathsOf(bad), ["winfleet:fleet.pools[0].labels.node-role.kubernetes.io/worker"]);
     (bad.pools[0] as Record<string, unknown>).labels = { team: "a b" };
     assert.deepEqual(pathsOf(bad), ["winfleet:fleet.pools[0].labels.team"]);
   });
 
   it("requires exactly one credential per BYO host and unique pool names", () => {
-    const byo = { ...valid, pools: [
-      { name: "a", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "admin" }] },
-      { name: "a", kind: "byo", hosts: [{ name: "h2", address: "10.0.0.6", user: "admin", passwordSecret: "p", privateKeySecret: "k" }] },
-    ] };
-    assert.deepEqual(pathsOf(byo).sort(), ["winfleet:fleet.pools[0].hosts[0]", "winfleet:fleet.pools[1].hosts[0]", "winfleet:fleet.pools[1].name"]);
+    const byo = {
+      ...valid,
+      pools: [
+        { name: "a", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "admin" }] },
+        {
+          name: "a",
+          kind: "byo",
+          hosts: [{ name: "h2", address: "10.0.0.6", user: "admin", passwordSecret: "p", privateKeySecret: "k" }],
+        },
+      ],
+    };
+    assert.deepEqual(pathsOf(byo).sort(), [
+      "winfleet:fleet.pools[0].hosts[0]",
+      "winfleet:fleet.pools[1].hosts[0]",
+      "winfleet:fleet.pools[1].name",
+    ]);
   });
 
   it("rejects unknown keys, with their path", () => {
@@ -68,28 +115,51 @@ describe("the Key Vault of Azure nodes' larger secrets", () => {
 
   it("is required, naming it, when an Azure pool has secrets beyond its join token (kube-proxy's token on kubeadm, content secrets)", () => {
     assert.deepEqual(pathsOf(without()), ["winfleet:fleet.content.keyVault"]);
-    const rke2 = (f: Record<string, Record<string, unknown>>): void => void (f.cluster = { name: "r", join: { method: "rke2", server: "https://10.0.0.4:9345", tokenSecret: "rke2Token" } });
+    const rke2 = (f: Record<string, Record<string, unknown>>): void =>
+      void (f.cluster = {
+        name: "r",
+        join: { method: "rke2", server: "https://10.0.0.4:9345", tokenSecret: "rke2Token" },
+      });
     assert.deepEqual(pathsOf(without(rke2)), [], "RKE2 with no content secrets: the token alone fits");
-    assert.deepEqual(pathsOf(without((f) => { rke2(f); (f.content as Record<string, unknown>).secrets = { CALICO_KUBECONFIG: "calico" }; })), ["winfleet:fleet.content.keyVault"]);
+    assert.deepEqual(
+      pathsOf(
+        without((f) => {
+          rke2(f);
+          (f.content as Record<string, unknown>).secrets = { CALICO_KUBECONFIG: "calico" };
+        }),
+      ),
+      ["winfleet:fleet.content.keyVault"],
+    );
   });
 
   it("must be a Key Vault resource id", () => {
-    assert.deepEqual(pathsOf(without((f) => void ((f.content as Record<string, unknown>).keyVault = "kv-winfleet"))), ["winfleet:fleet.content.keyVault"]);
+    assert.deepEqual(pathsOf(without((f) => void ((f.content as Record<string, unknown>).keyVault = "kv-winfleet"))), [
+      "winfleet:fleet.content.keyVault",
+    ]);
   });
 });
 
 describe("the local pool kind", () => {
   it("needs no cluster and no agent when every pool is local", () => {
-    const f = parseFleetConfig({ content: { template: "sandbox", templateVersion: "1.0.0" }, pools: [{ name: "local", kind: "local" }] });
+    const f = parseFleetConfig({
+      content: { template: "sandbox", templateVersion: "1.0.0" },
+      pools: [{ name: "local", kind: "local" }],
+    });
     const pool = f.pools[0];
-    assert.deepEqual(pool?.kind === "local" && { hosts: pool.hosts, maxUnavailable: pool.maxUnavailable }, { hosts: 3, maxUnavailable: 1 });
+    assert.deepEqual(pool?.kind === "local" && { hosts: pool.hosts, maxUnavailable: pool.maxUnavailable }, {
+      hosts: 3,
+      maxUnavailable: 1,
+    });
   });
 
   it("requires cluster and agent, naming them, as soon as a pool deploys real nodes", () => {
     const rest: Record<string, unknown> = { ...valid };
     delete rest.cluster;
     delete rest.agent;
-    assert.deepEqual(pathsOf({ ...rest, pools: [...valid.pools, { name: "local", kind: "local" }] }).sort(), ["winfleet:fleet.agent", "winfleet:fleet.cluster"]);
+    assert.deepEqual(pathsOf({ ...rest, pools: [...valid.pools, { name: "local", kind: "local" }] }).sort(), [
+      "winfleet:fleet.agent",
+      "winfleet:fleet.cluster",
+    ]);
   });
 });
 
@@ -106,7 +176,11 @@ function issuesOf(value: unknown): string[] {
 
 describe("values pulumi config set --path stores as numbers or booleans", () => {
   it("are taken as the text that was typed: variables, versions, the token id, labels", () => {
-    const typed = structuredClone(valid) as typeof valid & { content: Record<string, unknown>; pools: Record<string, unknown>[]; cluster: { join: Record<string, unknown> } };
+    const typed = structuredClone(valid) as typeof valid & {
+      content: Record<string, unknown>;
+      pools: Record<string, unknown>[];
+      cluster: { join: Record<string, unknown> };
+    };
     typed.content.variables = { CALICO_VXLAN_VNI: 4096, KUBE_ENABLE_X: true };
     typed.content.templateVersion = 2 as unknown as string;
     (typed.cluster.join as Record<string, unknown>).tokenId = 123456;
@@ -119,11 +193,17 @@ describe("values pulumi config set --path stores as numbers or booleans", () => 
     assert.equal(f.cluster?.join.method === "kubeadm" && f.cluster.join.tokenId, "123456");
     assert.equal(f.agent?.version, "1");
     const pool = f.pools[0];
-    assert.deepEqual(pool?.kind === "azure" && [pool.labels, pool.variables], [{ rack: "7" }, { KUBE_MAX_PODS: "110" }]);
+    assert.deepEqual(pool?.kind === "azure" && [pool.labels, pool.variables], [
+      { rack: "7" },
+      { KUBE_MAX_PODS: "110" },
+    ]);
   });
 
   it("still refuses what is no text, and a number that is no valid value, at its key path", () => {
-    const bad = structuredClone(valid) as typeof valid & { content: Record<string, unknown>; cluster: { join: Record<string, unknown> } };
+    const bad = structuredClone(valid) as typeof valid & {
+      content: Record<string, unknown>;
+      cluster: { join: Record<string, unknown> };
+    };
     bad.content.variables = { CALICO_VXLAN_VNI: { value: 4096 } };
     (bad.cluster.join as Record<string, unknown>).tokenId = 12345; // what --path makes of 012345
     const issues = issuesOf(bad).sort();
@@ -149,13 +229,38 @@ describe("the agent bundle's URL", () => {
   it("is refused on the content account when nodes read content with a SAS, or a BYO host would fetch it, naming the key", () => {
     const sas = issuesOf(withBundle(onAccount, { auth: "sas", sasExpiry: "2027-01-01T00:00:00Z" }));
     assert.equal(sas.length, 1);
-    assert.match(sas[0] ?? "", /^winfleet:fleet\.agent\.bundle\.url: is on the content storage account winfleetsa, and nodes read that account with a SAS scoped to the content blob alone: publish the bundle where nodes can download it without credentials/);
-    const byo = issuesOf(withBundle(onAccount, { auth: "managedIdentity" }, [{ name: "lab", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "admin", passwordSecret: "p" }] }]));
-    assert.deepEqual(byo, ["winfleet:fleet.agent.bundle.url: is on the content storage account winfleetsa, and pools[0] (byo) has no managed identity to read it with: publish the bundle where nodes can download it without credentials (a release page, or a container with anonymous read access on another account)"]);
+    assert.match(
+      sas[0] ?? "",
+      /^winfleet:fleet\.agent\.bundle\.url: is on the content storage account winfleetsa, and nodes read that account with a SAS scoped to the content blob alone: publish the bundle where nodes can download it without credentials/,
+    );
+    const byo = issuesOf(
+      withBundle(onAccount, { auth: "managedIdentity" }, [
+        { name: "lab", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "admin", passwordSecret: "p" }] },
+      ]),
+    );
+    assert.deepEqual(byo, [
+      "winfleet:fleet.agent.bundle.url: is on the content storage account winfleetsa, and pools[0] (byo) has no managed identity to read it with: publish the bundle where nodes can download it without credentials (a release page, or a container with anonymous read access on another account)",
+    ]);
   });
 
   it("is free anywhere else", () => {
-    assert.deepEqual(issuesOf(withBundle("https://github.com/o/winfleet/releases/download/v1/agent.tgz", { auth: "sas", sasExpiry: "2027-01-01T00:00:00Z" })), []);
-    assert.deepEqual(issuesOf(withBundle("https://other.blob.core.windows.net/releases/agent.tgz", { auth: "sas", sasExpiry: "2027-01-01T00:00:00Z" })), []);
+    assert.deepEqual(
+      issuesOf(
+        withBundle("https://github.com/o/winfleet/releases/download/v1/agent.tgz", {
+          auth: "sas",
+          sasExpiry: "2027-01-01T00:00:00Z",
+        }),
+      ),
+      [],
+    );
+    assert.deepEqual(
+      issuesOf(
+        withBundle("https://other.blob.core.windows.net/releases/agent.tgz", {
+          auth: "sas",
+          sasExpiry: "2027-01-01T00:00:00Z",
+        }),
+      ),
+      [],
+    );
   });
 });

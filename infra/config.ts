@@ -9,7 +9,9 @@ import { z } from "zod";
 import { ed25519PublicKey, ValidationError, zodIssues } from "../agent/common";
 import { nodeLabelProblems, variableName } from "../agent/content";
 
-const name = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/, "lower-case letters, digits and '-', at most 40 characters");
+const name = z
+  .string()
+  .regex(/^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/, "lower-case letters, digits and '-', at most 40 characters");
 const secretRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, "the name of a secure config key, e.g. adminPassword");
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits");
 /**
@@ -17,7 +19,8 @@ const sha256 = z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits");
  * boolean (it stores integers and true/false that way): taken as the text that
  * was typed. Anything else still fails as the string schema says, at its path.
  */
-const text = <T extends z.ZodType>(schema: T): z.ZodPreprocess<T> => z.preprocess((v) => (typeof v === "number" || typeof v === "boolean" ? String(v) : v), schema);
+const text = <T extends z.ZodType>(schema: T): z.ZodPreprocess<T> =>
+  z.preprocess((v) => (typeof v === "number" || typeof v === "boolean" ? String(v) : v), schema);
 const version = text(z.string().regex(/^[0-9A-Za-z][0-9A-Za-z.+-]*$/, "a version"));
 /** Values for content commands (a template's variables), by variable name. */
 const variables = z.record(variableName, text(z.string()));
@@ -46,7 +49,9 @@ const joinSchema = z.discriminatedUnion("method", [
     /** kubeadm discovery: `sha256:<hex>` of the cluster CA's public key. */
     caCertHash: z.string().regex(/^sha256:[0-9a-f]{64}$/, "sha256:<64 hex digits>"),
     /** Bootstrap token id (6 chars) and the secure key holding its 16-char secret. */
-    /** Must name a token that does not exist yet: winfleet creates (and on destroy deletes) bootstrap-token-<tokenId>. */
+    /**
+     * Must name a token that does not exist yet: winfleet creates (and on destroy deletes) bootstrap-token-<tokenId>.
+     */
     tokenId: text(z.string().regex(/^[a-z0-9]{6}$/, "6 lower-case letters or digits")),
     tokenSecret: secretRef,
     /**
@@ -75,12 +80,16 @@ const imageSchema = z.union([
   z.strictObject({ publisher: z.string(), offer: z.string(), sku: z.string(), version: z.string().default("latest") }),
 ]);
 
-/** Node labels, refused here when the kubelet would refuse them at start (reserved kubernetes.io / k8s.io keys, bad keys or values). */
+/**
+ * Node labels, refused here when the kubelet would refuse them at start (reserved kubernetes.io / k8s.io keys, bad keys
+ * or values).
+ */
 const nodeLabels = z
   .record(z.string(), text(z.string()))
   .superRefine((labels, ctx) => {
     for (const [key, value] of Object.entries(labels)) {
-      for (const problem of nodeLabelProblems(`${key}=${value}`)) ctx.addIssue({ code: "custom", path: [key], message: `${problem}: the kubelet refuses it at start` });
+      for (const problem of nodeLabelProblems(`${key}=${value}`))
+        ctx.addIssue({ code: "custom", path: [key], message: `${problem}: the kubelet refuses it at start` });
     }
   })
   .default({});
@@ -91,7 +100,12 @@ const azurePool = z.strictObject({
   location: z.string().min(1),
   resourceGroup: z.string().min(1),
   /** Full resource id of the subnet the nodes join. */
-  subnetId: z.string().regex(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Network\/virtualNetworks\/[^/]+\/subnets\/[^/]+$/i, "a subnet resource id"),
+  subnetId: z
+    .string()
+    .regex(
+      /^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Network\/virtualNetworks\/[^/]+\/subnets\/[^/]+$/i,
+      "a subnet resource id",
+    ),
   vmSize: z.string().min(1).default("Standard_D4s_v5"),
   image: imageSchema.default("ws2022"),
   /** vmss: one scale set; vms: individual VMs (each with its own NIC). */
@@ -109,16 +123,18 @@ const azurePool = z.strictObject({
   publicIp: z.boolean().default(false),
 });
 
-const byoHost = z.strictObject({
-  name,
-  address: z.string().min(1),
-  port: z.number().int().min(1).max(65_535).default(22),
-  user: z.string().min(1),
-  privateKeySecret: secretRef.optional(),
-  passwordSecret: secretRef.optional(),
-}).refine((h) => (h.privateKeySecret === undefined) !== (h.passwordSecret === undefined), {
-  message: "set exactly one of privateKeySecret and passwordSecret",
-});
+const byoHost = z
+  .strictObject({
+    name,
+    address: z.string().min(1),
+    port: z.number().int().min(1).max(65_535).default(22),
+    user: z.string().min(1),
+    privateKeySecret: secretRef.optional(),
+    passwordSecret: secretRef.optional(),
+  })
+  .refine((h) => (h.privateKeySecret === undefined) !== (h.passwordSecret === undefined), {
+    message: "set exactly one of privateKeySecret and passwordSecret",
+  });
 
 const byoPool = z.strictObject({
   name,
@@ -153,23 +169,33 @@ const winsConfigSchema = z.strictObject({
   tolerations: z.array(z.record(z.string(), z.unknown())).default([]),
 });
 
-const upgraderSchema = z.strictObject({
-  mode: z.enum(["hostProcess", "wins"]).default("hostProcess"),
-  maxUnavailable: z.union([z.number().int().min(1), z.string().regex(/^\d+%$/)]).default(1),
-  /** Image that carries the agent (bundle and executable) for the agent upgrader's pods, one DaemonSet per pool. */
-  image: z.string().min(1),
-  /**
-   * The chart's node groups, each with the broker (wins) config its hosts run:
-   * the wins upgrader rolls these out. Without any, no wins upgrader is
-   * deployed and the broker config stays the content's (winfleet-broker).
-   * Their images must carry the winfleet agent (the chart's rancher/wins
-   * image does not).
-   */
-  winsConfigs: z.array(winsConfigSchema).default([]),
-  /** The chart's global.cattle.rkeWindowsPathPrefix. */
-  pathPrefix: z.string().regex(/[\\/]$/, "must end in / or \\").default("c:\\"),
-  masquerade: z.strictObject({ enabled: z.boolean().default(false), as: z.string().optional() }).default({ enabled: false }),
-}).refine((u) => !u.masquerade.enabled || u.masquerade.as !== undefined, { message: "masquerade.as is required when masquerade.enabled", path: ["masquerade", "as"] });
+const upgraderSchema = z
+  .strictObject({
+    mode: z.enum(["hostProcess", "wins"]).default("hostProcess"),
+    maxUnavailable: z.union([z.number().int().min(1), z.string().regex(/^\d+%$/)]).default(1),
+    /** Image that carries the agent (bundle and executable) for the agent upgrader's pods, one DaemonSet per pool. */
+    image: z.string().min(1),
+    /**
+     * The chart's node groups, each with the broker (wins) config its hosts run:
+     * the wins upgrader rolls these out. Without any, no wins upgrader is
+     * deployed and the broker config stays the content's (winfleet-broker).
+     * Their images must carry the winfleet agent (the chart's rancher/wins
+     * image does not).
+     */
+    winsConfigs: z.array(winsConfigSchema).default([]),
+    /** The chart's global.cattle.rkeWindowsPathPrefix. */
+    pathPrefix: z
+      .string()
+      .regex(/[\\/]$/, "must end in / or \\")
+      .default("c:\\"),
+    masquerade: z
+      .strictObject({ enabled: z.boolean().default(false), as: z.string().optional() })
+      .default({ enabled: false }),
+  })
+  .refine((u) => !u.masquerade.enabled || u.masquerade.as !== undefined, {
+    message: "masquerade.as is required when masquerade.enabled",
+    path: ["masquerade", "as"],
+  });
 
 const fleetShape = z.strictObject({
   /** Required when any pool is not `local`. */
@@ -194,41 +220,59 @@ const fleetShape = z.strictObject({
      * which would not fit the extension's command line. It must use Azure RBAC authorization;
      * winfleet writes one secret per pool and lets only that pool's identity read it.
      */
-    keyVault: z.string().regex(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.KeyVault\/vaults\/[A-Za-z](?!.*--)[A-Za-z0-9-]{1,22}[A-Za-z0-9]$/i, "a Key Vault resource id (/subscriptions/…/resourceGroups/…/providers/Microsoft.KeyVault/vaults/<name>)").optional(),
+    keyVault: z
+      .string()
+      .regex(
+        /^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.KeyVault\/vaults\/[A-Za-z](?!.*--)[A-Za-z0-9-]{1,22}[A-Za-z0-9]$/i,
+        "a Key Vault resource id (/subscriptions/…/resourceGroups/…/providers/Microsoft.KeyVault/vaults/<name>)",
+      )
+      .optional(),
     /** Where the bundle is published: a ConfigMap (small bundles) or Azure Blob Storage. */
-    publish: z.discriminatedUnion("to", [
-      z.strictObject({ to: z.literal("configMap") }),
-      z.strictObject({
-        to: z.literal("blob"),
-        resourceGroup: z.string().min(1),
-        storageAccount: z.string().regex(/^[a-z0-9]{3,24}$/, "3-24 lower-case letters and digits (an Azure storage account name)"),
-        container: z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/, "an Azure blob container name").default("winfleet"),
-        /** How nodes read the bundle: their pool's managed identity, or a read-only SAS passed as a protected setting. @default "managedIdentity" */
-        auth: z.enum(["managedIdentity", "sas"]).default("managedIdentity"),
-        /** When the SAS expires (ISO 8601), required with `auth: sas`. */
-        sasExpiry: z.iso.datetime().optional(),
-      }),
-    ]).default({ to: "configMap" }),
+    publish: z
+      .discriminatedUnion("to", [
+        z.strictObject({ to: z.literal("configMap") }),
+        z.strictObject({
+          to: z.literal("blob"),
+          resourceGroup: z.string().min(1),
+          storageAccount: z
+            .string()
+            .regex(/^[a-z0-9]{3,24}$/, "3-24 lower-case letters and digits (an Azure storage account name)"),
+          container: z
+            .string()
+            .regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/, "an Azure blob container name")
+            .default("winfleet"),
+          /**
+           * How nodes read the bundle: their pool's managed identity, or a read-only SAS passed as a protected setting.
+           * @default "managedIdentity"
+           */
+          auth: z.enum(["managedIdentity", "sas"]).default("managedIdentity"),
+          /** When the SAS expires (ISO 8601), required with `auth: sas`. */
+          sasExpiry: z.iso.datetime().optional(),
+        }),
+      ])
+      .default({ to: "configMap" }),
   }),
   /** Required when any pool is not `local`. */
-  agent: z.strictObject({
-    version,
-    /**
-     * The agent bundle (a .tgz); its SHA-256 is checked by the bootstrap.
-     * Azure nodes that read content with their managed identity read it with
-     * that identity when it is on the same storage account; anywhere else it
-     * must be downloadable without credentials.
-     */
-    bundle: z.strictObject({ url: z.string().url(), sha256 }),
-    /** Node.js runtime for Windows; defaults to a pinned, measured release (see components/node-runtime.ts). */
-    node: z.strictObject({ url: z.string().url(), sha256 }).optional(),
-    /**
-     * The ed25519 public key (PEM, from `winfleet keys generate`) nodes pin in
-     * their agent config: they then refuse content and agent bundles not signed
-     * with it (`winfleet release`). Absent, unsigned bundles are accepted.
-     */
-    publicKey: ed25519PublicKey.optional(),
-  }).optional(),
+  agent: z
+    .strictObject({
+      version,
+      /**
+       * The agent bundle (a .tgz); its SHA-256 is checked by the bootstrap.
+       * Azure nodes that read content with their managed identity read it with
+       * that identity when it is on the same storage account; anywhere else it
+       * must be downloadable without credentials.
+       */
+      bundle: z.strictObject({ url: z.string().url(), sha256 }),
+      /** Node.js runtime for Windows; defaults to a pinned, measured release (see components/node-runtime.ts). */
+      node: z.strictObject({ url: z.string().url(), sha256 }).optional(),
+      /**
+       * The ed25519 public key (PEM, from `winfleet keys generate`) nodes pin in
+       * their agent config: they then refuse content and agent bundles not signed
+       * with it (`winfleet release`). Absent, unsigned bundles are accepted.
+       */
+      publicKey: ed25519PublicKey.optional(),
+    })
+    .optional(),
   pools: z.array(z.discriminatedUnion("kind", [azurePool, byoPool, localPool])).min(1),
   upgrader: upgraderSchema.optional(),
 });
@@ -237,25 +281,45 @@ const fleetShape = z.strictObject({
 export const fleetSchema = fleetShape.superRefine((f, ctx) => {
   const seen = new Set<string>();
   f.pools.forEach((p, i) => {
-    if (seen.has(p.name)) ctx.addIssue({ code: "custom", path: ["pools", i, "name"], message: `duplicates pool ${p.name}` });
+    if (seen.has(p.name))
+      ctx.addIssue({ code: "custom", path: ["pools", i, "name"], message: `duplicates pool ${p.name}` });
     seen.add(p.name);
   });
   const publish = f.content.publish;
   if (publish.to === "blob" && publish.auth === "sas" && !publish.sasExpiry) {
-    ctx.addIssue({ code: "custom", path: ["content", "publish", "sasExpiry"], message: "is required with auth: sas (an ISO 8601 time, e.g. 2027-01-01T00:00:00Z)" });
+    ctx.addIssue({
+      code: "custom",
+      path: ["content", "publish", "sasExpiry"],
+      message: "is required with auth: sas (an ISO 8601 time, e.g. 2027-01-01T00:00:00Z)",
+    });
   }
   f.pools.forEach((p, i) => {
     if (p.kind === "azure" && f.content.publish.to !== "blob") {
-      ctx.addIssue({ code: "custom", path: ["content", "publish"], message: `must be { to: blob, … }: pools[${i}] (azure) fetches its content before it joins the cluster, so a ConfigMap cannot reach it` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["content", "publish"],
+        message: `must be { to: blob, … }: pools[${i}] (azure) fetches its content before it joins the cluster, so a ConfigMap cannot reach it`,
+      });
     }
     if (p.kind === "byo" && f.upgrader && publish.to === "blob" && publish.auth === "managedIdentity") {
-      ctx.addIssue({ code: "custom", path: ["content", "publish", "auth"], message: `must be sas (or publish to a configMap): pools[${i}] (byo) has no Azure managed identity to read content upgrades with` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["content", "publish", "auth"],
+        message: `must be sas (or publish to a configMap): pools[${i}] (byo) has no Azure managed identity to read content upgrades with`,
+      });
     }
   });
   const azure = f.pools.findIndex((p) => p.kind === "azure");
-  const larger = [...(f.cluster?.join.method === "kubeadm" ? ["KUBE_PROXY_TOKEN", "CALICO_TOKEN"] : []), ...Object.keys(f.content.secrets)];
+  const larger = [
+    ...(f.cluster?.join.method === "kubeadm" ? ["KUBE_PROXY_TOKEN", "CALICO_TOKEN"] : []),
+    ...Object.keys(f.content.secrets),
+  ];
   if (azure >= 0 && !f.content.keyVault && larger.length > 0) {
-    ctx.addIssue({ code: "custom", path: ["content", "keyVault"], message: `is required: pools[${azure}] (azure) reads ${larger.join(", ")} from a Key Vault secret (the extension's command line has room for the join token alone)` });
+    ctx.addIssue({
+      code: "custom",
+      path: ["content", "keyVault"],
+      message: `is required: pools[${azure}] (azure) reads ${larger.join(", ")} from a Key Vault secret (the extension's command line has room for the join token alone)`,
+    });
   }
   reservedVariables(f, ctx);
   agentBundleReadable(f, ctx);
@@ -265,7 +329,11 @@ export const fleetSchema = fleetShape.superRefine((f, ctx) => {
     if (!f.cluster) ctx.addIssue({ code: "custom", path: ["cluster"], message: why });
     if (!f.agent) ctx.addIssue({ code: "custom", path: ["agent"], message: why });
   } else if (f.cluster && !f.agent) {
-    ctx.addIssue({ code: "custom", path: ["agent"], message: "is required with cluster: the upgraders on the cluster's nodes carry the agent's version" });
+    ctx.addIssue({
+      code: "custom",
+      path: ["agent"],
+      message: "is required with cluster: the upgraders on the cluster's nodes carry the agent's version",
+    });
   }
 });
 
@@ -286,12 +354,13 @@ function agentBundleReadable(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx
     return;
   }
   if (!host.startsWith(`${publish.storageAccount}.blob.`)) return;
-  const why = publish.auth === "sas"
-    ? "nodes read that account with a SAS scoped to the content blob alone"
-    : (() => {
-        const byo = f.pools.findIndex((p) => p.kind === "byo");
-        return byo >= 0 ? `pools[${byo}] (byo) has no managed identity to read it with` : undefined;
-      })();
+  const why =
+    publish.auth === "sas"
+      ? "nodes read that account with a SAS scoped to the content blob alone"
+      : (() => {
+          const byo = f.pools.findIndex((p) => p.kind === "byo");
+          return byo >= 0 ? `pools[${byo}] (byo) has no managed identity to read it with` : undefined;
+        })();
   if (why === undefined) return;
   ctx.addIssue({
     code: "custom",
@@ -304,7 +373,12 @@ function agentBundleReadable(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx
 function reservedVariables(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx): void {
   const reserved = (names: string[], path: (string | number)[]): void => {
     for (const n of names) {
-      if (n in JOIN_VARIABLES) ctx.addIssue({ code: "custom", path: [...path, n], message: `is set by winfleet from ${JOIN_VARIABLES[n as keyof typeof JOIN_VARIABLES]}; remove it here` });
+      if (n in JOIN_VARIABLES)
+        ctx.addIssue({
+          code: "custom",
+          path: [...path, n],
+          message: `is set by winfleet from ${JOIN_VARIABLES[n as keyof typeof JOIN_VARIABLES]}; remove it here`,
+        });
     }
   };
   reserved(Object.keys(f.content.variables), ["content", "variables"]);
@@ -313,11 +387,21 @@ function reservedVariables(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx):
     if (p.kind === "local") return;
     reserved(Object.keys(p.variables), ["pools", i, "variables"]);
     for (const n of Object.keys(p.variables)) {
-      if (n in f.content.secrets) ctx.addIssue({ code: "custom", path: ["pools", i, "variables", n], message: "is a secret in content.secrets; a plain value may not replace it" });
+      if (n in f.content.secrets)
+        ctx.addIssue({
+          code: "custom",
+          path: ["pools", i, "variables", n],
+          message: "is a secret in content.secrets; a plain value may not replace it",
+        });
     }
   });
   for (const n of Object.keys(f.content.variables)) {
-    if (n in f.content.secrets) ctx.addIssue({ code: "custom", path: ["content", "variables", n], message: "is also in content.secrets; give it in one place" });
+    if (n in f.content.secrets)
+      ctx.addIssue({
+        code: "custom",
+        path: ["content", "variables", n],
+        message: "is also in content.secrets; give it in one place",
+      });
   }
 }
 
@@ -336,7 +420,10 @@ export function parseFleetConfig(value: unknown): FleetConfig {
 
 /** Every secure key a fleet config names, with where it is named. */
 export function secretKeys(f: FleetConfig): string[] {
-  const keys = new Set<string>([...(f.cluster ? [f.cluster.join.tokenSecret] : []), ...Object.values(f.content.secrets)]);
+  const keys = new Set<string>([
+    ...(f.cluster ? [f.cluster.join.tokenSecret] : []),
+    ...Object.values(f.content.secrets),
+  ]);
   for (const p of f.pools) {
     if (p.kind === "azure") keys.add(p.adminPasswordSecret);
     else if (p.kind === "byo") for (const h of p.hosts) keys.add(h.privateKeySecret ?? h.passwordSecret ?? "");

@@ -10,7 +10,14 @@ import { missingVariables, pickTemplate, resolveTarget } from "../agent/lifecycl
 import type { FleetConfig } from "./config";
 
 /** Variables the agent sets on every command itself. */
-const AGENT_FACTS = ["WINFLEET_ROOT", "WINFLEET_NODE_NAME", "WINFLEET_COMPONENT", "WINFLEET_COMPONENT_VERSION", "WINFLEET_PHASE", "WINFLEET_SECTION"];
+const AGENT_FACTS = [
+  "WINFLEET_ROOT",
+  "WINFLEET_NODE_NAME",
+  "WINFLEET_COMPONENT",
+  "WINFLEET_COMPONENT_VERSION",
+  "WINFLEET_PHASE",
+  "WINFLEET_SECTION",
+];
 
 /** What winfleet sets on a pool's nodes, by variable name (values do not matter here, only presence). */
 export interface SetByWinfleet {
@@ -30,11 +37,21 @@ export function missingContentVariables(fleet: FleetConfig, catalog: Catalog, se
   const out: string[] = [];
   fleet.pools.forEach((pool, i) => {
     if (pool.kind === "local") return;
-    const present = (names: readonly string[]): Record<string, string> => Object.fromEntries(names.map((n) => [n, "set"]));
-    const variables = { ...template.variables, ...fleet.content.variables, ...pool.variables, ...present(AGENT_FACTS), ...present(set.join), ...present(set.pool[pool.name] ?? []) };
+    const present = (names: readonly string[]): Record<string, string> =>
+      Object.fromEntries(names.map((n) => [n, "set"]));
+    const variables = {
+      ...template.variables,
+      ...fleet.content.variables,
+      ...pool.variables,
+      ...present(AGENT_FACTS),
+      ...present(set.join),
+      ...present(set.pool[pool.name] ?? []),
+    };
     const secrets = present(Object.keys(fleet.content.secrets));
     for (const m of missingVariables(components, { variables, secrets })) {
-      out.push(`pools[${i}] (${pool.name}): ${m}; set it in winfleet:fleet.content.variables (content.secrets for a secret) or winfleet:fleet.pools[${i}].variables`);
+      out.push(
+        `pools[${i}] (${pool.name}): ${m}; set it in winfleet:fleet.content.variables (content.secrets for a secret) or winfleet:fleet.pools[${i}].variables`,
+      );
     }
   });
   return out;

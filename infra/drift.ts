@@ -43,13 +43,22 @@ export interface DriftReport {
 
 /** The counts that are changes (everything but `same`), sorted. */
 export function changed(c: Changes): [string, number][] {
-  return Object.entries(c).filter(([op, n]) => op !== "same" && n > 0).sort(([a], [b]) => (a < b ? -1 : 1));
+  return Object.entries(c)
+    .filter(([op, n]) => op !== "same" && n > 0)
+    .sort(([a], [b]) => (a < b ? -1 : 1));
 }
 
-const describe = (c: Changes): string => changed(c).map(([op, n]) => `${n} to ${op}`).join(", ") || "no changes";
+const describe = (c: Changes): string =>
+  changed(c)
+    .map(([op, n]) => `${n} to ${op}`)
+    .join(", ") || "no changes";
 
 /** Checks `stack` for drift and, with `remediate`, corrects it. */
-export async function checkDrift(stack: string, ops: StackOps, options: { remediate: boolean; log?: (line: string) => void }): Promise<DriftReport> {
+export async function checkDrift(
+  stack: string,
+  ops: StackOps,
+  options: { remediate: boolean; log?: (line: string) => void },
+): Promise<DriftReport> {
   const log = options.log ?? (() => undefined);
   log(`refresh preview of ${stack}…`);
   const refresh = await ops.refreshPreview();
@@ -62,11 +71,26 @@ export async function checkDrift(stack: string, ops: StackOps, options: { remedi
     `  Git vs state (preview):   ${describe(preview)}`,
     ...(ops.differences?.() ?? []).map((d) => `    ${d}`),
   ];
-  if (!drifted) return { refresh, preview, drifted, exitCode: DRIFT_EXIT.clean, summary: [...lines, "no drift"].join("\n") };
-  if (!options.remediate) return { refresh, preview, drifted, exitCode: DRIFT_EXIT.drift, summary: [...lines, "DRIFT: run with --remediate (pulumi up) to correct it"].join("\n") };
+  if (!drifted)
+    return { refresh, preview, drifted, exitCode: DRIFT_EXIT.clean, summary: [...lines, "no drift"].join("\n") };
+  if (!options.remediate)
+    return {
+      refresh,
+      preview,
+      drifted,
+      exitCode: DRIFT_EXIT.drift,
+      summary: [...lines, "DRIFT: run with --remediate (pulumi up) to correct it"].join("\n"),
+    };
   log(`up of ${stack}…`);
   const remediated = await ops.up();
-  return { refresh, preview, drifted, remediated, exitCode: DRIFT_EXIT.remediated, summary: [...lines, `DRIFT corrected by pulumi up: ${describe(remediated)}`].join("\n") };
+  return {
+    refresh,
+    preview,
+    drifted,
+    remediated,
+    exitCode: DRIFT_EXIT.remediated,
+    summary: [...lines, `DRIFT corrected by pulumi up: ${describe(remediated)}`].join("\n"),
+  };
 }
 
 /** Whether the Pulumi CLI runs here. */
@@ -101,7 +125,9 @@ export async function automationOps(stackName: string, workDir: string): Promise
     refreshPreview: async () => ({ ...(await stack.previewRefresh({ onEvent: onEvent("refresh") })).changeSummary }),
     preview: async () => ({ ...(await stack.preview({ onEvent: onEvent("preview") })).changeSummary }),
     // The same policy pack a deploy runs: remediation must not land what a deploy would refuse.
-    up: async () => ({ ...((await stack.up({ refresh: true, policyPacks: [join(workDir, "policy")] })).summary.resourceChanges ?? {}) }),
+    up: async () => ({
+      ...((await stack.up({ refresh: true, policyPacks: [join(workDir, "policy")] })).summary.resourceChanges ?? {}),
+    }),
     differences: () => differences,
   };
 }

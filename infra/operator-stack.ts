@@ -45,19 +45,32 @@ export function renderOperatorAccess(a: Pick<OperatorStackArgs, "namespace">): R
   });
   return [
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: DEPLOYER_ACCOUNT, namespace, labels } },
-    bind("system:auth-delegator", "the workspace checks the Pulumi Kubernetes Operator's requests to it (TokenReview, SubjectAccessReview)"),
-    bind("cluster-admin", "the winfleet program creates ClusterRoles, bindings to system:node-bootstrapper and Secrets in kube-system"),
+    bind(
+      "system:auth-delegator",
+      "the workspace checks the Pulumi Kubernetes Operator's requests to it (TokenReview, SubjectAccessReview)",
+    ),
+    bind(
+      "cluster-admin",
+      "the winfleet program creates ClusterRoles, bindings to system:node-bootstrapper and Secrets in kube-system",
+    ),
   ];
 }
 
 /** The Stack object. Credentials come from Secrets the team creates, never from this file. */
 export function renderOperatorStack(a: OperatorStackArgs): Record<string, unknown> {
   const name = `winfleet-${a.stack.split("/").pop() ?? "stack"}`.toLowerCase().replace(/[^a-z0-9-]/g, "-");
-  const secret = (key: string, secretName: string): Record<string, unknown> => ({ type: "Secret", secret: { name: secretName, key } });
+  const secret = (key: string, secretName: string): Record<string, unknown> => ({
+    type: "Secret",
+    secret: { name: secretName, key },
+  });
   return {
     apiVersion: "pulumi.com/v1",
     kind: "Stack",
-    metadata: { name, namespace: a.namespace ?? "pulumi-operator", labels: { "app.kubernetes.io/part-of": "winfleet" } },
+    metadata: {
+      name,
+      namespace: a.namespace ?? "pulumi-operator",
+      labels: { "app.kubernetes.io/part-of": "winfleet" },
+    },
     spec: {
       stack: a.stack,
       projectRepo: a.projectRepo,

@@ -24,7 +24,14 @@ import { stackPath } from "./stack-file";
 
 /** What the stack exports. */
 export interface FleetOutputs {
-  readonly pools: Record<string, { readonly nodeNames: readonly string[]; readonly bootstrapSha256: Record<string, string> | string; readonly contentUrl: string }>;
+  readonly pools: Record<
+    string,
+    {
+      readonly nodeNames: readonly string[];
+      readonly bootstrapSha256: Record<string, string> | string;
+      readonly contentUrl: string;
+    }
+  >;
   readonly contentSha256?: string;
 }
 
@@ -33,7 +40,8 @@ export function readFleet(config = new pulumi.Config("winfleet")): FleetConfig {
   try {
     return parseFleetConfig(config.requireObject("fleet"));
   } catch (e) {
-    if (e instanceof ValidationError) throw new pulumi.RunError(`the stack config is invalid:\n${formatIssues(e.issues)}`);
+    if (e instanceof ValidationError)
+      throw new pulumi.RunError(`the stack config is invalid:\n${formatIssues(e.issues)}`);
     throw e;
   }
 }
@@ -51,7 +59,9 @@ export function nodeConfigOf(fleet: FleetConfig): NodeConfigArgs {
 }
 
 /** The storage account an Azure pool reads its content from with its identity, when it does. */
-export function contentAccountOf(fleet: FleetConfig): { readonly resourceGroup: string; readonly name: string } | undefined {
+export function contentAccountOf(
+  fleet: FleetConfig,
+): { readonly resourceGroup: string; readonly name: string } | undefined {
   const publish = fleet.content.publish;
   return publish.to === "blob" ? { resourceGroup: publish.resourceGroup, name: publish.storageAccount } : undefined;
 }
@@ -62,23 +72,41 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   const fleet = readFleet(config);
   const pools: Record<string, FleetOutputs["pools"][string]> = {};
   const deployed = fleet.pools.filter((p) => p.kind !== "local");
-  for (const p of fleet.pools.filter((x) => x.kind === "local")) pools[p.name] = { nodeNames: [], bootstrapSha256: "", contentUrl: "winfleet local up" };
+  for (const p of fleet.pools.filter((x) => x.kind === "local"))
+    pools[p.name] = { nodeNames: [], bootstrapSha256: "", contentUrl: "winfleet local up" };
   if (!fleet.cluster || !fleet.agent) return { pools };
   const joined = fleet.pools;
 
   const ns = fleet.cluster.namespace;
-  const join = new ClusterJoin("cluster", { namespace: ns, join: fleet.cluster.join, secret: config.requireSecret(fleet.cluster.join.tokenSecret) });
+  const join = new ClusterJoin("cluster", {
+    namespace: ns,
+    join: fleet.cluster.join,
+    secret: config.requireSecret(fleet.cluster.join.tokenSecret),
+  });
   const archive = await buildArchive(stackPath(fleet.content.dir), join_(".winfleet", "build"));
-  if (!archive.templates.some((t) => t.name === fleet.content.template && t.version === fleet.content.templateVersion)) {
+  if (
+    !archive.templates.some((t) => t.name === fleet.content.template && t.version === fleet.content.templateVersion)
+  ) {
     const have = archive.templates.map((t) => `${t.name} ${t.version}`).join(", ");
-    throw new pulumi.RunError(`winfleet:fleet.content: template ${fleet.content.template} ${fleet.content.templateVersion} is not in ${fleet.content.dir} (it has: ${have || "no templates"})`);
+    throw new pulumi.RunError(
+      `winfleet:fleet.content: template ${fleet.content.template} ${fleet.content.templateVersion} is not in ${fleet.content.dir} (it has: ${have || "no templates"})`,
+    );
   }
   const missing = missingContentVariables(fleet, await loadCatalog(stackPath(fleet.content.dir)), {
     join: [...Object.keys(join.variables), ...Object.keys(join.secrets)],
-    pool: Object.fromEntries(deployed.map((p) => [p.name, ["KUBE_NODE_LABELS", ...(p.registerTaint ? ["KUBE_REGISTER_TAINT"] : [])]])),
+    pool: Object.fromEntries(
+      deployed.map((p) => [p.name, ["KUBE_NODE_LABELS", ...(p.registerTaint ? ["KUBE_REGISTER_TAINT"] : [])]]),
+    ),
   });
-  if (missing.length > 0) throw new pulumi.RunError(`the stack leaves required content variables without a value:\n  ${missing.join("\n  ")}`);
-  const content = new ContentBundle("content", { archive, publish: fleet.content.publish, namespace: ns }, { dependsOn: [join] });
+  if (missing.length > 0)
+    throw new pulumi.RunError(
+      `the stack leaves required content variables without a value:\n  ${missing.join("\n  ")}`,
+    );
+  const content = new ContentBundle(
+    "content",
+    { archive, publish: fleet.content.publish, namespace: ns },
+    { dependsOn: [join] },
+  );
   const bootstrap = {
     node: fleet.agent.node ? { ...fleet.agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME,
     agent: { ...fleet.agent.bundle, version: fleet.agent.version },
@@ -97,7 +125,13 @@ export async function fleetProgram(): Promise<FleetOutputs> {
         node,
         pool: { ...pool, labels },
         bootstrap,
-        content: { url: content.url, sha256: content.sha256, auth: content.auth, ...(content.sas ? { sas: content.sas } : {}), ...(storageAccount ? { storageAccount } : {}) },
+        content: {
+          url: content.url,
+          sha256: content.sha256,
+          auth: content.auth,
+          ...(content.sas ? { sas: content.sas } : {}),
+          ...(storageAccount ? { storageAccount } : {}),
+        },
         join: joinArgs,
         ...(fleet.content.keyVault ? { keyVault: { id: fleet.content.keyVault, cluster: fleet.cluster.name } } : {}),
         adminPassword: config.requireSecret(pool.adminPasswordSecret),
@@ -113,7 +147,10 @@ export async function fleetProgram(): Promise<FleetOutputs> {
           bootstrap,
           content: { archivePath: content.archivePath, sha256: content.sha256 },
           join: joinArgs,
-          credential: { kind: host.privateKeySecret !== undefined ? "privateKey" : "password", value: config.requireSecret(host.privateKeySecret ?? host.passwordSecret ?? "") },
+          credential: {
+            kind: host.privateKeySecret !== undefined ? "privateKey" : "password",
+            value: config.requireSecret(host.privateKeySecret ?? host.passwordSecret ?? ""),
+          },
         });
         hashes[host.name] = h.bootstrapHash;
       }
@@ -132,11 +169,21 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     };
     new AgentUpgrader(
       "agent-upgrader",
-      { ...common, pools: joined, target, versions: { agent: fleet.agent.version, template: `${fleet.content.template}@${fleet.content.templateVersion}`, content: content.sha256 } },
+      {
+        ...common,
+        pools: joined,
+        target,
+        versions: {
+          agent: fleet.agent.version,
+          template: `${fleet.content.template}@${fleet.content.templateVersion}`,
+          content: content.sha256,
+        },
+      },
       { dependsOn: [join, content] },
     );
     // Without the chart's winsConfigs the broker config is the content's (winfleet-broker) alone.
-    if (fleet.upgrader.winsConfigs.length > 0) new WinsUpgrader("wins-upgrader", { ...common, versions: {} }, { dependsOn: [join] });
+    if (fleet.upgrader.winsConfigs.length > 0)
+      new WinsUpgrader("wins-upgrader", { ...common, versions: {} }, { dependsOn: [join] });
   }
   return { pools, contentSha256: content.sha256 };
 }

@@ -46,7 +46,8 @@ export function scrub(value: unknown): unknown {
   if (value === null || typeof value !== "object") return value;
   const o = value as Record<string, unknown>;
   if (o[SECRET_SIG] === SECRET) return MASK;
-  if (o[SECRET_SIG] === ASSET) return { asset: typeof o.path === "string" ? basename(o.path) : typeof o.text === "string" ? "text" : "asset" };
+  if (o[SECRET_SIG] === ASSET)
+    return { asset: typeof o.path === "string" ? basename(o.path) : typeof o.text === "string" ? "text" : "asset" };
   return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, scrub(v)]));
 }
 
@@ -73,7 +74,10 @@ export function renderFiles(resources: readonly Registered[]): Map<string, strin
     for (const script of bootstraps(r)) files.set(`bootstrap/${slug(r.name)}.ps1`, script);
     index.push({ type: r.type, name: r.name, ...(file ? { file } : {}) });
   }
-  files.set("index.json", `${canonicalJson(index.sort((a, b) => (a.type === b.type ? (a.name < b.name ? -1 : 1) : a.type < b.type ? -1 : 1)))}\n`);
+  files.set(
+    "index.json",
+    `${canonicalJson(index.sort((a, b) => (a.type === b.type ? (a.name < b.name ? -1 : 1) : a.type < b.type ? -1 : 1)))}\n`,
+  );
   return files;
 }
 
@@ -81,9 +85,11 @@ export function renderFiles(resources: readonly Registered[]): Map<string, strin
 function bootstraps(r: Registered): string[] {
   const i = r.inputs;
   const profile = (i.virtualMachineProfile ?? {}) as Record<string, unknown>;
-  const userData = typeof i.userData === "string" ? i.userData : typeof profile.userData === "string" ? profile.userData : undefined;
+  const userData =
+    typeof i.userData === "string" ? i.userData : typeof profile.userData === "string" ? profile.userData : undefined;
   if (userData) return [Buffer.from(userData, "base64").toString("utf8")];
-  if (r.type === "command:remote:Command" && r.name.endsWith("-upload-bootstrap") && typeof i.stdin === "string") return [i.stdin];
+  if (r.type === "command:remote:Command" && r.name.endsWith("-upload-bootstrap") && typeof i.stdin === "string")
+    return [i.stdin];
   return [];
 }
 
@@ -119,8 +125,15 @@ export async function renderStack(stackName: string, options: RenderOptions = {}
   }));
   const resources = a.resources.map((r, i) => {
     const other = b.resources[i];
-    if (!other || other.type !== r.type || other.name !== r.name) throw new Error(`the program registers different resources for different secret values (${r.type} ${r.name}); a secret must not decide what is deployed`);
-    return { type: r.type, name: r.name, inputs: maskSecrets(r.inputs, other.inputs, false, `${r.type} ${r.name}`) as Record<string, unknown> };
+    if (!other || other.type !== r.type || other.name !== r.name)
+      throw new Error(
+        `the program registers different resources for different secret values (${r.type} ${r.name}); a secret must not decide what is deployed`,
+      );
+    return {
+      type: r.type,
+      name: r.name,
+      inputs: maskSecrets(r.inputs, other.inputs, false, `${r.type} ${r.name}`) as Record<string, unknown>,
+    };
   });
   return { stack, resources, raw: a.resources, outputs: a.outputs, files: renderFiles(resources) };
 }
@@ -150,7 +163,12 @@ async function withoutPromiseStacks<T>(work: () => Promise<T>): Promise<T> {
 }
 
 // One run of the program under Pulumi's mock runtime, with these secret values.
-async function runProgram(stack: StackFile, secrets: Readonly<Record<string, string>>, sas: string, program: () => Promise<FleetOutputs>): Promise<{ resources: Registered[]; outputs: FleetOutputs }> {
+async function runProgram(
+  stack: StackFile,
+  secrets: Readonly<Record<string, string>>,
+  sas: string,
+  program: () => Promise<FleetOutputs>,
+): Promise<{ resources: Registered[]; outputs: FleetOutputs }> {
   const resources: Registered[] = [];
   await pulumi.runtime.setMocks(
     {
@@ -164,9 +182,23 @@ async function runProgram(stack: StackFile, secrets: Readonly<Record<string, str
           args.type === "kubernetes:core/v1:Secret" && inputs.type === "kubernetes.io/service-account-token"
             ? { data: { token: Buffer.from(`token-of-${args.name}`).toString("base64") } }
             : args.type === "azure-native:keyvault:Secret"
-              ? { properties: { secretUriWithVersion: `https://${String(inputs.vaultName).toLowerCase()}.vault.azure.net/secrets/${String(inputs.secretName)}/${"0123456789abcdef".repeat(2)}` } }
+              ? {
+                  properties: {
+                    secretUriWithVersion: `https://${String(inputs.vaultName).toLowerCase()}.vault.azure.net/secrets/${String(inputs.secretName)}/${"0123456789abcdef".repeat(2)}`,
+                  },
+                }
               : {};
-        return { id: `${args.name}-id`, state: { ...inputs, ...filled, name: providerName(args.type, inputs) ?? args.name, principalId: `${args.name}-principal`, clientId: `${args.name}-client`, identity: { principalId: `${args.name}-principal` } } };
+        return {
+          id: `${args.name}-id`,
+          state: {
+            ...inputs,
+            ...filled,
+            name: providerName(args.type, inputs) ?? args.name,
+            principalId: `${args.name}-principal`,
+            clientId: `${args.name}-client`,
+            identity: { principalId: `${args.name}-principal` },
+          },
+        };
       },
       call: (args) => (args.token.includes("listStorageAccountServiceSAS") ? { serviceSasToken: sas } : {}),
     },
@@ -176,7 +208,10 @@ async function runProgram(stack: StackFile, secrets: Readonly<Record<string, str
   );
   const config: Record<string, string> = { "winfleet:fleet": JSON.stringify(stack.rawFleet) };
   for (const [k, v] of Object.entries(secrets)) config[`winfleet:${k}`] = v;
-  pulumi.runtime.setAllConfig(config, Object.keys(secrets).map((k) => `winfleet:${k}`));
+  pulumi.runtime.setAllConfig(
+    config,
+    Object.keys(secrets).map((k) => `winfleet:${k}`),
+  );
   const outputs = await program();
   await settled();
   resources.sort((x, y) => (x.type === y.type ? (x.name < y.name ? -1 : 1) : x.type < y.type ? -1 : 1));
@@ -202,21 +237,34 @@ export const NAME_INPUTS: Readonly<Record<string, string>> = {
   "azure-native:keyvault:Secret": "secretName",
 };
 
-/** The name a provider gives a resource from its inputs, when they set it; otherwise the provider picks one (the mock: the logical name). */
+/**
+ * The name a provider gives a resource from its inputs, when they set it; otherwise the provider picks one (the mock:
+ * the logical name).
+ */
 export function providerName(type: string, inputs: Record<string, unknown>): string | undefined {
   const key = NAME_INPUTS[type];
-  const named = key !== undefined ? inputs[key] : type.startsWith("kubernetes:") ? (inputs.metadata as { name?: unknown } | undefined)?.name : inputs.name;
+  const named =
+    key !== undefined
+      ? inputs[key]
+      : type.startsWith("kubernetes:")
+        ? (inputs.metadata as { name?: unknown } | undefined)?.name
+        : inputs.name;
   return typeof named === "string" ? named : undefined;
 }
 
-const isSecret = (v: unknown): v is { value: unknown } => v !== null && typeof v === "object" && (v as Record<string, unknown>)[SECRET_SIG] === SECRET;
+const isSecret = (v: unknown): v is { value: unknown } =>
+  v !== null && typeof v === "object" && (v as Record<string, unknown>)[SECRET_SIG] === SECRET;
 
-/** `a` with every leaf that differs from `b` inside a secret replaced by `[secret]`; a difference outside one throws. */
+/**
+ * `a` with every leaf that differs from `b` inside a secret replaced by `[secret]`; a difference outside one throws.
+ */
 export function maskSecrets(a: unknown, b: unknown, inSecret: boolean, where: string): unknown {
   if (isSecret(a)) return maskSecrets(a.value, isSecret(b) ? b.value : b, true, where);
   const differs = (): unknown => {
     if (inSecret) return MASK;
-    throw new Error(`${where} depends on a secret but is not marked secret: it would be stored and shown in plain text`);
+    throw new Error(
+      `${where} depends on a secret but is not marked secret: it would be stored and shown in plain text`,
+    );
   };
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return differs();
@@ -227,7 +275,9 @@ export function maskSecrets(a: unknown, b: unknown, inSecret: boolean, where: st
     const bo = b as Record<string, unknown>;
     const keys = Object.keys(a);
     if (keys.length !== Object.keys(bo).length || keys.some((k) => !(k in bo))) return differs();
-    return Object.fromEntries(keys.map((k) => [k, maskSecrets((a as Record<string, unknown>)[k], bo[k], inSecret, `${where}.${k}`)]));
+    return Object.fromEntries(
+      keys.map((k) => [k, maskSecrets((a as Record<string, unknown>)[k], bo[k], inSecret, `${where}.${k}`)]),
+    );
   }
   return Object.is(a, b) ? a : differs();
 }

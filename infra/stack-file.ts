@@ -28,24 +28,48 @@ export const STACKS_DIR = join(projectRoot(), "stacks");
 export async function readStackFile(stack: string, options: { dir?: string } = {}): Promise<StackFile> {
   const byPath = stack.endsWith(".yaml") || stack.endsWith(".yml") || stack.includes("/");
   const file = byPath ? resolve(stack) : join(options.dir ?? STACKS_DIR, `Pulumi.${stack}.yaml`);
-  const name = byPath ? basename(file).replace(/^Pulumi\./, "").replace(/\.ya?ml$/, "") : stack;
+  const name = byPath
+    ? basename(file)
+        .replace(/^Pulumi\./, "")
+        .replace(/\.ya?ml$/, "")
+    : stack;
   let text: string;
   try {
     text = await readFile(file, "utf8");
   } catch {
     const dir = byPath ? dirname(file) : (options.dir ?? STACKS_DIR);
-    const known = (await readdir(dir).catch(() => [])).map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1]).filter((s): s is string => s !== undefined);
-    throw new ValidationError(file, [{ path: "", message: `no such stack file${known.length > 0 ? `; stacks here: ${known.sort().join(", ")}` : ""}`, severity: "error" }]);
+    const known = (await readdir(dir).catch(() => []))
+      .map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1])
+      .filter((s): s is string => s !== undefined);
+    throw new ValidationError(file, [
+      {
+        path: "",
+        message: `no such stack file${known.length > 0 ? `; stacks here: ${known.sort().join(", ")}` : ""}`,
+        severity: "error",
+      },
+    ]);
   }
   let doc: unknown;
   try {
     doc = parseYaml(text);
   } catch (e) {
-    throw new ValidationError(file, [{ path: "", message: `not valid YAML: ${(e as Error).message}`, severity: "error" }]);
+    throw new ValidationError(file, [
+      { path: "", message: `not valid YAML: ${(e as Error).message}`, severity: "error" },
+    ]);
   }
   const config = (doc as { config?: Record<string, unknown> } | null)?.config;
-  if (!config || typeof config !== "object") throw new ValidationError(file, [{ path: "config", message: "missing: a stack file holds its values under config:", severity: "error" }]);
-  if (!("winfleet:fleet" in config)) throw new ValidationError(file, [{ path: "config.winfleet:fleet", message: "missing: the fleet's whole configuration lives under this key", severity: "error" }]);
+  if (!config || typeof config !== "object")
+    throw new ValidationError(file, [
+      { path: "config", message: "missing: a stack file holds its values under config:", severity: "error" },
+    ]);
+  if (!("winfleet:fleet" in config))
+    throw new ValidationError(file, [
+      {
+        path: "config.winfleet:fleet",
+        message: "missing: the fleet's whole configuration lives under this key",
+        severity: "error",
+      },
+    ]);
   let fleet: FleetConfig;
   try {
     fleet = parseFleetConfig(config["winfleet:fleet"]);
@@ -54,7 +78,8 @@ export async function readStackFile(stack: string, options: { dir?: string } = {
     throw e;
   }
   const secrets: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(config)) if (k.startsWith("winfleet:") && k !== "winfleet:fleet") secrets[k.slice("winfleet:".length)] = v;
+  for (const [k, v] of Object.entries(config))
+    if (k.startsWith("winfleet:") && k !== "winfleet:fleet") secrets[k.slice("winfleet:".length)] = v;
   return { stack: name, file, fleet, rawFleet: config["winfleet:fleet"], secrets };
 }
 

@@ -13,10 +13,14 @@ type Props = Record<string, unknown>;
 const obj = (v: unknown): Props => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Props) : {});
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
-const EXTENSIONS = new Set(["azure-native:compute:VirtualMachineScaleSetExtension", "azure-native:compute:VirtualMachineExtension"]);
+const EXTENSIONS = new Set([
+  "azure-native:compute:VirtualMachineScaleSetExtension",
+  "azure-native:compute:VirtualMachineExtension",
+]);
 const POOL_MACHINES = new Set(["azure-native:compute:VirtualMachineScaleSet", "azure-native:compute:VirtualMachine"]);
 // Settings a CustomScriptExtension logs and returns in plain text; anything that can carry a secret must not be there.
-const SENSITIVE_SETTING = /^(commandToExecute|script|storageAccountKey|storageAccountName|managedIdentity)$|token|secret|password|sas|key/i;
+const SENSITIVE_SETTING =
+  /^(commandToExecute|script|storageAccountKey|storageAccountName|managedIdentity)$|token|secret|password|sas|key/i;
 
 // The CustomScriptExtensions a resource declares, with where: an extension resource, or those in a scale set's model.
 function customScriptExtensions(type: string, props: Props): { at: string; ext: Props }[] {
@@ -27,19 +31,29 @@ function customScriptExtensions(type: string, props: Props): { at: string; ext: 
     .filter(({ ext }) => ext.type === "CustomScriptExtension");
 }
 
-/** CustomScriptExtension secrets (the command, its token, storage credentials) only in `protectedSettings`, in extension resources and in scale set models alike. */
+/**
+ * CustomScriptExtension secrets (the command, its token, storage credentials) only in `protectedSettings`, in extension
+ * resources and in scale set models alike.
+ */
 export const extensionSecretsProtected: ResourceValidationPolicy = {
   name: "winfleet-extension-secrets-protected",
-  description: "A CustomScriptExtension keeps its command and every credential in protectedSettings: settings are stored and shown in plain text.",
+  description:
+    "A CustomScriptExtension keeps its command and every credential in protectedSettings: settings are stored and shown in plain text.",
   enforcementLevel: "mandatory",
   validateResource: (args, report) => {
     for (const { at, ext } of customScriptExtensions(args.type, args.props)) {
       const settings = obj(ext.settings);
       for (const key of Object.keys(settings)) {
-        if (SENSITIVE_SETTING.test(key)) report(`${at}settings.${key} is stored in plain text: move it to protectedSettings`);
+        if (SENSITIVE_SETTING.test(key))
+          report(`${at}settings.${key} is stored in plain text: move it to protectedSettings`);
       }
-      for (const uri of arr(settings.fileUris)) if (typeof uri === "string" && /[?&]sig=/.test(uri)) report(`${at}settings.fileUris carries a SAS signature: move the URIs to protectedSettings`);
-      if (!("commandToExecute" in obj(ext.protectedSettings))) report(`${at}protectedSettings.commandToExecute is missing: the bootstrap command (and the token it passes) belongs there`);
+      for (const uri of arr(settings.fileUris))
+        if (typeof uri === "string" && /[?&]sig=/.test(uri))
+          report(`${at}settings.fileUris carries a SAS signature: move the URIs to protectedSettings`);
+      if (!("commandToExecute" in obj(ext.protectedSettings)))
+        report(
+          `${at}protectedSettings.commandToExecute is missing: the bootstrap command (and the token it passes) belongs there`,
+        );
     }
   },
 };
@@ -53,13 +67,17 @@ export const extensionSecretsProtected: ResourceValidationPolicy = {
  */
 export const bootstrapTokenExpires: ResourceValidationPolicy = {
   name: "winfleet-bootstrap-token-expires",
-  description: "A bootstrap token Secret sets an expiration (cluster.join.tokenExpiry), so a leaked token stops registering nodes.",
+  description:
+    "A bootstrap token Secret sets an expiration (cluster.join.tokenExpiry), so a leaked token stops registering nodes.",
   enforcementLevel: "advisory",
   validateResource: (args, report) => {
     if (args.type !== "kubernetes:core/v1:Secret" || args.props.type !== "bootstrap.kubernetes.io/token") return;
     const data = { ...obj(args.props.data), ...obj(args.props.stringData) };
     const name = obj(args.props.metadata).name;
-    if (data.expiration === undefined) report(`${typeof name === "string" ? name : "the token"} never expires: set cluster.join.tokenExpiry (and rotate tokenSecret with it)`);
+    if (data.expiration === undefined)
+      report(
+        `${typeof name === "string" ? name : "the token"} never expires: set cluster.join.tokenExpiry (and rotate tokenSecret with it)`,
+      );
   },
 };
 
@@ -76,15 +94,22 @@ export function boundedMaxUnavailable(v: unknown): boolean {
 /** Upgrader DaemonSets roll with a set, bounded `maxUnavailable` (an integer ≥ 1, or 1–50%). */
 export const upgraderMaxUnavailable: ResourceValidationPolicy = {
   name: "winfleet-upgrader-bounded-rollout",
-  description: "winfleet upgrader DaemonSets set maxUnavailable to an integer of at least 1 or a percentage of at most 50%, so a bad version cannot take every node down at once.",
+  description:
+    "winfleet upgrader DaemonSets set maxUnavailable to an integer of at least 1 or a percentage of at most 50%, so a bad version cannot take every node down at once.",
   enforcementLevel: "mandatory",
   validateResource: (args, report) => {
     if (args.type !== "kubernetes:apps/v1:DaemonSet") return;
     if (obj(obj(args.props.metadata).labels)["app.kubernetes.io/name"] !== "winfleet-upgrader") return;
     const strategy = obj(obj(args.props.spec).updateStrategy);
-    if (strategy.type !== "RollingUpdate") report(`spec.updateStrategy.type is ${JSON.stringify(strategy.type) ?? "unset"}: upgraders roll with RollingUpdate`);
+    if (strategy.type !== "RollingUpdate")
+      report(
+        `spec.updateStrategy.type is ${JSON.stringify(strategy.type) ?? "unset"}: upgraders roll with RollingUpdate`,
+      );
     const max = obj(strategy.rollingUpdate).maxUnavailable;
-    if (!boundedMaxUnavailable(max)) report(`spec.updateStrategy.rollingUpdate.maxUnavailable is ${JSON.stringify(max) ?? "unset"}: set an integer >= 1 or a percentage <= 50%`);
+    if (!boundedMaxUnavailable(max))
+      report(
+        `spec.updateStrategy.rollingUpdate.maxUnavailable is ${JSON.stringify(max) ?? "unset"}: set an integer >= 1 or a percentage <= 50%`,
+      );
   },
 };
 
@@ -93,7 +118,8 @@ const PIN_TAGS = ["winfleet-template", "winfleet-template-version", "winfleet-ag
 /** Every Windows pool's machines carry the template, template version and agent version they run. */
 export const poolPinned: ResourceValidationPolicy = {
   name: "winfleet-pool-pinned",
-  description: "Every winfleet Windows pool is pinned to a template, a template version and an agent version (its machines' tags), so what runs is what Git says.",
+  description:
+    "Every winfleet Windows pool is pinned to a template, a template version and an agent version (its machines' tags), so what runs is what Git says.",
   enforcementLevel: "mandatory",
   validateResource: (args, report) => {
     if (!POOL_MACHINES.has(args.type)) return;
@@ -101,7 +127,8 @@ export const poolPinned: ResourceValidationPolicy = {
     if (tags["winfleet-pool"] === undefined) return;
     for (const t of PIN_TAGS) {
       const v = tags[t];
-      if (typeof v !== "string" || v === "" || v === "latest") report(`tag ${t} is ${JSON.stringify(v) ?? "missing"}: pin the pool to an exact version`);
+      if (typeof v !== "string" || v === "" || v === "latest")
+        report(`tag ${t} is ${JSON.stringify(v) ?? "missing"}: pin the pool to an exact version`);
     }
   },
 };
@@ -117,7 +144,10 @@ function publicIpPaths(type: string, props: Props): string[] {
   if (type === "azure-native:compute:VirtualMachineScaleSet") {
     arr(obj(obj(props.virtualMachineProfile).networkProfile).networkInterfaceConfigurations).forEach((nic, i) =>
       arr(obj(nic).ipConfigurations).forEach((ip, j) => {
-        if (obj(ip).publicIPAddressConfiguration !== undefined) out.push(`virtualMachineProfile.networkProfile.networkInterfaceConfigurations[${i}].ipConfigurations[${j}].publicIPAddressConfiguration`);
+        if (obj(ip).publicIPAddressConfiguration !== undefined)
+          out.push(
+            `virtualMachineProfile.networkProfile.networkInterfaceConfigurations[${i}].ipConfigurations[${j}].publicIPAddressConfiguration`,
+          );
       }),
     );
   }
@@ -141,12 +171,19 @@ export const noPublicIp: ResourceValidationPolicy = {
     if (typeof pool !== "string") return;
     const allowed = args.getConfig<NoPublicIpConfig>().allowedPools ?? [];
     if (allowed.includes(pool)) return;
-    for (const path of publicIpPaths(args.type, args.props)) report(`${path}: pool ${pool} may not have public IPs (allow it with allowedPools in the policy config)`);
+    for (const path of publicIpPaths(args.type, args.props))
+      report(`${path}: pool ${pool} may not have public IPs (allow it with allowedPools in the policy config)`);
   },
 };
 
 /** Every rule of the pack. */
-export const POLICIES: readonly ResourceValidationPolicy[] = [extensionSecretsProtected, upgraderMaxUnavailable, poolPinned, noPublicIp, bootstrapTokenExpires];
+export const POLICIES: readonly ResourceValidationPolicy[] = [
+  extensionSecretsProtected,
+  upgraderMaxUnavailable,
+  poolPinned,
+  noPublicIp,
+  bootstrapTokenExpires,
+];
 
 /** A resource as a policy sees it. */
 export interface PolicyResource {
@@ -164,15 +201,25 @@ export interface Violation {
 }
 
 /** Runs every rule over `resources` (as `winfleet render` or a test collects them), with per-policy config. */
-export async function runPolicies(resources: readonly PolicyResource[], config: Readonly<Record<string, unknown>> = {}): Promise<Violation[]> {
+export async function runPolicies(
+  resources: readonly PolicyResource[],
+  config: Readonly<Record<string, unknown>> = {},
+): Promise<Violation[]> {
   const out: Violation[] = [];
   for (const policy of POLICIES) {
     const validations = [policy.validateResource ?? []].flat();
     for (const r of resources) {
       const level = policy.enforcementLevel === "advisory" ? "advisory" : "mandatory";
-      const report: ReportViolation = (message) => void out.push({ policy: policy.name, enforcementLevel: level, resource: `${r.type} ${r.name}`, message });
+      const report: ReportViolation = (message) =>
+        void out.push({ policy: policy.name, enforcementLevel: level, resource: `${r.type} ${r.name}`, message });
       // The subset of ResourceValidationArgs the rules read; the rest only exists inside the Pulumi engine.
-      const args = { type: r.type, name: r.name, props: r.props, urn: `urn:pulumi:test::winfleet::${r.type}::${r.name}`, getConfig: <T>() => (config[policy.name] ?? {}) as T } as unknown as ResourceValidationArgs;
+      const args = {
+        type: r.type,
+        name: r.name,
+        props: r.props,
+        urn: `urn:pulumi:test::winfleet::${r.type}::${r.name}`,
+        getConfig: <T>() => (config[policy.name] ?? {}) as T,
+      } as unknown as ResourceValidationArgs;
       for (const v of validations) await v(args, report);
     }
   }

@@ -73,7 +73,6 @@ const HEAVY_ENTRIES = new Set([
   "components/wins-upgrader.ts",
 ]);
 
-
 /** Every non-test .ts file below `dir`, relative to the repository root with "/" separators. */
 function sources(dir) {
   const out = [];
@@ -99,7 +98,9 @@ function folderOf(file) {
 
 /** The file a relative specifier resolves to, as TypeScript's CommonJS resolution would find it. */
 function resolveSpecifier(fromFile, spec) {
-  const base = relative(ROOT, resolve(ROOT, dirname(fromFile), spec)).split(sep).join("/");
+  const base = relative(ROOT, resolve(ROOT, dirname(fromFile), spec))
+    .split(sep)
+    .join("/");
   const stripped = base.replace(/\.(?:js|ts)$/, "");
   for (const candidate of [`${stripped}.ts`, `${stripped}/index.ts`, base]) {
     try {
@@ -136,10 +137,14 @@ for (const file of files) {
     const edges = graph.get(from);
     if (!edges.has(to)) {
       edges.set(to, []);
-      if (!LAYER_OF.has(from)) violations.push(`${from}: not in LAYERS (scripts/check-layers.mjs); give the folder its layer`);
-      else if (!LAYER_OF.has(to)) violations.push(`${to}: not in LAYERS (scripts/check-layers.mjs); give the folder its layer`);
+      if (!LAYER_OF.has(from))
+        violations.push(`${from}: not in LAYERS (scripts/check-layers.mjs); give the folder its layer`);
+      else if (!LAYER_OF.has(to))
+        violations.push(`${to}: not in LAYERS (scripts/check-layers.mjs); give the folder its layer`);
       else if (LAYER_OF.get(to) >= LAYER_OF.get(from)) {
-        violations.push(`${file}: ${from} (layer ${LAYER_OF.get(from) + 1}) imports ${to} (layer ${LAYER_OF.get(to) + 1}) through "${spec}"; a folder imports only from layers below its own`);
+        violations.push(
+          `${file}: ${from} (layer ${LAYER_OF.get(from) + 1}) imports ${to} (layer ${LAYER_OF.get(to) + 1}) through "${spec}"; a folder imports only from layers below its own`,
+        );
       }
     }
     edges.get(to).push(`${file} -> ${spec}`);
@@ -219,5 +224,7 @@ if (loops.length > 0 || violations.length > 0) {
   process.stderr.write("see docs/architecture.md (Layers) for the order folders may import in\n");
   process.exitCode = 1;
 } else {
-  process.stdout.write(`layers: ${graph.size} folders in ${LAYERS.length} layers, no cycle, every cross-folder import goes through an index\n`);
+  process.stdout.write(
+    `layers: ${graph.size} folders in ${LAYERS.length} layers, no cycle, every cross-folder import goes through an index\n`,
+  );
 }

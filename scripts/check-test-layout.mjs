@@ -22,7 +22,17 @@ const PRODUCT = ["agent", "components", "infra", "policy"];
 /** Folders under test/ that hold what the suites share, never a test. */
 const NOT_AREAS = new Set(["support", "fixtures", "bench"]);
 /** Modules that start processes or servers: a test that needs one is a suite under test/. */
-const STARTERS = new Set(["child_process", "net", "http", "https", "http2", "tls", "dgram", "cluster", "worker_threads"]);
+const STARTERS = new Set([
+  "child_process",
+  "net",
+  "http",
+  "https",
+  "http2",
+  "tls",
+  "dgram",
+  "cluster",
+  "worker_threads",
+]);
 const SKIPPED_DIRS = new Set(["node_modules", "dist", "coverage"]);
 
 function* walk(dir) {
@@ -72,14 +82,18 @@ for (const rel of files) {
 // A test file is run, never imported: what two tests share belongs in test/support/ (or beside a suite).
 for (const rel of files) {
   for (const spec of specifiers(readFileSync(join(root, rel), "utf8"))) {
-    if (spec.startsWith(".") && /\.test(\.[cm]?[jt]s)?$/.test(spec)) problems.push(`${rel}: imports ${spec}, a test file: move what it shares to test/support/`);
+    if (spec.startsWith(".") && /\.test(\.[cm]?[jt]s)?$/.test(spec))
+      problems.push(`${rel}: imports ${spec}, a test file: move what it shares to test/support/`);
   }
 }
 
 for (const rel of files.filter(isTest)) {
   const parts = rel.split("/");
   if (parts[0] === "test") {
-    if (parts.length !== 3 || NOT_AREAS.has(parts[1])) problems.push(`${rel}: a suite lives at test/<area>/<name>.test.ts (not deeper, and not in ${[...NOT_AREAS].map((d) => `test/${d}`).join(", ")})`);
+    if (parts.length !== 3 || NOT_AREAS.has(parts[1]))
+      problems.push(
+        `${rel}: a suite lives at test/<area>/<name>.test.ts (not deeper, and not in ${[...NOT_AREAS].map((d) => `test/${d}`).join(", ")})`,
+      );
     continue;
   }
   if (!PRODUCT.includes(parts[0]) || parts.length < 2) {
@@ -87,7 +101,8 @@ for (const rel of files.filter(isTest)) {
     continue;
   }
   const module = rel.replace(/\.test(\.[cm]?[jt]s)$/, "$1");
-  if (!existsSync(join(root, module))) problems.push(`${rel}: a test beside the code is named after the module it tests, and there is no ${module}`);
+  if (!existsSync(join(root, module)))
+    problems.push(`${rel}: a test beside the code is named after the module it tests, and there is no ${module}`);
   const own = folderOf(rel);
   for (const spec of specifiers(readFileSync(join(root, rel), "utf8"))) {
     const builtin = spec.replace(/^node:/, "").split("/")[0];
@@ -99,8 +114,14 @@ for (const rel of files.filter(isTest)) {
     const named = target(rel, spec);
     const folder = folderOf(named);
     if (folder === own) continue;
-    if (!PRODUCT.includes(named.split("/")[0])) problems.push(`${rel}: imports ${spec} (${named}): a test beside the code imports only product code; shared test support is for the suites under test/`);
-    else if (!edges.get(own)?.has(folder)) problems.push(`${rel}: imports ${spec} from ${folder}, which no module of ${own} imports: a test that crosses folders is a suite under test/<area>/`);
+    if (!PRODUCT.includes(named.split("/")[0]))
+      problems.push(
+        `${rel}: imports ${spec} (${named}): a test beside the code imports only product code; shared test support is for the suites under test/`,
+      );
+    else if (!edges.get(own)?.has(folder))
+      problems.push(
+        `${rel}: imports ${spec} from ${folder}, which no module of ${own} imports: a test that crosses folders is a suite under test/<area>/`,
+      );
   }
 }
 

@@ -31,13 +31,24 @@ const RULES = [
   },
   { why: "a sitting of the work", re: /\b(?:work|working|coding) sessions?\b/gi },
   { why: "an issue number", re: /\b(?:issues?|pr|pull request|tickets?|bugs?)\s*#\d+\b/gi },
-  { why: "an issue number", re: /(?<![\w$&#/])#\d+\b(?![\w-])/g, keep: (line, at) => !CSS_VALUE.test(line.slice(0, at)) },
-  { why: "a work item", re: /\b(?:built|added|done|made|fixed) (?:by|in|for|during) (?:the |this |an? )?(?:issue|session|stop|brief)\b/gi },
+  {
+    why: "an issue number",
+    re: /(?<![\w$&#/])#\d+\b(?![\w-])/g,
+    keep: (line, at) => !CSS_VALUE.test(line.slice(0, at)),
+  },
+  {
+    why: "a work item",
+    re: /\b(?:built|added|done|made|fixed) (?:by|in|for|during) (?:the |this |an? )?(?:issue|session|stop|brief)\b/gi,
+  },
   { why: "the machines it was built on", re: /\bthese\s+(?:\w+\s+)?machines\b/gi },
   { why: "a file outside the repository", re: /\.\.\/shared\//g },
   { why: "a file outside the repository", re: /\bshared\/(?:seeds|reference)\b/gi },
   { why: "a file outside the repository", re: /(?<![\w.~-])\/work\//g },
-  { why: "a file outside the repository", re: /\bDESIGN\.md\b/g, keep: (_line, _at, tracked) => !tracked.has("DESIGN.md") },
+  {
+    why: "a file outside the repository",
+    re: /\bDESIGN\.md\b/g,
+    keep: (_line, _at, tracked) => !tracked.has("DESIGN.md"),
+  },
 ];
 
 /**
@@ -75,7 +86,10 @@ function main() {
   const tracked = new Set(trackedFiles(root));
   const args = process.argv.slice(2);
   // Named files are read as given (from the working directory); tracked ones from the root.
-  const files = args.length > 0 ? args : [...tracked].filter((f) => !SKIPPED.has(f)).map((f) => relative(process.cwd(), resolve(root, f)));
+  const files =
+    args.length > 0
+      ? args
+      : [...tracked].filter((f) => !SKIPPED.has(f)).map((f) => relative(process.cwd(), resolve(root, f)));
   let count = 0;
   for (const file of files) {
     let buf;
@@ -94,7 +108,9 @@ function main() {
     }
   }
   if (count > 0) {
-    console.error(`check-words: ${count} place(s) speak of how the project was built; say what the product does instead`);
+    console.error(
+      `check-words: ${count} place(s) speak of how the project was built; say what the product does instead`,
+    );
     process.exit(1);
   }
 }

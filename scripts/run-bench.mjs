@@ -8,7 +8,9 @@ import { join } from "node:path";
 
 const dir = new URL("../test/bench/", import.meta.url).pathname;
 const filters = process.argv.slice(2);
-const benches = readdirSync(dir).filter((f) => f.endsWith(".bench.ts") && (filters.length === 0 || filters.some((x) => f.includes(x)))).sort();
+const benches = readdirSync(dir)
+  .filter((f) => f.endsWith(".bench.ts") && (filters.length === 0 || filters.some((x) => f.includes(x))))
+  .sort();
 let failed = 0;
 for (const b of benches) {
   console.log(`\n## ${b}`);

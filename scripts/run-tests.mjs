@@ -44,17 +44,24 @@ if (files.length === 0) {
 const out = mkdtempSync(join(tmpdir(), "winfleet-test-"));
 const tap = join(out, "report.tap");
 const args = [
-  "--import", "tsx",
+  "--import",
+  "tsx",
   "--test",
   "--test-timeout=600000",
-  "--test-reporter=spec", "--test-reporter-destination=stdout",
-  "--test-reporter=tap", `--test-reporter-destination=${tap}`,
+  "--test-reporter=spec",
+  "--test-reporter-destination=stdout",
+  "--test-reporter=tap",
+  `--test-reporter-destination=${tap}`,
   ...files,
 ];
 const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
 child.on("exit", (code, signal) => {
   let text = "";
-  try { text = readFileSync(tap, "utf8"); } catch { /* the runner died before writing */ }
+  try {
+    text = readFileSync(tap, "utf8");
+  } catch {
+    /* the runner died before writing */
+  }
   rmSync(out, { recursive: true, force: true });
   const count = (name) => Number((text.match(new RegExp(`^# ${name} (\\d+)$`, "m")) ?? [])[1] ?? 0);
   const passed = count("pass");

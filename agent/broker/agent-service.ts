@@ -22,7 +22,9 @@ import type { ProcessInfo } from "./process-pool";
 import { toServiceError } from "./status";
 
 /** What Status reports, as plain data. */
-export type AgentStatus = Omit<StatusResponse, "$typeName" | "$unknown" | "Components"> & { readonly Components: readonly { readonly Name: string; readonly Version: string; readonly State: string }[] };
+export type AgentStatus = Omit<StatusResponse, "$typeName" | "$unknown" | "Components"> & {
+  readonly Components: readonly { readonly Name: string; readonly Version: string; readonly State: string }[];
+};
 
 /** What the service needs from the broker and the agent around it. */
 export interface AgentServiceHooks {
@@ -42,32 +44,71 @@ export interface AgentServiceHooks {
 export function agentService(hooks: AgentServiceHooks): grpc.UntypedServiceImplementation {
   const Status: grpc.handleUnaryCall<unknown, StatusResponse> = (_call, callback) => {
     if (!hooks.status) {
-      callback(toServiceError(new AgentError(AgentErrorCode.Unavailable, "this broker runs without the lifecycle engine (winfleet-agent broker, not serve)")));
+      callback(
+        toServiceError(
+          new AgentError(
+            AgentErrorCode.Unavailable,
+            "this broker runs without the lifecycle engine (winfleet-agent broker, not serve)",
+          ),
+        ),
+      );
       return;
     }
     hooks.status().then(
-      (s) => callback(null, create(StatusResponseSchema, { ...s, Components: s.Components.map((c) => ({ ...c })), BrokerConfigSha256: hooks.configSha256() })),
+      (s) =>
+        callback(
+          null,
+          create(StatusResponseSchema, {
+            ...s,
+            Components: s.Components.map((c) => ({ ...c })),
+            BrokerConfigSha256: hooks.configSha256(),
+          }),
+        ),
       (e: unknown) => callback(toServiceError(e)),
     );
   };
   const ReloadConfig: grpc.handleUnaryCall<ReloadConfigRequest, unknown> = (call, callback) => {
     hooks.reload(call.request.Path || undefined).then(
-      (r) => callback(null, create(ReloadConfigResponseSchema, { ProcessPaths: r.processPaths, ProxyPorts: r.proxyPorts, ConfigSha256: r.sha256 })),
+      (r) =>
+        callback(
+          null,
+          create(ReloadConfigResponseSchema, {
+            ProcessPaths: r.processPaths,
+            ProxyPorts: r.proxyPorts,
+            ConfigSha256: r.sha256,
+          }),
+        ),
       (e: unknown) => callback(toServiceError(e)),
     );
   };
   const ListProcesses: grpc.handleUnaryCall<unknown, unknown> = (_call, callback) => {
     hooks.processes().then(
-      (list) => callback(null, create(ListProcessesResponseSchema, {
-        Processes: list.map((p) => ({ Name: p.name, Pid: p.pid, StartedAt: p.startedAt, Path: p.path, State: p.state, ExitCode: p.exitCode ?? -1, BrokerPid: p.brokerPid })),
-      })),
+      (list) =>
+        callback(
+          null,
+          create(ListProcessesResponseSchema, {
+            Processes: list.map((p) => ({
+              Name: p.name,
+              Pid: p.pid,
+              StartedAt: p.startedAt,
+              Path: p.path,
+              State: p.state,
+              ExitCode: p.exitCode ?? -1,
+              BrokerPid: p.brokerPid,
+            })),
+          }),
+        ),
       (e: unknown) => callback(toServiceError(e)),
     );
   };
   const KillProcesses: grpc.handleUnaryCall<KillProcessesRequest, unknown> = (call, callback) => {
     const names = call.request.Names;
     if (names.length === 0 && !call.request.Orphans) {
-      callback(toServiceError(new AgentError(AgentErrorCode.InvalidInput, "name the processes to kill, or ask for the orphans")));
+      callback(
+        toServiceError(
+          new AgentError(AgentErrorCode.InvalidInput, "name the processes to kill, or ask for the orphans"),
+        ),
+      );
       return;
     }
     hooks.kill(names, call.request.Orphans).then(

@@ -31,7 +31,8 @@ async function openNoFollow(path: string): Promise<FileHandle> {
     return await open(path, constants.O_RDONLY | noFollow);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ELOOP" || code === "EMLINK") throw new AgentError(AgentErrorCode.InvalidInput, `invalid path ${JSON.stringify(path)}: it is a symbolic link`);
+    if (code === "ELOOP" || code === "EMLINK")
+      throw new AgentError(AgentErrorCode.InvalidInput, `invalid path ${JSON.stringify(path)}: it is a symbolic link`);
     throw new AgentError(AgentErrorCode.NotFound, `could not find binary ${path}: ${errorMessage(e)}`);
   }
 }
@@ -47,12 +48,19 @@ async function assertOpenedAt(handle: FileHandle, path: string): Promise<void> {
   if (!st.isFile()) throw new AgentError(AgentErrorCode.NotFound, `could not find binary ${path}: not a regular file`);
   if (process.platform === "linux") {
     const actual = await readlink(`/proc/self/fd/${handle.fd}`);
-    if (actual !== path) throw new AgentError(AgentErrorCode.InvalidInput, `invalid path ${JSON.stringify(path)}: it resolves to ${actual} through a symbolic link`);
+    if (actual !== path)
+      throw new AgentError(
+        AgentErrorCode.InvalidInput,
+        `invalid path ${JSON.stringify(path)}: it resolves to ${actual} through a symbolic link`,
+      );
     return;
   }
   const now = await lstat(path).catch(() => undefined);
   if (!now || now.isSymbolicLink() || now.ino !== st.ino || now.dev !== st.dev) {
-    throw new AgentError(AgentErrorCode.InvalidInput, `invalid path ${JSON.stringify(path)}: it changed while it was being checked`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `invalid path ${JSON.stringify(path)}: it changed while it was being checked`,
+    );
   }
 }
 
@@ -67,16 +75,31 @@ export async function prepareBinary(path: string, checksum: string): Promise<str
     const mode = (await source.stat()).mode & 0o7777;
     const sha1 = createHash("sha1");
     // Created afresh (never an existing file or a link planted at the name), and written through its own handle.
-    const out = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (process.platform === "win32" ? 0 : constants.O_NOFOLLOW), 0o700);
+    const out = await open(
+      temp,
+      constants.O_WRONLY |
+        constants.O_CREAT |
+        constants.O_EXCL |
+        (process.platform === "win32" ? 0 : constants.O_NOFOLLOW),
+      0o700,
+    );
     created = true;
     await pipeline(
       source.createReadStream({ start: 0, autoClose: false }),
-      new Transform({ transform(chunk: Buffer, _enc, done) { sha1.update(chunk); done(null, chunk); } }),
+      new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          sha1.update(chunk);
+          done(null, chunk);
+        },
+      }),
       out.createWriteStream(),
     );
     const actual = sha1.digest("hex");
     if (actual.toLowerCase() !== checksum.toLowerCase()) {
-      throw new AgentError(AgentErrorCode.NotFound, `could not find binary ${path}: checksum mismatch (expected ${checksum}, found ${actual})`);
+      throw new AgentError(
+        AgentErrorCode.NotFound,
+        `could not find binary ${path}: checksum mismatch (expected ${checksum}, found ${actual})`,
+      );
     }
     await chmod(temp, mode);
     await rename(temp, target);

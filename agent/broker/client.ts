@@ -16,7 +16,13 @@ import {
   type ProcessStartResponse,
   type ProcessWaitResponse,
 } from "./generated/wins/process_pb";
-import { AgentService, type KillProcessesResponse, type ListProcessesResponse, type ReloadConfigResponse, type StatusResponse } from "./generated/winfleet/agent_pb";
+import {
+  AgentService,
+  type KillProcessesResponse,
+  type ListProcessesResponse,
+  type ReloadConfigResponse,
+  type StatusResponse,
+} from "./generated/winfleet/agent_pb";
 import { TunnelService } from "./generated/winfleet/proxy_pb";
 import { grpcClientClass } from "./grpc-adapter";
 
@@ -36,12 +42,19 @@ function client(service: Parameters<typeof grpcClientClass>[0], socket: string):
 
 function unaryCall<Res>(c: Client, method: string, req: unknown): Promise<Res> {
   return new Promise((resolvePromise, reject) => {
-    (c[method] as (r: unknown, cb: (e: grpc.ServiceError | null, r: Res) => void) => void).call(c, req, (e, r) => (e ? reject(e) : resolvePromise(r)));
+    (c[method] as (r: unknown, cb: (e: grpc.ServiceError | null, r: Res) => void) => void).call(c, req, (e, r) =>
+      e ? reject(e) : resolvePromise(r),
+    );
   });
 }
 
 /** One unary call on a connection of its own. */
-async function once<Res>(service: Parameters<typeof grpcClientClass>[0], socket: string, method: string, req: unknown): Promise<Res> {
+async function once<Res>(
+  service: Parameters<typeof grpcClientClass>[0],
+  socket: string,
+  method: string,
+  req: unknown,
+): Promise<Res> {
   const c = client(service, socket);
   try {
     return await unaryCall<Res>(c, method, req);
@@ -56,7 +69,11 @@ export function listProcesses(socket: string): Promise<ListProcessesResponse> {
 }
 
 /** `AgentService.KillProcesses`. */
-export function killProcesses(socket: string, names: readonly string[], orphans: boolean): Promise<KillProcessesResponse> {
+export function killProcesses(
+  socket: string,
+  names: readonly string[],
+  orphans: boolean,
+): Promise<KillProcessesResponse> {
   return once<KillProcessesResponse>(AgentService, socket, "KillProcesses", { Names: [...names], Orphans: orphans });
 }
 
@@ -82,7 +99,9 @@ export function reloadBrokerConfig(socket: string, path?: string): Promise<Reloa
 
 /** SHA1 hex of a file, as wins checks binaries. */
 export async function sha1File(path: string): Promise<string> {
-  return createHash("sha1").update(await readFile(path)).digest("hex");
+  return createHash("sha1")
+    .update(await readFile(path))
+    .digest("hex");
 }
 
 /** What `runProcess` writes to. */
@@ -91,7 +110,9 @@ export interface RunIo {
   readonly stderr: NodeJS.WritableStream;
 }
 
-/** A running `prc run`: `done` resolves with the exit code; `stop()` ends the KeepAlive, which kills the host process. */
+/**
+ * A running `prc run`: `done` resolves with the exit code; `stop()` ends the KeepAlive, which kills the host process.
+ */
 export interface RunningProcess {
   readonly name: string;
   readonly done: Promise<number>;
@@ -107,12 +128,18 @@ export async function runProcess(
   const path = resolve(request.Path ?? "");
   const checksum = await sha1File(path);
   const c = client(ProcessService, socket);
-  const started = await unaryCall<ProcessStartResponse>(c, "Start", { ...request, Path: path, Checksum: checksum }).catch((e: unknown) => {
+  const started = await unaryCall<ProcessStartResponse>(c, "Start", {
+    ...request,
+    Path: path,
+    Checksum: checksum,
+  }).catch((e: unknown) => {
     c.close();
     throw e;
   });
   const name = started.Data?.Value ?? "";
-  const keepAlive = (c.KeepAlive as (cb: (e: grpc.ServiceError | null) => void) => grpc.ClientWritableStream<unknown>).call(c, () => undefined);
+  const keepAlive = (
+    c.KeepAlive as (cb: (e: grpc.ServiceError | null) => void) => grpc.ClientWritableStream<unknown>
+  ).call(c, () => undefined);
   const ping = (): boolean => keepAlive.write({ Data: { Value: name } });
   ping();
   const timer = setInterval(ping, KEEPALIVE_INTERVAL_MS);
@@ -123,7 +150,9 @@ export async function runProcess(
     clearInterval(timer);
     keepAlive.end();
   };
-  const wait = (c.Wait as (r: unknown) => grpc.ClientReadableStream<ProcessWaitResponse>).call(c, { Data: { Value: name } });
+  const wait = (c.Wait as (r: unknown) => grpc.ClientReadableStream<ProcessWaitResponse>).call(c, {
+    Data: { Value: name },
+  });
   const done = new Promise<number>((resolvePromise, reject) => {
     let exitCode = 0;
     wait.on("data", (msg: ProcessWaitResponse) => {

@@ -11,19 +11,30 @@ describe("broker config", () => {
   });
 
   it("reads the chart's whiteList spelling and snake_case nested keys, case-insensitively", () => {
-    assert.deepEqual(parseBrokerConfig("whiteList:\n  process_paths: [x]\n  proxy_ports: [1]\n").whiteList.processPaths, ["x"]);
+    assert.deepEqual(
+      parseBrokerConfig("whiteList:\n  process_paths: [x]\n  proxy_ports: [1]\n").whiteList.processPaths,
+      ["x"],
+    );
     assert.deepEqual(parseBrokerConfig('{"White_List": {"ProcessPaths": ["y"]}}').whiteList.processPaths, ["y"]);
   });
 
   it("accepts allowAll at the top level or in the whitelist, and ignores sections it does not serve", () => {
-    assert.equal(parseBrokerConfig("allowAll: true\nupgrade: {mode: watching}\nsystemagent: {}\n").whiteList.allowAll, true);
+    assert.equal(
+      parseBrokerConfig("allowAll: true\nupgrade: {mode: watching}\nsystemagent: {}\n").whiteList.allowAll,
+      true,
+    );
     assert.equal(parseBrokerConfig("white_list: {allowAll: true}").whiteList.allowAll, true);
   });
 
   it("names the path of a bad value", () => {
-    assert.throws(() => parseBrokerConfig("white_list:\n  proxyPorts: [70000]\n"), (e: unknown) =>
-      e instanceof ValidationError && e.issues[0]?.path === "whiteList.proxyPorts[0]");
-    assert.throws(() => parseBrokerConfig("listen: '  '\n"), (e: unknown) => e instanceof ValidationError && e.issues[0]?.path === "listen");
+    assert.throws(
+      () => parseBrokerConfig("white_list:\n  proxyPorts: [70000]\n"),
+      (e: unknown) => e instanceof ValidationError && e.issues[0]?.path === "whiteList.proxyPorts[0]",
+    );
+    assert.throws(
+      () => parseBrokerConfig("listen: '  '\n"),
+      (e: unknown) => e instanceof ValidationError && e.issues[0]?.path === "listen",
+    );
     assert.throws(() => parseBrokerConfig("bogus: 1\n"), ValidationError);
     assert.throws(() => parseBrokerConfig("- a\n"), /mapping/);
   });

@@ -17,10 +17,13 @@ export const DEFAULT_LISTEN = "rancher_wins";
 export const DEFAULT_PROXY = "rancher_wins_proxy";
 
 /** An environment allow-list entry: a name or a `PREFIX*`, never one that covers a loader or interpreter variable. */
-const envEntry = z.string().trim().superRefine((entry, ctx) => {
-  const problem = allowEntryProblem(entry);
-  if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
-});
+const envEntry = z
+  .string()
+  .trim()
+  .superRefine((entry, ctx) => {
+    const problem = allowEntryProblem(entry);
+    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem });
+  });
 
 const brokerSchema = z.strictObject({
   debug: z.boolean().default(false),
@@ -51,17 +54,35 @@ export type BrokerConfig = z.infer<typeof brokerSchema>;
 
 // Keys as Go's case-insensitive json matching would see them, then our canonical names.
 const TOP_KEYS: Record<string, string> = {
-  debug: "debug", listen: "listen", proxy: "proxy", white_list: "whiteList", whitelist: "whiteList",
-  statedir: "stateDir", state_dir: "stateDir", allowall: "allowAll", allow_all: "allowAll",
+  debug: "debug",
+  listen: "listen",
+  proxy: "proxy",
+  white_list: "whiteList",
+  whitelist: "whiteList",
+  statedir: "stateDir",
+  state_dir: "stateDir",
+  allowall: "allowAll",
+  allow_all: "allowAll",
 };
 const LIST_KEYS: Record<string, string> = {
-  processpaths: "processPaths", process_paths: "processPaths", proxyports: "proxyPorts", proxy_ports: "proxyPorts",
-  allowall: "allowAll", allow_all: "allowAll", envs: "envs", processenvs: "processEnvs", process_envs: "processEnvs",
+  processpaths: "processPaths",
+  process_paths: "processPaths",
+  proxyports: "proxyPorts",
+  proxy_ports: "proxyPorts",
+  allowall: "allowAll",
+  allow_all: "allowAll",
+  envs: "envs",
+  processenvs: "processEnvs",
+  process_envs: "processEnvs",
 };
 // Sections wins reads that the broker does not implement; accepted and ignored so existing files load.
 const IGNORED = new Set(["upgrade", "systemagent", "agentstricttlsmode", "csi-proxy", "tls-config"]);
 
-function canonical(raw: Record<string, unknown>, keys: Record<string, string>, ignored: Set<string>): Record<string, unknown> {
+function canonical(
+  raw: Record<string, unknown>,
+  keys: Record<string, string>,
+  ignored: Set<string>,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw)) {
     const lower = k.toLowerCase();
@@ -77,17 +98,22 @@ export function parseBrokerConfig(text: string, subject = "broker config"): Brok
   try {
     doc = text.trim() === "" ? {} : parseYaml(text);
   } catch (e) {
-    throw new ValidationError(subject, [{ path: "", message: `not valid YAML or JSON: ${(e as Error).message}`, severity: "error" }]);
+    throw new ValidationError(subject, [
+      { path: "", message: `not valid YAML or JSON: ${(e as Error).message}`, severity: "error" },
+    ]);
   }
   if (doc === null || doc === undefined) doc = {};
   if (typeof doc !== "object" || Array.isArray(doc)) {
-    throw new ValidationError(subject, [{ path: "", message: "must be a mapping of wins config keys", severity: "error" }]);
+    throw new ValidationError(subject, [
+      { path: "", message: "must be a mapping of wins config keys", severity: "error" },
+    ]);
   }
   const top = canonical(doc as Record<string, unknown>, TOP_KEYS, IGNORED);
   // allowAll may sit at the top level or inside the whitelist section.
-  const list = top.whiteList !== null && typeof top.whiteList === "object" && !Array.isArray(top.whiteList)
-    ? canonical(top.whiteList as Record<string, unknown>, LIST_KEYS, new Set())
-    : top.whiteList;
+  const list =
+    top.whiteList !== null && typeof top.whiteList === "object" && !Array.isArray(top.whiteList)
+      ? canonical(top.whiteList as Record<string, unknown>, LIST_KEYS, new Set())
+      : top.whiteList;
   if (top.allowAll !== undefined) {
     top.whiteList = { ...(typeof list === "object" && list !== null ? list : {}), allowAll: top.allowAll };
     delete top.allowAll;

@@ -20,16 +20,70 @@ export { baseEnvironment };
  */
 export const DENIED_ENV_PATTERNS: readonly string[] = [
   // Dynamic loaders (glibc, musl, macOS, AIX, HP-UX) and what glibc loads on request.
-  "LD_*", "DYLD_*", "_RLD*", "LIBPATH", "SHLIB_PATH", "GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN",
-  "RES_OPTIONS", "NLSPATH", "LOCPATH", "MALLOC_*", "GLIBC_TUNABLES", "OPENSSL_*", "SSLKEYLOGFILE",
+  "LD_*",
+  "DYLD_*",
+  "_RLD*",
+  "LIBPATH",
+  "SHLIB_PATH",
+  "GCONV_PATH",
+  "GETCONF_DIR",
+  "HOSTALIASES",
+  "LOCALDOMAIN",
+  "RES_OPTIONS",
+  "NLSPATH",
+  "LOCPATH",
+  "MALLOC_*",
+  "GLIBC_TUNABLES",
+  "OPENSSL_*",
+  "SSLKEYLOGFILE",
   // Interpreters and runtimes.
-  "NODE_*", "PYTHON*", "PERL*", "RUBY*", "GEM_*", "BUNDLE_*", "LUA_*", "TCL*", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
-  "JDK_JAVA_OPTIONS", "CLASSPATH", "COR_*", "CORECLR_*", "COMPLUS_*", "DOTNET_*", "GIT_*",
+  "NODE_*",
+  "PYTHON*",
+  "PERL*",
+  "RUBY*",
+  "GEM_*",
+  "BUNDLE_*",
+  "LUA_*",
+  "TCL*",
+  "JAVA_TOOL_OPTIONS",
+  "_JAVA_OPTIONS",
+  "JDK_JAVA_OPTIONS",
+  "CLASSPATH",
+  "COR_*",
+  "CORECLR_*",
+  "COMPLUS_*",
+  "DOTNET_*",
+  "GIT_*",
   // Shells.
-  "BASH_ENV", "ENV", "BASH_FUNC_*", "SHELLOPTS", "BASHOPTS", "PS4", "IFS", "CDPATH", "PROMPT_COMMAND", "ZDOTDIR",
+  "BASH_ENV",
+  "ENV",
+  "BASH_FUNC_*",
+  "SHELLOPTS",
+  "BASHOPTS",
+  "PS4",
+  "IFS",
+  "CDPATH",
+  "PROMPT_COMMAND",
+  "ZDOTDIR",
   // Where the system finds programs and libraries (the base environment sets these).
-  "PATH", "PATHEXT", "COMSPEC", "SYSTEMROOT", "WINDIR", "SYSTEMDRIVE", "PSMODULEPATH", "PSEXECUTIONPOLICYPREFERENCE",
-  "__PSLOCKDOWNPOLICY", "__COMPAT_LAYER", "HOME", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "TEMP", "TMP", "TMPDIR",
+  "PATH",
+  "PATHEXT",
+  "COMSPEC",
+  "SYSTEMROOT",
+  "WINDIR",
+  "SYSTEMDRIVE",
+  "PSMODULEPATH",
+  "PSEXECUTIONPOLICYPREFERENCE",
+  "__PSLOCKDOWNPOLICY",
+  "__COMPAT_LAYER",
+  "HOME",
+  "USERPROFILE",
+  "APPDATA",
+  "LOCALAPPDATA",
+  "PROGRAMDATA",
+  "TEMP",
+  "TMP",
+  "TMPDIR",
 ];
 
 /**
@@ -38,7 +92,13 @@ export const DENIED_ENV_PATTERNS: readonly string[] = [
  * content SAS token the upgrader hands the agent it starts.
  */
 export const DEFAULT_CLIENT_ENV: readonly string[] = [
-  "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "WINFLEET_CONTENT_SAS",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "WINFLEET_CONTENT_SAS",
 ];
 
 /** A name or a `PREFIX*` pattern, as the allow-list and deny-list are written. */
@@ -62,9 +122,13 @@ export function deniedBy(name: string): string | undefined {
 export function allowEntryProblem(entry: string): string | undefined {
   if (!ENV_PATTERN.test(entry)) return "must be a variable name, or a prefix ending in *";
   const hit = entry.endsWith("*")
-    ? DENIED_ENV_PATTERNS.find((p) => matches(entry, p.replace(/\*$/, ""), true) || matches(p, entry.slice(0, -1), true))
+    ? DENIED_ENV_PATTERNS.find(
+        (p) => matches(entry, p.replace(/\*$/, ""), true) || matches(p, entry.slice(0, -1), true),
+      )
     : deniedBy(entry);
-  return hit === undefined ? undefined : `${entry} would allow ${hit}, which makes a loader or interpreter run code a client chooses`;
+  return hit === undefined
+    ? undefined
+    : `${entry} would allow ${hit}, which makes a loader or interpreter run code a client chooses`;
 }
 
 /** Checks a client's `NAME=value` items against the allow-list. */
@@ -83,13 +147,18 @@ export class EnvPolicy {
     perPath: Readonly<Record<string, readonly string[]>> | undefined = {},
   ) {
     this.allowed = allowed === undefined || allowed.length === 0 ? DEFAULT_CLIENT_ENV : allowed;
-    this.perPath = new Map(Object.entries(perPath).map(([path, names]) => {
-      try {
-        return [normaliseHostPath(path, platform).toLowerCase(), names];
-      } catch (e) {
-        throw new AgentError(AgentErrorCode.InvalidInput, `whiteList.processEnvs[${JSON.stringify(path)}]: ${errorMessage(e)}`);
-      }
-    }));
+    this.perPath = new Map(
+      Object.entries(perPath).map(([path, names]) => {
+        try {
+          return [normaliseHostPath(path, platform).toLowerCase(), names];
+        } catch (e) {
+          throw new AgentError(
+            AgentErrorCode.InvalidInput,
+            `whiteList.processEnvs[${JSON.stringify(path)}]: ${errorMessage(e)}`,
+          );
+        }
+      }),
+    );
   }
 
   /**
@@ -100,19 +169,30 @@ export class EnvPolicy {
   check(items: readonly string[], path?: string): Record<string, string> {
     const env: Record<string, string> = {};
     const windows = this.platform === "win32";
-    const allowed = [...this.allowed, ...(path === undefined ? [] : (this.perPath.get(normaliseHostPath(path, this.platform).toLowerCase()) ?? []))];
+    const allowed = [
+      ...this.allowed,
+      ...(path === undefined ? [] : (this.perPath.get(normaliseHostPath(path, this.platform).toLowerCase()) ?? [])),
+    ];
     for (const [i, item] of items.entries()) {
       const eq = item.indexOf("=");
-      if (eq <= 0) throw new AgentError(AgentErrorCode.InvalidInput, `Envs[${i}] ${JSON.stringify(item)} is not NAME=value`);
+      if (eq <= 0)
+        throw new AgentError(AgentErrorCode.InvalidInput, `Envs[${i}] ${JSON.stringify(item)} is not NAME=value`);
       const name = item.slice(0, eq);
       const value = item.slice(eq + 1);
-      if (item.includes("\0")) throw new AgentError(AgentErrorCode.InvalidInput, `Envs[${i}] (${name}) contains a NUL character`);
+      if (item.includes("\0"))
+        throw new AgentError(AgentErrorCode.InvalidInput, `Envs[${i}] (${name}) contains a NUL character`);
       const denied = deniedBy(name);
       if (denied !== undefined) {
-        throw new AgentError(AgentErrorCode.PermissionDenied, `Envs[${i}]: ${name} may not be set by a client (it matches ${denied}: loader, interpreter and system-path variables are refused)`);
+        throw new AgentError(
+          AgentErrorCode.PermissionDenied,
+          `Envs[${i}]: ${name} may not be set by a client (it matches ${denied}: loader, interpreter and system-path variables are refused)`,
+        );
       }
       if (!allowed.some((p) => matches(p, name, windows))) {
-        throw new AgentError(AgentErrorCode.PermissionDenied, `Envs[${i}]: ${name} is not in the broker's environment allow-list for this binary (whiteList.envs and processEnvs: ${allowed.join(", ")})`);
+        throw new AgentError(
+          AgentErrorCode.PermissionDenied,
+          `Envs[${i}]: ${name} is not in the broker's environment allow-list for this binary (whiteList.envs and processEnvs: ${allowed.join(", ")})`,
+        );
       }
       env[name] = value;
     }

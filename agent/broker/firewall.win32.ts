@@ -5,7 +5,11 @@ import { type Expose, type Firewall, renderCloseRules, renderOpenRules } from ".
 
 const run = promisify(execFile);
 const powershell = (script: string) =>
-  run("powershell.exe", ["-NoLogo", "-NoProfile", "-NonInteractive", "-Command", `$ErrorActionPreference='Stop'; ${script}`], { windowsHide: true });
+  run(
+    "powershell.exe",
+    ["-NoLogo", "-NoProfile", "-NonInteractive", "-Command", `$ErrorActionPreference='Stop'; ${script}`],
+    { windowsHide: true },
+  );
 
 /** The live Windows firewall. */
 export const windowsFirewall: Firewall = {

@@ -18,7 +18,8 @@ export function grpcService(service: DescService): grpc.ServiceDefinition {
     const codec = (schema: DescMessage) => ({
       // create() accepts both messages and plain init objects, so callers may pass either; and a
       // handler may write bytes it encoded itself (process output does: one copy instead of three).
-      serialize: (msg: unknown) => asBuffer(msg instanceof Uint8Array ? msg : toBinary(schema, create(schema, msg as never))),
+      serialize: (msg: unknown) =>
+        asBuffer(msg instanceof Uint8Array ? msg : toBinary(schema, create(schema, msg as never))),
       deserialize: (buf: Buffer) => fromBinary(schema, buf),
     });
     const input = codec(m.input);

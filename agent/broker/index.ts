@@ -3,7 +3,14 @@
  * The folder's public surface: other folders import from here, never from the files behind it.
  */
 export type { AgentStatus } from "./agent-service";
-export { type BrokerConfig, DEFAULT_LISTEN, DEFAULT_PROXY, endpointPath, loadBrokerConfig, parseBrokerConfig } from "./config";
+export {
+  type BrokerConfig,
+  DEFAULT_LISTEN,
+  DEFAULT_PROXY,
+  endpointPath,
+  loadBrokerConfig,
+  parseBrokerConfig,
+} from "./config";
 export type { StatusResponse } from "./generated/winfleet/agent_pb";
 export { parseListValue, parsePortSpec } from "./list-value";
 export { linuxProcessHost } from "./process-host";

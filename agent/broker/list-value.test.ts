@@ -4,7 +4,11 @@ import { parseListValue, parsePortSpec } from "./list-value";
 
 describe("wins list arguments", () => {
   it("split on spaces outside quotes and keep the quotes, as wins did", () => {
-    assert.deepEqual(parseListValue(`up --wins-args='--config=c:\\etc\\config' "a b"`), ["up", "--wins-args='--config=c:\\etc\\config'", '"a b"']);
+    assert.deepEqual(parseListValue(`up --wins-args='--config=c:\\etc\\config' "a b"`), [
+      "up",
+      "--wins-args='--config=c:\\etc\\config'",
+      '"a b"',
+    ]);
     assert.deepEqual(parseListValue(""), []);
     assert.deepEqual(parseListValue("  a   b "), ["a", "b"]);
     assert.throws(() => parseListValue("a 'b"), /unpaired escaped quote/);

@@ -38,10 +38,12 @@ export function parsePortSpec(item: string, protocols: readonly ("TCP" | "UDP")[
   const m = /^([A-Za-z]+):(\d+)(?:-(\d+))?$/.exec(item);
   if (!m) throw new Error(`${JSON.stringify(item)} is not PROTOCOL:PORT or PROTOCOL:LOW-HIGH`);
   const protocol = (m[1] ?? "").toUpperCase();
-  if (!(protocols as readonly string[]).includes(protocol)) throw new Error(`${JSON.stringify(item)}: protocol must be ${protocols.join(" or ")}`);
+  if (!(protocols as readonly string[]).includes(protocol))
+    throw new Error(`${JSON.stringify(item)}: protocol must be ${protocols.join(" or ")}`);
   const low = Number(m[2]);
   const high = m[3] === undefined ? low : Number(m[3]);
   if (low < 1 || high > 65_535) throw new Error(`${JSON.stringify(item)}: ports must be 1-65535`);
-  if (m[3] !== undefined && low >= high) throw new Error(`${JSON.stringify(item)}: the low port must be below the high port`);
+  if (m[3] !== undefined && low >= high)
+    throw new Error(`${JSON.stringify(item)}: the low port must be below the high port`);
   return { protocol: protocol as "TCP" | "UDP", ports: Array.from({ length: high - low + 1 }, (_, i) => low + i) };
 }

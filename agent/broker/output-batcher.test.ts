@@ -14,7 +14,11 @@ describe("process output", () => {
   it("encodes as the generated codec decodes, across varint lengths and chunkings", () => {
     for (const size of [1, 127, 128, 16_383, 16_384, 300_000, 1_048_576]) {
       const data = randomBytes(size);
-      const chunks = [data.subarray(0, Math.floor(size / 3)), data.subarray(Math.floor(size / 3), size - 1), data.subarray(size - 1)];
+      const chunks = [
+        data.subarray(0, Math.floor(size / 3)),
+        data.subarray(Math.floor(size / 3), size - 1),
+        data.subarray(size - 1),
+      ];
       for (const err of [false, true]) {
         const msg = fromBinary(ProcessWaitResponseSchema, encodeOutput(err, chunks, size));
         assert.equal(msg.Options.case, err ? "StdErr" : "StdOut", `size ${size}`);
@@ -26,15 +30,25 @@ describe("process output", () => {
   it("batches in order, splits at 1 MiB, sends by the next turn, and pauses while too much is unwritten", async () => {
     const sent: { err: boolean; data: string }[] = [];
     const unwritten: (() => void)[] = [];
-    const b = new OutputBatcher((err, chunks, _bytes, written) => {
-      sent.push({ err, data: Buffer.concat(chunks).toString() });
-      unwritten.push(written);
-    }, 2 * 1024 * 1024);
+    const b = new OutputBatcher(
+      (err, chunks, _bytes, written) => {
+        sent.push({ err, data: Buffer.concat(chunks).toString() });
+        unwritten.push(written);
+      },
+      2 * 1024 * 1024,
+    );
     assert.equal(b.add(false, Buffer.from("a")), true);
     b.add(false, Buffer.from("b"));
     b.add(true, Buffer.from("E"));
     b.add(false, Buffer.from("c"));
-    assert.deepEqual(sent, [{ err: false, data: "ab" }, { err: true, data: "E" }], "a switch of stream sends what was gathered");
+    assert.deepEqual(
+      sent,
+      [
+        { err: false, data: "ab" },
+        { err: true, data: "E" },
+      ],
+      "a switch of stream sends what was gathered",
+    );
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(sent.at(-1), { err: false, data: "c" });
     assert.equal(b.add(false, Buffer.alloc(1024 * 1024, 120)), true, "a full batch goes at once");

@@ -28,14 +28,21 @@ export interface PrivateDirFs {
 const realFs: PrivateDirFs = { lstat, mkdir, chmod };
 
 function refuse(dir: string, why: string): never {
-  throw new AgentError(AgentErrorCode.PermissionDenied, `socket directory ${dir} ${why}; the broker will not listen where another user could replace its socket`);
+  throw new AgentError(
+    AgentErrorCode.PermissionDenied,
+    `socket directory ${dir} ${why}; the broker will not listen where another user could replace its socket`,
+  );
 }
 
 /**
  * Makes `dir` a private directory of the user `uid`, or refuses (PERMISSION_DENIED)
  * when it is a symbolic link, not a directory, or owned by someone else.
  */
-export async function ensurePrivateDir(dir: string, uid: number, fs: PrivateDirFs = realFs): Promise<PrivateDirOutcome> {
+export async function ensurePrivateDir(
+  dir: string,
+  uid: number,
+  fs: PrivateDirFs = realFs,
+): Promise<PrivateDirOutcome> {
   await fs.mkdir(dirname(dir), { recursive: true, mode: 0o755 }).catch(() => undefined); // a failure shows below
   let created = false;
   try {

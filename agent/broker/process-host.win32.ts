@@ -11,8 +11,14 @@ const run = promisify(execFile);
 
 /** argv for reading a process's start time as a FILETIME, empty output when it does not exist. */
 export function identityCommand(pid: number): string[] {
-  return ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-Command",
-    `$p = Get-Process -Id ${Math.trunc(pid)} -ErrorAction SilentlyContinue; if ($p) { $p.StartTime.ToFileTimeUtc() }`];
+  return [
+    "powershell.exe",
+    "-NoLogo",
+    "-NoProfile",
+    "-NonInteractive",
+    "-Command",
+    `$p = Get-Process -Id ${Math.trunc(pid)} -ErrorAction SilentlyContinue; if ($p) { $p.StartTime.ToFileTimeUtc() }`,
+  ];
 }
 
 /** argv that kills a process and its descendants. */

@@ -78,20 +78,35 @@ export interface ProcessInfo {
   readonly brokerPid: number;
 }
 
-/** Reads a process record; anything unreadable counts as no record. Records of older brokers hold only pid and identity. */
+/**
+ * Reads a process record; anything unreadable counts as no record. Records of older brokers hold only pid and identity.
+ */
 function record(name: string, text: string): ProcessRecord | undefined {
   try {
     const v = JSON.parse(text) as Partial<Record<keyof ProcessRecord, unknown>>;
     if (typeof v.pid !== "number" || typeof v.identity !== "string") return undefined;
     const str = (x: unknown): string => (typeof x === "string" ? x : "");
-    return { name, pid: v.pid, identity: v.identity, path: str(v.path), startedAt: str(v.startedAt), brokerPid: typeof v.brokerPid === "number" ? v.brokerPid : 0 };
+    return {
+      name,
+      pid: v.pid,
+      identity: v.identity,
+      path: str(v.path),
+      startedAt: str(v.startedAt),
+      brokerPid: typeof v.brokerPid === "number" ? v.brokerPid : 0,
+    };
   } catch {
     return undefined;
   }
 }
 
-/** The processes recorded under a broker state directory, each with whether it still runs (read without a broker: `diagnose`). */
-export async function readProcessRecords(stateDir: string, host: ProcessHost): Promise<{ record: ProcessRecord; alive: boolean }[]> {
+/**
+ * The processes recorded under a broker state directory, each with whether it still runs (read without a broker:
+ * `diagnose`).
+ */
+export async function readProcessRecords(
+  stateDir: string,
+  host: ProcessHost,
+): Promise<{ record: ProcessRecord; alive: boolean }[]> {
   const dir = join(stateDir, "processes");
   const out: { record: ProcessRecord; alive: boolean }[] = [];
   for (const file of (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith(".json")).sort()) {
@@ -161,12 +176,24 @@ export class ProcessPool {
   /** The processes this broker runs (or ran, until their client lets go) and the orphans an earlier one left. */
   async list(): Promise<ProcessInfo[]> {
     const out: ProcessInfo[] = [...this.running.values()].map((e) => ({
-      name: e.spec.name, pid: e.pid, startedAt: e.startedAt, path: e.spec.binary,
-      state: e.exitCode === undefined ? "running" : "exited", ...(e.exitCode !== undefined ? { exitCode: e.exitCode } : {}), brokerPid: process.pid,
+      name: e.spec.name,
+      pid: e.pid,
+      startedAt: e.startedAt,
+      path: e.spec.binary,
+      state: e.exitCode === undefined ? "running" : "exited",
+      ...(e.exitCode !== undefined ? { exitCode: e.exitCode } : {}),
+      brokerPid: process.pid,
     }));
     for (const { record: rec, alive } of await readProcessRecords(this.stateDir, this.host)) {
       if (this.running.has(rec.name) || !alive) continue;
-      out.push({ name: rec.name, pid: rec.pid, startedAt: rec.startedAt, path: rec.path, state: "orphaned", brokerPid: rec.brokerPid });
+      out.push({
+        name: rec.name,
+        pid: rec.pid,
+        startedAt: rec.startedAt,
+        path: rec.path,
+        state: "orphaned",
+        brokerPid: rec.brokerPid,
+      });
     }
     return out.sort((a, b) => a.name.localeCompare(b.name));
   }
@@ -179,8 +206,15 @@ export class ProcessPool {
     const listed = await this.list();
     const known = new Map(listed.map((p) => [p.name, p]));
     const unknown = names.filter((n) => !known.has(n));
-    if (unknown.length > 0) throw new AgentError(AgentErrorCode.NotFound, `no managed process named ${unknown.join(", ")} (see prc ls); nothing was killed`);
-    const targets = new Set([...names, ...(orphans ? listed.filter((p) => p.state === "orphaned").map((p) => p.name) : [])]);
+    if (unknown.length > 0)
+      throw new AgentError(
+        AgentErrorCode.NotFound,
+        `no managed process named ${unknown.join(", ")} (see prc ls); nothing was killed`,
+      );
+    const targets = new Set([
+      ...names,
+      ...(orphans ? listed.filter((p) => p.state === "orphaned").map((p) => p.name) : []),
+    ]);
     const killed: string[] = [];
     for (const name of [...targets].sort()) {
       if (this.running.has(name)) await this.release(name);
@@ -205,29 +239,57 @@ export class ProcessPool {
       detached: process.platform !== "win32",
       windowsHide: true,
     });
-    const exited = new Promise<number>((resolve) => child.once("close", (code, signal) => resolve(exitCodeOf(code, signal))));
+    const exited = new Promise<number>((resolve) =>
+      child.once("close", (code, signal) => resolve(exitCodeOf(code, signal))),
+    );
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
-      child.once("error", (e) => reject(new AgentError(AgentErrorCode.ApplyFailed, `could not start ${spec.binary}: ${errorMessage(e)}`)));
+      child.once("error", (e) =>
+        reject(new AgentError(AgentErrorCode.ApplyFailed, `could not start ${spec.binary}: ${errorMessage(e)}`)),
+      );
     });
     const pid = child.pid ?? -1;
     const startedAt = new Date().toISOString();
-    const entry: Running = { spec, child, pid, exited, startedAt, exitCode: undefined, held: [], heldBytes: 0, sink: undefined, waited: false };
+    const entry: Running = {
+      spec,
+      child,
+      pid,
+      exited,
+      startedAt,
+      exitCode: undefined,
+      held: [],
+      heldBytes: 0,
+      sink: undefined,
+      waited: false,
+    };
     void exited.then((code) => (entry.exitCode = code));
     // Listen at once: Node discards unread child output when the child exits.
     const streams = [child.stdout, child.stderr].filter((st): st is Readable => st !== null);
-    const take = (err: boolean) => (data: Buffer): void => {
-      if (entry.sink) return entry.sink(err, data);
-      entry.held.push({ err, data });
-      entry.heldBytes += data.length;
-      if (entry.heldBytes > HELD_OUTPUT_LIMIT) streams.forEach((st) => st.pause()); // resumed by attach()
-    };
+    const take =
+      (err: boolean) =>
+      (data: Buffer): void => {
+        if (entry.sink) return entry.sink(err, data);
+        entry.held.push({ err, data });
+        entry.heldBytes += data.length;
+        if (entry.heldBytes > HELD_OUTPUT_LIMIT) streams.forEach((st) => st.pause()); // resumed by attach()
+      };
     child.stdout?.on("data", take(false));
     child.stderr?.on("data", take(true));
     this.running.set(spec.name, entry);
     try {
       await mkdir(join(this.stateDir, "processes"), { recursive: true, mode: 0o700 });
-      await writeFileAtomic(this.recordFile(spec.name), JSON.stringify({ name: spec.name, pid, identity: (await this.host.identity(pid)) ?? "", path: spec.binary, startedAt, brokerPid: process.pid } satisfies ProcessRecord), { mode: 0o600 });
+      await writeFileAtomic(
+        this.recordFile(spec.name),
+        JSON.stringify({
+          name: spec.name,
+          pid,
+          identity: (await this.host.identity(pid)) ?? "",
+          path: spec.binary,
+          startedAt,
+          brokerPid: process.pid,
+        } satisfies ProcessRecord),
+        { mode: 0o600 },
+      );
       await this.firewall.open(spec.name, spec.exposes);
     } catch (e) {
       await this.release(spec.name);
@@ -276,7 +338,9 @@ export class ProcessPool {
     this.running.delete(name);
     const alive = entry.child.exitCode === null && entry.child.signalCode === null;
     if (alive) await this.host.killTree(entry.pid);
-    await this.firewall.close(name).catch((e: unknown) => this.log.warn("could not remove firewall rules", { name, error: errorMessage(e) }));
+    await this.firewall
+      .close(name)
+      .catch((e: unknown) => this.log.warn("could not remove firewall rules", { name, error: errorMessage(e) }));
     await rm(this.recordFile(name), { force: true });
     this.log.info("released host process", { name, pid: entry.pid, killed: alive });
   }

@@ -22,7 +22,11 @@ const MAX_ANSWER = 4096;
  * with the connection once the broker has reached the port, rejects with the
  * broker's refusal (`error <status> <message>`) otherwise.
  */
-export function openStreamTunnel(socket: string, port: number, client = hostname()): Promise<{ connection: Socket; rest: Buffer }> {
+export function openStreamTunnel(
+  socket: string,
+  port: number,
+  client = hostname(),
+): Promise<{ connection: Socket; rest: Buffer }> {
   return new Promise((resolve, reject) => {
     const c = connect({ path: socket, allowHalfOpen: true });
     let answer: Buffer = Buffer.alloc(0);
@@ -43,9 +47,16 @@ export function openStreamTunnel(socket: string, port: number, client = hostname
       c.pause();
       const line = answer.subarray(0, newline).toString("utf8");
       if (line === "ok") return resolve({ connection: c, rest: answer.subarray(newline + 1) });
-      fail(new Error(line.startsWith("error ") ? line.slice("error ".length) : `unexpected answer from the broker: ${line.slice(0, 200)}`));
+      fail(
+        new Error(
+          line.startsWith("error ")
+            ? line.slice("error ".length)
+            : `unexpected answer from the broker: ${line.slice(0, 200)}`,
+        ),
+      );
     };
-    const onEnd = (): void => fail(new Error("the broker closed the tunnel before answering (is it a winfleet broker?)"));
+    const onEnd = (): void =>
+      fail(new Error("the broker closed the tunnel before answering (is it a winfleet broker?)"));
     c.on("data", onData);
     c.once("end", onEnd);
     c.once("error", fail);
@@ -55,7 +66,12 @@ export function openStreamTunnel(socket: string, port: number, client = hostname
 }
 
 /** Listens on `bind:port`; `report` hears about tunnels that fail. */
-export async function publish(socket: string, port: number, bind: string, report: (message: string) => void = () => undefined): Promise<Published> {
+export async function publish(
+  socket: string,
+  port: number,
+  bind: string,
+  report: (message: string) => void = () => undefined,
+): Promise<Published> {
   const open = new Set<Socket>();
   // Half-open: the pod side may finish sending while the host side still answers.
   const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (conn) => {

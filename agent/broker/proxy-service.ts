@@ -11,7 +11,11 @@ import { ListPortsResponseSchema, type TunnelFrame, TunnelFrameSchema } from "./
 import { failStream } from "./status";
 
 /** `TunnelService` for the allowed ports (read at each connection, so a reloaded config applies at once). */
-export function tunnelService(ports: () => readonly number[], log: Logger, host = "localhost"): grpc.UntypedServiceImplementation {
+export function tunnelService(
+  ports: () => readonly number[],
+  log: Logger,
+  host = "localhost",
+): grpc.UntypedServiceImplementation {
   const Open = (call: grpc.ServerDuplexStream<TunnelFrame, TunnelFrame>): void => {
     let socket: ReturnType<typeof connect> | undefined;
     const fail = (e: AgentError): void => {
@@ -21,11 +25,14 @@ export function tunnelService(ports: () => readonly number[], log: Logger, host 
     call.on("data", (frame: TunnelFrame) => {
       if (socket === undefined) {
         const allowed = new Set(ports());
-        if (frame.Frame.case !== "Open") return fail(new AgentError(AgentErrorCode.InvalidInput, "the first frame of a tunnel must be Open"));
+        if (frame.Frame.case !== "Open")
+          return fail(new AgentError(AgentErrorCode.InvalidInput, "the first frame of a tunnel must be Open"));
         const port = frame.Frame.value.Port;
         if (!allowed.has(port)) {
           const list = allowed.size > 0 ? [...allowed].join(", ") : "none";
-          return fail(new AgentError(AgentErrorCode.PermissionDenied, `port ${port} is not in proxyPorts (allowed: ${list})`));
+          return fail(
+            new AgentError(AgentErrorCode.PermissionDenied, `port ${port} is not in proxyPorts (allowed: ${list})`),
+          );
         }
         log.debug("tunnel opened", { port, client: frame.Frame.value.Client });
         const s = connect({ port, host, allowHalfOpen: true });
@@ -37,7 +44,14 @@ export function tunnelService(ports: () => readonly number[], log: Logger, host 
           }
         });
         s.on("end", () => call.end());
-        s.on("error", (e) => fail(new AgentError(AgentErrorCode.FetchFailed, `could not reach localhost:${port} on the host: ${errorMessage(e)}`)));
+        s.on("error", (e) =>
+          fail(
+            new AgentError(
+              AgentErrorCode.FetchFailed,
+              `could not reach localhost:${port} on the host: ${errorMessage(e)}`,
+            ),
+          ),
+        );
         return undefined;
       }
       if (frame.Frame.case === "Data" && !socket.write(frame.Frame.value)) {

@@ -82,7 +82,8 @@ export async function listenProxySocket(path: string, options: ProxySocketOption
     // A client gone while the host's port is being reached takes that connection with it.
     socket.once("close", () => upstream.destroy());
     upstream.on("error", (e) => {
-      if (!connected) refuse("Unavailable", `could not reach localhost:${request.port} on the host: ${errorMessage(e)}`);
+      if (!connected)
+        refuse("Unavailable", `could not reach localhost:${request.port} on the host: ${errorMessage(e)}`);
       else socket.destroy();
     });
     upstream.once("connect", () => {

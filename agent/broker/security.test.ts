@@ -6,7 +6,10 @@ describe("the pipe ACL (as data)", () => {
   it("the pipe DACL admits only Administrators and SYSTEM", () => {
     const dacl = parseDacl(PIPE_SDDL);
     assert.equal(dacl.protectedDacl, true);
-    assert.deepEqual(dacl.aces, [{ type: "A", rights: "GA", trustee: "BA" }, { type: "A", rights: "GA", trustee: "SY" }]);
+    assert.deepEqual(dacl.aces, [
+      { type: "A", rights: "GA", trustee: "BA" },
+      { type: "A", rights: "GA", trustee: "SY" },
+    ]);
     assert.match(renderPipeAclCheck("\\\\.\\pipe\\rancher_wins"), /Get-Acl -LiteralPath '\\\\\.\\pipe\\rancher_wins'/);
   });
 });

@@ -9,7 +9,10 @@
 export const PIPE_SDDL = "D:P(A;;GA;;;BA)(A;;GA;;;SY)";
 
 /** The access entries an SDDL DACL grants, as [right, trustee] pairs (enough to test ours as data). */
-export function parseDacl(sddl: string): { protectedDacl: boolean; aces: { type: string; rights: string; trustee: string }[] } {
+export function parseDacl(sddl: string): {
+  protectedDacl: boolean;
+  aces: { type: string; rights: string; trustee: string }[];
+} {
   const m = /^D:(P?)((?:\([^)]*\))*)$/.exec(sddl);
   if (!m) throw new Error(`not a DACL-only SDDL: ${sddl}`);
   const aces = [...(m[2] ?? "").matchAll(/\(([^)]*)\)/g)].map((a) => {
@@ -33,6 +36,6 @@ export function renderPipeAclCheck(pipe: string): string {
     "$writers = ([System.Security.AccessControl.RawSecurityDescriptor]::new($sd)).DiscretionaryAcl |",
     "  Where-Object { $_.AceType -eq 'AccessAllowed' -and ($_.AccessMask -band 0x40000002) -ne 0 }",
     "$bad = $writers | Where-Object { $allowed -notcontains $_.SecurityIdentifier.Value }",
-    `if ($bad) { throw "pipe ${pipe.replace(/"/g, "`\"")} grants write access to: $($bad.SecurityIdentifier -join ', ')" }`,
+    `if ($bad) { throw "pipe ${pipe.replace(/"/g, '`"')} grants write access to: $($bad.SecurityIdentifier -join ', ')" }`,
   ].join("\n");
 }

@@ -73,11 +73,17 @@ async function prepare(path: string, platform: NodeJS.Platform, log: Logger): Pr
   if ((await ensurePrivateDir(dir, process.getuid?.() ?? 0)) === "repaired") {
     log.warn("other users could write to the socket directory; removed their write access", { dir });
   }
-  if (await listening(path)) throw new AgentError(AgentErrorCode.AlreadyExists, `another broker is already listening on ${path}`);
+  if (await listening(path))
+    throw new AgentError(AgentErrorCode.AlreadyExists, `another broker is already listening on ${path}`);
   await rm(path, { force: true });
 }
 
-async function listenOn(path: string, platform: NodeJS.Platform, log: Logger, listen: () => Promise<void>): Promise<void> {
+async function listenOn(
+  path: string,
+  platform: NodeJS.Platform,
+  log: Logger,
+  listen: () => Promise<void>,
+): Promise<void> {
   await prepare(path, platform, log);
   const bound = platform === "win32" ? listen() : withPrivateUmask(listen);
   await bound.catch((e: unknown) => {
@@ -87,9 +93,15 @@ async function listenOn(path: string, platform: NodeJS.Platform, log: Logger, li
 }
 
 async function bind(server: grpc.Server, path: string, platform: NodeJS.Platform, log: Logger): Promise<void> {
-  await listenOn(path, platform, log, () => new Promise<void>((resolve, reject) => {
-    server.bindAsync(`unix:${path}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve()));
-  }));
+  await listenOn(
+    path,
+    platform,
+    log,
+    () =>
+      new Promise<void>((resolve, reject) => {
+        server.bindAsync(`unix:${path}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve()));
+      }),
+  );
 }
 
 /** A running broker. */
@@ -110,46 +122,96 @@ export class Broker {
   static async start(options: BrokerOptions): Promise<Broker> {
     const platform = options.platform ?? process.platform;
     const { config, log } = options;
-    const pool = new ProcessPool(options.stateDir, options.host ?? linuxProcessHost, options.firewall ?? noFirewall, log, baseEnvironment(process.env, platform));
+    const pool = new ProcessPool(
+      options.stateDir,
+      options.host ?? linuxProcessHost,
+      options.firewall ?? noFirewall,
+      log,
+      baseEnvironment(process.env, platform),
+    );
     const orphans = await pool.adoptRecords();
-    if (orphans.length > 0) log.warn("processes left by an earlier broker are still running (prc ls; prc kill --orphans ends them)", { count: orphans.length, names: orphans.join(",") });
+    if (orphans.length > 0)
+      log.warn("processes left by an earlier broker are still running (prc ls; prc kill --orphans ends them)", {
+        count: orphans.length,
+        names: orphans.join(","),
+      });
     if (config.whiteList.allowAll) log.warn("allowAll is set: any host binary may be started");
-    else if (config.whiteList.processPaths.length === 0) log.warn("the process whitelist is empty: prc run will refuse every path");
+    else if (config.whiteList.processPaths.length === 0)
+      log.warn("the process whitelist is empty: prc run will refuse every path");
 
     // The whitelist and proxy ports in force; ReloadConfig replaces them as one.
-    let live = { config, policy: new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform), env: new EnvPolicy(config.whiteList.envs, platform, config.whiteList.processEnvs), sha256: "" };
-    if (options.configFile) live.sha256 = createHash("sha256").update(await readFile(options.configFile)).digest("hex");
+    let live = {
+      config,
+      policy: new ProcessPathPolicy(config.whiteList.processPaths, config.whiteList.allowAll, platform),
+      env: new EnvPolicy(config.whiteList.envs, platform, config.whiteList.processEnvs),
+      sha256: "",
+    };
+    if (options.configFile)
+      live.sha256 = createHash("sha256")
+        .update(await readFile(options.configFile))
+        .digest("hex");
     const policy = { check: (path: string) => live.policy.check(path) };
-    const reload = async (path: string | undefined): Promise<{ processPaths: number; proxyPorts: number; sha256: string }> => {
+    const reload = async (
+      path: string | undefined,
+    ): Promise<{ processPaths: number; proxyPorts: number; sha256: string }> => {
       const file = path ?? options.configFile;
-      if (!file) throw new AgentError(AgentErrorCode.InvalidInput, "this broker was started from an inline config: name the file to read");
+      if (!file)
+        throw new AgentError(
+          AgentErrorCode.InvalidInput,
+          "this broker was started from an inline config: name the file to read",
+        );
       const text = await readFile(file, "utf8").catch((e: unknown) => {
         throw new AgentError(AgentErrorCode.InvalidInput, `cannot read ${file}: ${errorMessage(e)}`);
       });
       const next = parseBrokerConfig(text, file);
       if (next.listen !== live.config.listen || next.proxy !== live.config.proxy) {
-        throw new AgentError(AgentErrorCode.InvalidInput, `${file} changes listen or proxy, which only a restart applies; nothing was changed`);
+        throw new AgentError(
+          AgentErrorCode.InvalidInput,
+          `${file} changes listen or proxy, which only a restart applies; nothing was changed`,
+        );
       }
-      live = { config: next, policy: new ProcessPathPolicy(next.whiteList.processPaths, next.whiteList.allowAll, platform), env: new EnvPolicy(next.whiteList.envs, platform, next.whiteList.processEnvs), sha256: createHash("sha256").update(text).digest("hex") };
-      log.info("broker config reloaded", { file, processPaths: next.whiteList.processPaths.length, proxyPorts: next.whiteList.proxyPorts.join(",") });
-      return { processPaths: next.whiteList.processPaths.length, proxyPorts: next.whiteList.proxyPorts.length, sha256: live.sha256 };
+      live = {
+        config: next,
+        policy: new ProcessPathPolicy(next.whiteList.processPaths, next.whiteList.allowAll, platform),
+        env: new EnvPolicy(next.whiteList.envs, platform, next.whiteList.processEnvs),
+        sha256: createHash("sha256").update(text).digest("hex"),
+      };
+      log.info("broker config reloaded", {
+        file,
+        processPaths: next.whiteList.processPaths.length,
+        proxyPorts: next.whiteList.proxyPorts.join(","),
+      });
+      return {
+        processPaths: next.whiteList.processPaths.length,
+        proxyPorts: next.whiteList.proxyPorts.length,
+        sha256: live.sha256,
+      };
     };
     const server = new grpc.Server();
     server.addService(grpcService(ApplicationService), applicationService(options.entryFile));
     server.addService(grpcService(HostService), hostService());
-    server.addService(grpcService(ProcessService), processService(pool, policy, () => live.env, log));
+    server.addService(
+      grpcService(ProcessService),
+      processService(pool, policy, () => live.env, log),
+    );
     server.addService(grpcService(NetworkService), unavailableService(["Get"], `NetworkService ${WINDOWS_ONLY}`));
     server.addService(grpcService(HnsService), unavailableService(["GetNetwork"], `HnsService ${WINDOWS_ONLY}`));
     server.addService(grpcService(RouteService), unavailableService(["Add"], `RouteService ${WINDOWS_ONLY}`));
-    server.addService(grpcService(AgentService), agentService({
-      ...(options.agentStatus ? { status: options.agentStatus } : {}),
-      reload,
-      configSha256: () => live.sha256,
-      processes: () => pool.list(),
-      kill: (names, orphans) => pool.kill(names, orphans),
-    }));
+    server.addService(
+      grpcService(AgentService),
+      agentService({
+        ...(options.agentStatus ? { status: options.agentStatus } : {}),
+        reload,
+        configSha256: () => live.sha256,
+        processes: () => pool.list(),
+        kill: (names, orphans) => pool.kill(names, orphans),
+      }),
+    );
     const proxy = new grpc.Server();
-    proxy.addService(grpcService(TunnelService), tunnelService(() => live.config.whiteList.proxyPorts, log));
+    proxy.addService(
+      grpcService(TunnelService),
+      tunnelService(() => live.config.whiteList.proxyPorts, log),
+    );
 
     const listenPath = endpointPath(config.listen, platform, options.runDir);
     const proxyPath = endpointPath(config.proxy, platform, options.runDir);
@@ -159,14 +221,22 @@ export class Broker {
       // The proxy socket serves gRPC (TunnelService) and the stream tunnel on one listener.
       const injector = proxy.createConnectionInjector(grpc.ServerCredentials.createInsecure());
       await listenOn(proxyPath, platform, log, async () => {
-        proxySocket = await listenProxySocket(proxyPath, { ports: () => live.config.whiteList.proxyPorts, injectGrpc: (c) => injector.injectConnection(c), log });
+        proxySocket = await listenProxySocket(proxyPath, {
+          ports: () => live.config.whiteList.proxyPorts,
+          injectGrpc: (c) => injector.injectConnection(c),
+          log,
+        });
       });
     } catch (e) {
       server.forceShutdown();
       throw e;
     }
     if (!proxySocket) throw new AgentError(AgentErrorCode.ApplyFailed, `cannot listen on ${proxyPath}`);
-    log.info("broker listening", { listen: listenPath, proxy: proxyPath, proxyPorts: config.whiteList.proxyPorts.join(",") });
+    log.info("broker listening", {
+      listen: listenPath,
+      proxy: proxyPath,
+      proxyPorts: config.whiteList.proxyPorts.join(","),
+    });
     return new Broker(server, proxy, proxySocket, pool, listenPath, proxyPath, log);
   }
 

@@ -38,7 +38,10 @@ export const EXIT_CODE_METADATA = "winfleet-exit-code";
 
 function unary<Req, Res>(work: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
-    work(call.request).then((res) => callback(null, res), (e: unknown) => callback(toServiceError(e)));
+    work(call.request).then(
+      (res) => callback(null, res),
+      (e: unknown) => callback(toServiceError(e)),
+    );
   };
 }
 
@@ -46,20 +49,42 @@ function unary<Req, Res>(work: (req: Req) => Promise<Res>): grpc.handleUnaryCall
 export function applicationService(entryFile: string): grpc.UntypedServiceImplementation {
   return {
     Info: unary(async () => {
-      const checksum = createHash("sha1").update(await readFile(entryFile)).digest("hex");
-      return create(ApplicationInfoResponseSchema, { Info: create(ApplicationInfoSchema, { Checksum: checksum, Version: AGENT_VERSION, Commit: process.env.WINFLEET_COMMIT ?? "" }) });
+      const checksum = createHash("sha1")
+        .update(await readFile(entryFile))
+        .digest("hex");
+      return create(ApplicationInfoResponseSchema, {
+        Info: create(ApplicationInfoSchema, {
+          Checksum: checksum,
+          Version: AGENT_VERSION,
+          Commit: process.env.WINFLEET_COMMIT ?? "",
+        }),
+      });
     }),
   };
 }
 
 /** `HostService`: the OS version (the registry on Windows; the kernel release elsewhere). */
-export function hostService(readVersion: () => Promise<Record<string, string>> = linuxHostVersion): grpc.UntypedServiceImplementation {
-  return { GetVersion: unary(async () => create(HostGetVersionResponseSchema, { Data: create(HostVersionSchema, await readVersion()) })) };
+export function hostService(
+  readVersion: () => Promise<Record<string, string>> = linuxHostVersion,
+): grpc.UntypedServiceImplementation {
+  return {
+    GetVersion: unary(async () =>
+      create(HostGetVersionResponseSchema, { Data: create(HostVersionSchema, await readVersion()) }),
+    ),
+  };
 }
 
 function linuxHostVersion(): Promise<Record<string, string>> {
   const [major = "", minor = "", build = ""] = release().split(/[.-]/);
-  return Promise.resolve({ CurrentMajorVersionNumber: major, CurrentMinorVersionNumber: minor, CurrentBuildNumber: build, CurrentBuild: build, BuildLabEx: osVersion(), ReleaseId: release(), UBR: "" });
+  return Promise.resolve({
+    CurrentMajorVersionNumber: major,
+    CurrentMinorVersionNumber: minor,
+    CurrentBuildNumber: build,
+    CurrentBuild: build,
+    BuildLabEx: osVersion(),
+    ReleaseId: release(),
+    UBR: "",
+  });
 }
 
 /** A service whose every method answers UNIMPLEMENTED with a reason (HNS, routes, networks off Windows). */
@@ -82,7 +107,8 @@ export function processService(
     const binary = await prepareBinary(req.Path, req.Checksum);
     const name = processName(req.Path);
     const exposes: Expose[] = req.Exposes.map((e) => {
-      if (e.Port < 0 || e.Port > 65_535) throw new AgentError(AgentErrorCode.InvalidInput, `expose port ${e.Port} is out of range`);
+      if (e.Port < 0 || e.Port > 65_535)
+        throw new AgentError(AgentErrorCode.InvalidInput, `expose port ${e.Port} is out of range`);
       return { protocol: e.Protocol === RunExposeProtocol.UDP ? "UDP" : "TCP", port: e.Port };
     });
     await pool.start({ name, binary, args: req.Args, env, dir: req.Dir || dirname(req.Path), exposes });
@@ -91,7 +117,8 @@ export function processService(
 
   const Wait: grpc.handleServerStreamingCall<ProcessWaitRequest, ProcessWaitResponse> = (call) => {
     const name = call.request.Data?.Value ?? "";
-    const message = (options: ProcessWaitResponse["Options"]): ProcessWaitResponse => create(ProcessWaitResponseSchema, { Options: options });
+    const message = (options: ProcessWaitResponse["Options"]): ProcessWaitResponse =>
+      create(ProcessWaitResponseSchema, { Options: options });
     // Written pre-encoded (grpc-adapter.ts passes bytes through): the chunks are copied once, into the message.
     const output = new OutputBatcher((err, chunks, bytes, written) => {
       if (call.cancelled) return; // a batch gathered before the client went

@@ -23,7 +23,8 @@ function refuse(path: string, why: string): never {
 export function normaliseHostPath(path: string, platform: NodeJS.Platform): string {
   if (path === "") refuse(path, "a path is required");
   if (path.includes("\0")) refuse(path, "contains a NUL character");
-  if (/^[\\/]{2}/.test(path)) refuse(path, "UNC and device paths (\\\\server\\share, \\\\.\\, \\\\?\\) are not allowed");
+  if (/^[\\/]{2}/.test(path))
+    refuse(path, "UNC and device paths (\\\\server\\share, \\\\.\\, \\\\?\\) are not allowed");
   const windows = platform === "win32";
   let body: string;
   let prefix: string;
@@ -70,10 +71,12 @@ export class ProcessPathPolicy {
   async check(path: string): Promise<void> {
     const normalised = normaliseHostPath(path, this.platform);
     if (!this.allowAll) {
-      if (this.allowed.size === 0) refuse(path, "the process whitelist is empty, so nothing may run (set allowAll: true to allow any path)");
+      if (this.allowed.size === 0)
+        refuse(path, "the process whitelist is empty, so nothing may run (set allowAll: true to allow any path)");
       const entry = this.allowed.get(normalised.toLowerCase());
       if (entry === undefined) refuse(path, "not in the process whitelist");
-      if (this.platform !== "win32" && entry !== normalised) refuse(path, `differs in case from the whitelisted ${entry}, which on this filesystem is another file`);
+      if (this.platform !== "win32" && entry !== normalised)
+        refuse(path, `differs in case from the whitelisted ${entry}, which on this filesystem is another file`);
     }
     const sep = this.platform === "win32" ? /[\\/]/ : /\//;
     const parts = path.split(sep);

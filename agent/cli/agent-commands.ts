@@ -15,16 +15,37 @@ import type * as UpgradeCommands from "./upgrade-commands";
 
 /** Every command module of `winfleet-agent`, in registration (and help) order. */
 export const AGENT_COMMANDS: readonly LazyModule[] = [
-  { names: ["apply", "plan", "uninstall"], load: () => (require("./lifecycle-commands") as typeof LifecycleCommands).registerLifecycleCommands },
-  { names: ["status", "verify"], load: () => (require("./inspect-commands") as typeof InspectCommands).registerInspectCommands },
-  { names: ["diagnose"], load: () => (require("./diagnose-command") as typeof DiagnoseCommand).registerDiagnoseCommand },
+  {
+    names: ["apply", "plan", "uninstall"],
+    load: () => (require("./lifecycle-commands") as typeof LifecycleCommands).registerLifecycleCommands,
+  },
+  {
+    names: ["status", "verify"],
+    load: () => (require("./inspect-commands") as typeof InspectCommands).registerInspectCommands,
+  },
+  {
+    names: ["diagnose"],
+    load: () => (require("./diagnose-command") as typeof DiagnoseCommand).registerDiagnoseCommand,
+  },
   { names: ["serve"], load: () => (require("./serve-command") as typeof ServeCommand).registerServeCommand },
-  { names: ["ignition"], load: () => (require("./ignition-commands") as typeof IgnitionCommands).registerIgnitionCommands },
-  { names: ["broker", "cli"], load: () => (require("./broker-commands") as typeof BrokerCommands).registerBrokerCommands },
-  { names: ["up", "service"], load: () => (require("./upgrade-commands") as typeof UpgradeCommands).registerUpgradeCommands },
+  {
+    names: ["ignition"],
+    load: () => (require("./ignition-commands") as typeof IgnitionCommands).registerIgnitionCommands,
+  },
+  {
+    names: ["broker", "cli"],
+    load: () => (require("./broker-commands") as typeof BrokerCommands).registerBrokerCommands,
+  },
+  {
+    names: ["up", "service"],
+    load: () => (require("./upgrade-commands") as typeof UpgradeCommands).registerUpgradeCommands,
+  },
   {
     names: ["ready", "retarget", "service"],
     load: () => (program) =>
-      (require("./agent-service-commands") as typeof AgentServiceCommands).registerAgentServiceCommands(program, program.commands.find((c) => c.name() === "service") ?? program.command("service")),
+      (require("./agent-service-commands") as typeof AgentServiceCommands).registerAgentServiceCommands(
+        program,
+        program.commands.find((c) => c.name() === "service") ?? program.command("service"),
+      ),
   },
 ];

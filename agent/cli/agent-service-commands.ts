@@ -21,11 +21,16 @@ export interface ReadyWants {
 
 /** Why the agent is not ready for `wants`, or undefined when it is. */
 export function notReady(s: StatusResponse, wants: ReadyWants): string | undefined {
-  if (s.State !== "converged") return `the agent is ${s.State || "in an unknown state"}${s.Failure ? `: ${s.Failure}` : ""}`;
-  if (wants.template !== undefined && s.Template !== wants.template) return `it runs template ${s.Template}, not ${wants.template}`;
-  if (wants.templateVersion !== undefined && s.TemplateVersion !== wants.templateVersion) return `it runs ${s.Template} ${s.TemplateVersion}, not ${wants.templateVersion}`;
-  if (wants.agentVersion !== undefined && s.AgentVersion !== wants.agentVersion) return `the agent is version ${s.AgentVersion}, not ${wants.agentVersion}`;
-  if (wants.brokerConfigSha256 !== undefined && s.BrokerConfigSha256 !== wants.brokerConfigSha256) return `the broker runs config ${s.BrokerConfigSha256.slice(0, 12) || "(none)"}, not ${wants.brokerConfigSha256.slice(0, 12)}`;
+  if (s.State !== "converged")
+    return `the agent is ${s.State || "in an unknown state"}${s.Failure ? `: ${s.Failure}` : ""}`;
+  if (wants.template !== undefined && s.Template !== wants.template)
+    return `it runs template ${s.Template}, not ${wants.template}`;
+  if (wants.templateVersion !== undefined && s.TemplateVersion !== wants.templateVersion)
+    return `it runs ${s.Template} ${s.TemplateVersion}, not ${wants.templateVersion}`;
+  if (wants.agentVersion !== undefined && s.AgentVersion !== wants.agentVersion)
+    return `the agent is version ${s.AgentVersion}, not ${wants.agentVersion}`;
+  if (wants.brokerConfigSha256 !== undefined && s.BrokerConfigSha256 !== wants.brokerConfigSha256)
+    return `the broker runs config ${s.BrokerConfigSha256.slice(0, 12) || "(none)"}, not ${wants.brokerConfigSha256.slice(0, 12)}`;
   return undefined;
 }
 
@@ -35,7 +40,9 @@ const socketOf = (server: string): string => endpointPath(server, process.platfo
 export function registerAgentServiceCommands(program: Command, service: Command): void {
   program
     .command("ready")
-    .description("exit 0 when the agent on this host is converged at the given versions, 1 (saying why) when not: the upgrader's readiness probe")
+    .description(
+      "exit 0 when the agent on this host is converged at the given versions, 1 (saying why) when not: the upgrader's readiness probe",
+    )
     .option("--server <name>", "broker socket: a name (pipe on Windows) or an absolute socket path", DEFAULT_LISTEN)
     .option("--template <name>", "the template it must run")
     .option("--template-version <version>", "the template version it must run")
@@ -54,7 +61,9 @@ export function registerAgentServiceCommands(program: Command, service: Command)
 
   program
     .command("retarget")
-    .description("move this host to a new template and content archive (SHA-256 checked): rewrites the agent config, which the running agent then applies")
+    .description(
+      "move this host to a new template and content archive (SHA-256 checked): rewrites the agent config, which the running agent then applies",
+    )
     .requiredOption("--config <file>", "the agent config to rewrite")
     .requiredOption("--template <name>", "the template to run")
     .requiredOption("--template-version <version>", "its version")
@@ -63,23 +72,60 @@ export function registerAgentServiceCommands(program: Command, service: Command)
     .option("--content-url <url>", "where to download the content archive")
     .option("--content-auth <kind>", "none, or managedIdentity (Azure blob read with the node's identity)", "none")
     .option("--content-sas-env <name>", "an environment variable holding a read SAS for --content-url")
-    .action(async (opts: { config: string; template: string; templateVersion: string; contentSha256: string; contentArchive?: string; contentUrl?: string; contentAuth: string; contentSasEnv?: string }) => {
-      if ((opts.contentArchive === undefined) === (opts.contentUrl === undefined) || !["none", "managedIdentity"].includes(opts.contentAuth)) {
-        printError("give exactly one of --content-archive and --content-url, and --content-auth none or managedIdentity", 2);
-        return;
-      }
-      try {
-        const sas = opts.contentSasEnv !== undefined ? process.env[opts.contentSasEnv] : undefined;
-        if (opts.contentSasEnv !== undefined && !sas) throw new AgentError(AgentErrorCode.InvalidInput, `--content-sas-env ${opts.contentSasEnv}: that variable is not set`);
-        const archive = opts.contentArchive !== undefined
-          ? { kind: "file" as const, path: resolve(opts.contentArchive) }
-          : { kind: "url" as const, url: opts.contentUrl ?? "", auth: opts.contentAuth as "none" | "managedIdentity", ...(sas ? { sas } : {}) };
-        const r = await retarget({ config: resolve(opts.config), template: opts.template, templateVersion: opts.templateVersion, archive, sha256: opts.contentSha256 });
-        process.stdout.write(r.changed ? `retargeted to ${opts.template} ${opts.templateVersion} (content ${r.content})\n` : `already at ${opts.template} ${opts.templateVersion}\n`);
-      } catch (e) {
-        failure(e);
-      }
-    });
+    .action(
+      async (opts: {
+        config: string;
+        template: string;
+        templateVersion: string;
+        contentSha256: string;
+        contentArchive?: string;
+        contentUrl?: string;
+        contentAuth: string;
+        contentSasEnv?: string;
+      }) => {
+        if (
+          (opts.contentArchive === undefined) === (opts.contentUrl === undefined) ||
+          !["none", "managedIdentity"].includes(opts.contentAuth)
+        ) {
+          printError(
+            "give exactly one of --content-archive and --content-url, and --content-auth none or managedIdentity",
+            2,
+          );
+          return;
+        }
+        try {
+          const sas = opts.contentSasEnv !== undefined ? process.env[opts.contentSasEnv] : undefined;
+          if (opts.contentSasEnv !== undefined && !sas)
+            throw new AgentError(
+              AgentErrorCode.InvalidInput,
+              `--content-sas-env ${opts.contentSasEnv}: that variable is not set`,
+            );
+          const archive =
+            opts.contentArchive !== undefined
+              ? { kind: "file" as const, path: resolve(opts.contentArchive) }
+              : {
+                  kind: "url" as const,
+                  url: opts.contentUrl ?? "",
+                  auth: opts.contentAuth as "none" | "managedIdentity",
+                  ...(sas ? { sas } : {}),
+                };
+          const r = await retarget({
+            config: resolve(opts.config),
+            template: opts.template,
+            templateVersion: opts.templateVersion,
+            archive,
+            sha256: opts.contentSha256,
+          });
+          process.stdout.write(
+            r.changed
+              ? `retargeted to ${opts.template} ${opts.templateVersion} (content ${r.content})\n`
+              : `already at ${opts.template} ${opts.templateVersion}\n`,
+          );
+        } catch (e) {
+          failure(e);
+        }
+      },
+    );
 
   service
     .command("reload-config")
@@ -89,7 +135,9 @@ export function registerAgentServiceCommands(program: Command, service: Command)
     .action(async (opts: { config?: string; server: string }) => {
       try {
         const r = await reloadBrokerConfig(socketOf(opts.server), opts.config ? resolve(opts.config) : undefined);
-        process.stdout.write(`reloaded: ${r.ProcessPaths} process paths, ${r.ProxyPorts} proxy ports (config ${r.ConfigSha256.slice(0, 12)})\n`);
+        process.stdout.write(
+          `reloaded: ${r.ProcessPaths} process paths, ${r.ProxyPorts} proxy ports (config ${r.ConfigSha256.slice(0, 12)})\n`,
+        );
       } catch (e) {
         printError(errorMessage(e));
       }

@@ -18,7 +18,9 @@ export function registerContentCommands(program: Command): void {
       const { problems, templates, components } = await validateContent(resolve(opts.content));
       if (problems.length > 0) process.stderr.write(`${formatIssues(problems)}\n`);
       const errors = problems.filter((p) => p.severity === "error").length;
-      process.stdout.write(`${templates.length} templates, ${components.length} components, ${errors} errors, ${problems.length - errors} warnings\n`);
+      process.stdout.write(
+        `${templates.length} templates, ${components.length} components, ${errors} errors, ${problems.length - errors} warnings\n`,
+      );
       if (errors > 0) process.exitCode = 1;
     });
 
@@ -26,8 +28,17 @@ export function registerContentCommands(program: Command): void {
     .command("build")
     .description("compile components to Ignition and write a bundle with a SHA-256 manifest (deterministic)")
     .option("--content <dir>", "content tree", "content")
-    .option("--out <dir>", "bundle directory (an earlier bundle there is replaced atomically; any other non-empty directory is refused)", "dist/content")
-    .option("--embed-limit <bytes>", "embed files up to this size; ship larger ones in the bundle", (v) => Number.parseInt(v, 10), 64 * 1024)
+    .option(
+      "--out <dir>",
+      "bundle directory (an earlier bundle there is replaced atomically; any other non-empty directory is refused)",
+      "dist/content",
+    )
+    .option(
+      "--embed-limit <bytes>",
+      "embed files up to this size; ship larger ones in the bundle",
+      (v) => Number.parseInt(v, 10),
+      64 * 1024,
+    )
     .action(async (opts: { content: string; out: string; embedLimit: number }) => {
       try {
         const manifest = await buildContent(resolve(opts.content), resolve(opts.out), opts.embedLimit);
@@ -41,7 +52,9 @@ export function registerContentCommands(program: Command): void {
 
   content
     .command("docs")
-    .description("generate the content reference (templates, components, versions, variables, host changes read from the scripts)")
+    .description(
+      "generate the content reference (templates, components, versions, variables, host changes read from the scripts)",
+    )
     .option("--content <dir>", "content tree", "content")
     .option("--out <file>", "where to write it ('-' for stdout)", "docs/content.md")
     .option("--check", "write nothing; exit 1 when --out differs from what would be generated")

@@ -7,7 +7,15 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
-import { writeFileAtomic, AgentError, AgentErrorCode, errorMessage, WINDOWS_AGENT_CONFIG, defaultRoot, defaultRunDir } from "../common";
+import {
+  writeFileAtomic,
+  AgentError,
+  AgentErrorCode,
+  errorMessage,
+  WINDOWS_AGENT_CONFIG,
+  defaultRoot,
+  defaultRunDir,
+} from "../common";
 import { archiveOf, diagnose, formatSummary, frameArchive, summarize } from "../diagnose";
 import { loadAgentConfig } from "../service";
 
@@ -17,7 +25,11 @@ const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_
 export function parseDuration(value: string, option = "--since"): number {
   const m = /^(\d+(?:\.\d+)?)([smhd])$/.exec(value.trim());
   const ms = m ? Number(m[1]) * (UNITS[m[2] ?? ""] ?? 0) : NaN;
-  if (!(ms > 0)) throw new AgentError(AgentErrorCode.InvalidInput, `${option} ${value}: expected a duration such as 90s, 30m, 2h or 7d`);
+  if (!(ms > 0))
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${option} ${value}: expected a duration such as 90s, 30m, 2h or 7d`,
+    );
   return ms;
 }
 
@@ -41,13 +53,24 @@ function finish(code: number, text = "", stream: NodeJS.WriteStream = process.st
 export function registerDiagnoseCommand(program: Command): void {
   program
     .command("diagnose")
-    .description("collect the node's evidence (status, journal, logs, drift, broker processes, config without secrets, system state) into one tar.gz")
-    .option("--out <file>", "the archive to write (default: winfleet-diagnose-<node>-<time>.tar.gz here; with --summary, none unless given); - prints it framed for a container log, as winfleet diagnose NODE reads it")
+    .description(
+      "collect the node's evidence (status, journal, logs, drift, broker processes, config without secrets, system state) into one tar.gz",
+    )
+    .option(
+      "--out <file>",
+      "the archive to write (default: winfleet-diagnose-<node>-<time>.tar.gz here; with --summary, none unless given); - prints it framed for a container log, as winfleet diagnose NODE reads it",
+    )
     .option("--since <duration>", "how far back logs go, e.g. 30m, 2h, 7d", "24h")
-    .option("--root <dir>", "host root whose .winfleet state to read (default: the config's root, else the system drive's root)")
+    .option(
+      "--root <dir>",
+      "host root whose .winfleet state to read (default: the config's root, else the system drive's root)",
+    )
     .option("--config <file>", `the agent config (default on Windows: ${WINDOWS_AGENT_CONFIG})`)
     .option("--agent-log <file>", "the agent's log (default: agent.log beside the config)")
-    .option("--broker-config <file>", "the broker config, for a broker run on its own (default: the agent config's broker)")
+    .option(
+      "--broker-config <file>",
+      "the broker config, for a broker run on its own (default: the agent config's broker)",
+    )
     .option("--timeout <duration>", "the most one source may take", "30s")
     .option("--summary", "print what is wrong, then what is fine, on one screen; exit 1 when something is wrong")
     .action(async (flags: DiagnoseFlags) => {
@@ -61,14 +84,28 @@ export function registerDiagnoseCommand(program: Command): void {
         return;
       }
       try {
-        const configFile = flags.config ? resolve(flags.config) : process.platform === "win32" && existsSync(WINDOWS_AGENT_CONFIG) ? WINDOWS_AGENT_CONFIG : undefined;
-        if (flags.config && !existsSync(configFile ?? "")) throw new AgentError(AgentErrorCode.InvalidInput, `--config ${flags.config}: no such file`);
-        const configRoot = configFile ? await loadAgentConfig(configFile).then((c) => c.root, () => undefined) : undefined;
+        const configFile = flags.config
+          ? resolve(flags.config)
+          : process.platform === "win32" && existsSync(WINDOWS_AGENT_CONFIG)
+            ? WINDOWS_AGENT_CONFIG
+            : undefined;
+        if (flags.config && !existsSync(configFile ?? ""))
+          throw new AgentError(AgentErrorCode.InvalidInput, `--config ${flags.config}: no such file`);
+        const configRoot = configFile
+          ? await loadAgentConfig(configFile).then(
+              (c) => c.root,
+              () => undefined,
+            )
+          : undefined;
         const besideConfig = configFile ? join(dirname(configFile), "agent.log") : undefined;
         const d = await diagnose({
           root: resolve(flags.root ?? configRoot ?? defaultRoot()),
           ...(configFile ? { configFile } : {}),
-          ...(flags.agentLog ? { agentLog: resolve(flags.agentLog) } : besideConfig && existsSync(besideConfig) ? { agentLog: besideConfig } : {}),
+          ...(flags.agentLog
+            ? { agentLog: resolve(flags.agentLog) }
+            : besideConfig && existsSync(besideConfig)
+              ? { agentLog: besideConfig }
+              : {}),
           ...(flags.brokerConfig ? { brokerConfigFile: resolve(flags.brokerConfig) } : {}),
           since,
           timeoutMs,
@@ -85,7 +122,10 @@ export function registerDiagnoseCommand(program: Command): void {
           const stamp = d.manifest.createdAt.replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
           const out = resolve(flags.out ?? `winfleet-diagnose-${d.manifest.host}-${stamp}.tar.gz`);
           await writeFileAtomic(out, archiveOf(d), { mode: 0o600 }).catch((e: unknown) => {
-            throw new AgentError(AgentErrorCode.InvalidInput, `--out ${out}: cannot write the archive there (${(e as NodeJS.ErrnoException).code ?? errorMessage(e)}); nothing was written`);
+            throw new AgentError(
+              AgentErrorCode.InvalidInput,
+              `--out ${out}: cannot write the archive there (${(e as NodeJS.ErrnoException).code ?? errorMessage(e)}); nothing was written`,
+            );
           });
           const missing = d.manifest.missing.length;
           text = `wrote ${out}: ${d.manifest.entries.length} entries${missing > 0 ? `, ${missing} not collected (see manifest.json)` : ""}\n`;

@@ -25,7 +25,9 @@ async function load(file: string, lenient: boolean): Promise<ParsedIgnition> {
 
 /** Registers the `ignition` command group. */
 export function registerIgnitionCommands(program: Command): void {
-  const ign = program.command("ignition").description("validate and apply Ignition configs (spec 2.2.0 and 3.0.0-3.4.0)");
+  const ign = program
+    .command("ignition")
+    .description("validate and apply Ignition configs (spec 2.2.0 and 3.0.0-3.4.0)");
 
   ign
     .command("validate")
@@ -46,28 +48,43 @@ export function registerIgnitionCommands(program: Command): void {
     .argument("<file>", "Ignition config (JSON)")
     .requiredOption("--root <dir>", "directory that stands for the host's root (the system drive on Windows)")
     .option("--bundle <dir>", "content bundle that bundle:/// sources resolve against")
-    .option("--ledger <file>", "ledger of written files that makes re-applies idempotent (default: <root>/.winfleet/ignition-ledger.json)")
+    .option(
+      "--ledger <file>",
+      "ledger of written files that makes re-applies idempotent (default: <root>/.winfleet/ignition-ledger.json)",
+    )
     .option("--allow-unverified-http", "fetch http(s) sources that have no verification.hash", false)
     .option("--lenient", "accept and report known defects of legacy 2.2 content", false)
     .option("--dry-run", "plan only and print what would change", false)
-    .action(async (file: string, opts: { root: string; bundle?: string; ledger?: string; allowUnverifiedHttp: boolean; lenient: boolean; dryRun: boolean }) => {
-      try {
-        const { config } = await load(file, opts.lenient);
-        const root = resolve(opts.root);
-        const report = await applyIgnition(config, {
-          mapper: rootedMapper(root),
-          ledgerPath: opts.ledger ?? ledgerPath(root),
-          bundleRoot: opts.bundle,
-          allowUnverifiedHttp: opts.allowUnverifiedHttp,
-          dryRun: opts.dryRun,
-        });
-        const verb = opts.dryRun ? "would change" : "changed";
-        process.stdout.write(`${verb} ${report.changed.length}, unchanged ${report.unchanged.length}\n`);
-        for (const p of report.changed) process.stdout.write(`  ${verb}: ${p}\n`);
-      } catch (e) {
-        failure(e);
-      }
-    });
+    .action(
+      async (
+        file: string,
+        opts: {
+          root: string;
+          bundle?: string;
+          ledger?: string;
+          allowUnverifiedHttp: boolean;
+          lenient: boolean;
+          dryRun: boolean;
+        },
+      ) => {
+        try {
+          const { config } = await load(file, opts.lenient);
+          const root = resolve(opts.root);
+          const report = await applyIgnition(config, {
+            mapper: rootedMapper(root),
+            ledgerPath: opts.ledger ?? ledgerPath(root),
+            bundleRoot: opts.bundle,
+            allowUnverifiedHttp: opts.allowUnverifiedHttp,
+            dryRun: opts.dryRun,
+          });
+          const verb = opts.dryRun ? "would change" : "changed";
+          process.stdout.write(`${verb} ${report.changed.length}, unchanged ${report.unchanged.length}\n`);
+          for (const p of report.changed) process.stdout.write(`  ${verb}: ${p}\n`);
+        } catch (e) {
+          failure(e);
+        }
+      },
+    );
 
   ign
     .command("translate")

@@ -26,13 +26,30 @@ export function formatStatus(s: StatusReport): string {
     for (const c of s.components) lines.push(`${c.name.padEnd(w)}  ${c.version.padEnd(v)}  ${c.state}`);
   }
   if (s.run) {
-    const where = s.run.step ? `; step ${s.run.step.index + 1}: ${s.run.step.component} ${s.run.step.phase} ${s.run.step.title}` : "";
-    lines.push("", `${s.run.kind} ${s.run.target ? `${s.run.target.name} ${s.run.target.version} ` : ""}${s.run.done}/${s.run.total} steps done${where}`);
+    const where = s.run.step
+      ? `; step ${s.run.step.index + 1}: ${s.run.step.component} ${s.run.step.phase} ${s.run.step.title}`
+      : "";
+    lines.push(
+      "",
+      `${s.run.kind} ${s.run.target ? `${s.run.target.name} ${s.run.target.version} ` : ""}${s.run.done}/${s.run.total} steps done${where}`,
+    );
   }
   if (s.failure) {
     const f = s.failure;
-    lines.push("", `failed: ${f.component} ${f.version}, phase ${f.phase}`, `  command: ${f.command}`, `  ${f.timedOut ? "timed out" : `exit code: ${String(f.exitCode)}`}`);
-    if (f.errorTail.trim()) lines.push("  error output:", ...f.errorTail.trimEnd().split("\n").map((l) => `    ${l}`));
+    lines.push(
+      "",
+      `failed: ${f.component} ${f.version}, phase ${f.phase}`,
+      `  command: ${f.command}`,
+      `  ${f.timedOut ? "timed out" : `exit code: ${String(f.exitCode)}`}`,
+    );
+    if (f.errorTail.trim())
+      lines.push(
+        "  error output:",
+        ...f.errorTail
+          .trimEnd()
+          .split("\n")
+          .map((l) => `    ${l}`),
+      );
   }
   if (s.reboot) lines.push("", `reboot pending since ${s.reboot.requestedAt}: ${s.reboot.reasons.join("; ")}`);
   if (s.history.length > 0) {
@@ -44,14 +61,22 @@ export function formatStatus(s: StatusReport): string {
 
 /** Registers `status` and `verify`. */
 export function registerInspectCommands(program: Command): void {
-  lifecycleOptions(program.command("status").description("the template, each component's version and state, the current or failed step, a pending reboot, recent history"))
+  lifecycleOptions(
+    program
+      .command("status")
+      .description(
+        "the template, each component's version and state, the current or failed step, a pending reboot, recent history",
+      ),
+  )
     .option("--history <n>", "history entries to show", (v) => Number.parseInt(v, 10), 10)
     .action(async (opts: LifecycleOptions & { history: number }) => {
       process.exitCode = await (async () => {
         try {
           const r = await resolveOptions(opts);
           const s = await readStatus(r.root, opts.history);
-          process.stdout.write(opts.json ? `${JSON.stringify({ ...s, agentVersion: AGENT_VERSION }, null, 2)}\n` : formatStatus(s));
+          process.stdout.write(
+            opts.json ? `${JSON.stringify({ ...s, agentVersion: AGENT_VERSION }, null, 2)}\n` : formatStatus(s),
+          );
           return EXIT.converged;
         } catch (e) {
           return failure(e);
@@ -59,12 +84,19 @@ export function registerInspectCommands(program: Command): void {
       })();
     });
 
-  lifecycleOptions(program.command("verify").description("compare the files components laid down with what was applied; exit 0 clean, 1 drift")).action(async (opts: LifecycleOptions) => {
+  lifecycleOptions(
+    program
+      .command("verify")
+      .description("compare the files components laid down with what was applied; exit 0 clean, 1 drift"),
+  ).action(async (opts: LifecycleOptions) => {
     process.exitCode = await (async () => {
       try {
         const r = await resolveOptions(opts);
         const report = await verifyHost(r.root, rootedMapper(r.root));
-        if (opts.json) process.stdout.write(`${JSON.stringify({ drift: report.items.length > 0, checked: report.checked, items: report.items }, null, 2)}\n`);
+        if (opts.json)
+          process.stdout.write(
+            `${JSON.stringify({ drift: report.items.length > 0, checked: report.checked, items: report.items }, null, 2)}\n`,
+          );
         else if (report.items.length === 0) process.stdout.write(`no drift: ${report.checked} paths as applied\n`);
         else {
           process.stdout.write(`drift in ${report.items.length} of ${report.checked} paths:\n`);

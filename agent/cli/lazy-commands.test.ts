@@ -26,8 +26,16 @@ describe("lazily registered agent commands", () => {
       registerLazily(lazy, AGENT_COMMANDS, ["node", "winfleet-agent", command.name()]);
       const loaded = lazy.commands.find((c) => c.name() === command.name());
       assert.ok(loaded, command.name());
-      assert.deepEqual(loaded.commands.map((c) => c.name()).sort(), command.commands.map((c) => c.name()).sort(), `${command.name()}'s subcommands`);
-      assert.deepEqual(loaded.options.map((o) => o.flags), command.options.map((o) => o.flags), `${command.name()}'s options`);
+      assert.deepEqual(
+        loaded.commands.map((c) => c.name()).sort(),
+        command.commands.map((c) => c.name()).sort(),
+        `${command.name()}'s subcommands`,
+      );
+      assert.deepEqual(
+        loaded.options.map((o) => o.flags),
+        command.options.map((o) => o.flags),
+        `${command.name()}'s options`,
+      );
     }
   });
 
@@ -36,6 +44,12 @@ describe("lazily registered agent commands", () => {
     assert.equal(modulesFor(AGENT_COMMANDS, ["node", "a", "--help"]).length, AGENT_COMMANDS.length);
     assert.equal(modulesFor(AGENT_COMMANDS, ["node", "a", "frobnicate"]).length, AGENT_COMMANDS.length);
     assert.equal(modulesFor(AGENT_COMMANDS, ["node", "a"]).length, AGENT_COMMANDS.length);
-    assert.deepEqual(modulesFor(AGENT_COMMANDS, ["node", "a", "service", "reload-config"]).map((m) => m.names), [["up", "service"], ["ready", "retarget", "service"]]);
+    assert.deepEqual(
+      modulesFor(AGENT_COMMANDS, ["node", "a", "service", "reload-config"]).map((m) => m.names),
+      [
+        ["up", "service"],
+        ["ready", "retarget", "service"],
+      ],
+    );
   });
 });

@@ -18,7 +18,10 @@ export interface LazyModule {
 const VERSION_FLAGS = new Set(["-V", "--version"]);
 
 /** The modules `argv` (process.argv) needs, in their order. */
-export function modulesFor<T extends { readonly names: readonly string[] }>(modules: readonly T[], argv: readonly string[]): readonly T[] {
+export function modulesFor<T extends { readonly names: readonly string[] }>(
+  modules: readonly T[],
+  argv: readonly string[],
+): readonly T[] {
   const words = argv.slice(2);
   if (words.length > 0 && words.every((w) => VERSION_FLAGS.has(w))) return [];
   const first = words[0];

@@ -19,6 +19,9 @@ export function lifecycleOptions(cmd: Command): Command {
   return cmd
     .option("--root <dir>", "host path of / (default: the system drive's root on Windows, / elsewhere)")
     .option("--config <file>", "agent config to take content, template, root, node name, variables and secrets from")
-    .option("--public-key <file>", "refuse content not signed with this ed25519 public key (PEM); the config's publicKey otherwise")
+    .option(
+      "--public-key <file>",
+      "refuse content not signed with this ed25519 public key (PEM); the config's publicKey otherwise",
+    )
     .option("--json", "print JSON", false);
 }

@@ -4,10 +4,20 @@
  */
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { agentEntry, DEFAULT_STATE_DIR, localDiagnose, localDown, localExec, localLogs, localStatus, localUp } from "../fleet";
+import {
+  agentEntry,
+  DEFAULT_STATE_DIR,
+  localDiagnose,
+  localDown,
+  localExec,
+  localLogs,
+  localStatus,
+  localUp,
+} from "../fleet";
 import { failure } from "./errors";
 
-const stateDirOption = (c: Command): Command => c.option("--state-dir <dir>", "where the fleet keeps its hosts", DEFAULT_STATE_DIR);
+const stateDirOption = (c: Command): Command =>
+  c.option("--state-dir <dir>", "where the fleet keeps its hosts", DEFAULT_STATE_DIR);
 
 async function exit(work: () => Promise<number>): Promise<void> {
   try {
@@ -19,17 +29,25 @@ async function exit(work: () => Promise<number>): Promise<void> {
 
 /** Registers `local`. */
 export function registerLocalCommands(program: Command): void {
-  const local = program.command("local").description("the local fleet: sandbox hosts on this machine, each a real winfleet-agent, driven by a stack file");
+  const local = program
+    .command("local")
+    .description("the local fleet: sandbox hosts on this machine, each a real winfleet-agent, driven by a stack file");
 
   stateDirOption(
     local
       .command("up")
-      .description("bring the fleet to its stack: start hosts, or roll a changed stack through a running fleet host by host")
+      .description(
+        "bring the fleet to its stack: start hosts, or roll a changed stack through a running fleet host by host",
+      )
       .option("--stack <name>", "stack name (stacks/Pulumi.<name>.yaml) or a stack file path", "local")
       .option("--hosts <n>", "number of hosts (overrides the stack's local pool)", (v) => Number(v))
       .option("--port <port>", "status page port on 127.0.0.1 (0 picks a free one)", (v) => Number(v), 7870)
       .option("--json", "print fleet events as JSON lines", false)
-      .option("--cluster", "run the production loop: a local control plane (built by npm run setup), the cluster side deployed by the stack's Pulumi program, hosts joined as nodes", false),
+      .option(
+        "--cluster",
+        "run the production loop: a local control plane (built by npm run setup), the cluster side deployed by the stack's Pulumi program, hosts joined as nodes",
+        false,
+      ),
   ).action((opts: { stack: string; hosts?: number; port: number; stateDir: string; json: boolean; cluster: boolean }) =>
     exit(async () => {
       const stop = new AbortController();
@@ -37,7 +55,11 @@ export function registerLocalCommands(program: Command): void {
       process.once("SIGINT", onSignal);
       process.once("SIGTERM", onSignal);
       try {
-        return await localUp({ ...opts, stateDir: resolve(opts.stateDir), agentEntry: agentEntry(), stop: stop.signal }, process.stdout, process.stderr);
+        return await localUp(
+          { ...opts, stateDir: resolve(opts.stateDir), agentEntry: agentEntry(), stop: stop.signal },
+          process.stdout,
+          process.stderr,
+        );
       } finally {
         process.off("SIGINT", onSignal);
         process.off("SIGTERM", onSignal);
@@ -45,43 +67,62 @@ export function registerLocalCommands(program: Command): void {
     }),
   );
 
-  stateDirOption(local.command("status").description("each host's state, template, components, step and last error").option("--json", "print JSON", false)).action(
-    (opts: { stateDir: string; json: boolean }) => exit(() => localStatus(resolve(opts.stateDir), opts.json, process.stdout)),
+  stateDirOption(
+    local
+      .command("status")
+      .description("each host's state, template, components, step and last error")
+      .option("--json", "print JSON", false),
+  ).action((opts: { stateDir: string; json: boolean }) =>
+    exit(() => localStatus(resolve(opts.stateDir), opts.json, process.stdout)),
   );
 
-  stateDirOption(local.command("down").description("stop the running fleet and every agent in it")).action((opts: { stateDir: string }) =>
-    exit(() => localDown(resolve(opts.stateDir), process.stdout)),
+  stateDirOption(local.command("down").description("stop the running fleet and every agent in it")).action(
+    (opts: { stateDir: string }) => exit(() => localDown(resolve(opts.stateDir), process.stdout)),
   );
 
-  stateDirOption(local.command("logs").description("a host's agent log").argument("<host>", "host name, e.g. local-1").option("-n, --lines <n>", "lines from the end", (v) => Number(v), 200)).action(
-    (host: string, opts: { stateDir: string; lines: number }) => exit(() => localLogs(resolve(opts.stateDir), host, opts.lines, process.stdout)),
+  stateDirOption(
+    local
+      .command("logs")
+      .description("a host's agent log")
+      .argument("<host>", "host name, e.g. local-1")
+      .option("-n, --lines <n>", "lines from the end", (v) => Number(v), 200),
+  ).action((host: string, opts: { stateDir: string; lines: number }) =>
+    exit(() => localLogs(resolve(opts.stateDir), host, opts.lines, process.stdout)),
   );
 
   stateDirOption(
     local
       .command("exec")
-      .description("start a host process through a host's broker, as a container would: winfleet local exec local-1 -- --path /usr/bin/uname --args -a")
+      .description(
+        "start a host process through a host's broker, as a container would: winfleet local exec local-1 -- --path /usr/bin/uname --args -a",
+      )
       .argument("<host>", "host name")
       .argument("[args...]", "winfleet-agent cli prc run arguments, after --")
       .allowUnknownOption(),
-  ).action((host: string, args: string[], opts: { stateDir: string }) => exit(() => localExec(resolve(opts.stateDir), host, args, agentEntry())));
+  ).action((host: string, args: string[], opts: { stateDir: string }) =>
+    exit(() => localExec(resolve(opts.stateDir), host, args, agentEntry())),
+  );
 
   stateDirOption(
     local
       .command("diagnose")
-      .description("a host's diagnostics archive (winfleet-agent diagnose on that host), or with --summary what is wrong first")
+      .description(
+        "a host's diagnostics archive (winfleet-agent diagnose on that host), or with --summary what is wrong first",
+      )
       .argument("<host>", "host name, e.g. local-1")
       .option("--out <file>", "the archive to write")
       .option("--since <duration>", "how far back logs go, e.g. 30m, 2h, 7d")
       .option("--timeout <duration>", "the most one source may take")
       .option("--summary", "print what is wrong, then what is fine; exit 1 when something is wrong"),
-  ).action((host: string, opts: { stateDir: string; out?: string; since?: string; timeout?: string; summary?: boolean }) => {
-    const args = [
-      ...(opts.out ? ["--out", resolve(opts.out)] : []),
-      ...(opts.since ? ["--since", opts.since] : []),
-      ...(opts.timeout ? ["--timeout", opts.timeout] : []),
-      ...(opts.summary ? ["--summary"] : []),
-    ];
-    return exit(() => localDiagnose(resolve(opts.stateDir), host, args, agentEntry()));
-  });
+  ).action(
+    (host: string, opts: { stateDir: string; out?: string; since?: string; timeout?: string; summary?: boolean }) => {
+      const args = [
+        ...(opts.out ? ["--out", resolve(opts.out)] : []),
+        ...(opts.since ? ["--since", opts.since] : []),
+        ...(opts.timeout ? ["--timeout", opts.timeout] : []),
+        ...(opts.summary ? ["--summary"] : []),
+      ];
+      return exit(() => localDiagnose(resolve(opts.stateDir), host, args, agentEntry()));
+    },
+  );
 }

@@ -50,7 +50,9 @@ export function ttyProgress(out: ProgressOut): Progress {
       switch (e.type) {
         case "apply-started":
           total = e.steps;
-          out.write(`${e.resumed ? "resuming" : "applying"} ${e.template.name ? `${e.template.name} ${e.template.version}` : "uninstall"}: ${e.steps} steps\n`);
+          out.write(
+            `${e.resumed ? "resuming" : "applying"} ${e.template.name ? `${e.template.name} ${e.template.version}` : "uninstall"}: ${e.steps} steps\n`,
+          );
           return;
         case "step-started": {
           const n = String(e.step.id + 1).padStart(String(total).length);
@@ -78,7 +80,9 @@ export function ttyProgress(out: ProgressOut): Progress {
           out.write("the host restarted; continuing\n");
           return;
         case "downgrade-allowed":
-          out.write(`downgrade allowed: ${e.kind} ${e.to ?? "(unversioned)"} replaces ${e.from} (key ${e.keyId.slice(0, 16)}…)\n`);
+          out.write(
+            `downgrade allowed: ${e.kind} ${e.to ?? "(unversioned)"} replaces ${e.from} (key ${e.keyId.slice(0, 16)}…)\n`,
+          );
           return;
         case "component-installed":
         case "component-upgraded":

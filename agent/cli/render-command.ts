@@ -17,10 +17,20 @@ export function registerRenderCommand(program: Command): void {
     .command("render")
     .description("write what a stack would deploy, one file per resource, secrets as [secret]; nothing reaches a cloud")
     .requiredOption("--stack <name>", "stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
-    .requiredOption("--out <dir>", "output directory (an earlier render there is replaced atomically; any other non-empty directory is refused)")
-    .option("--secret <KEY=VALUE>", "a value for a secure config key (default: a placeholder); never written out", collect, [])
+    .requiredOption(
+      "--out <dir>",
+      "output directory (an earlier render there is replaced atomically; any other non-empty directory is refused)",
+    )
+    .option(
+      "--secret <KEY=VALUE>",
+      "a value for a secure config key (default: a placeholder); never written out",
+      collect,
+      [],
+    )
     .action(async (opts: { stack: string; out: string; secret: string[] }) => {
-      const secrets = Object.fromEntries(opts.secret.map((kv) => [kv.slice(0, Math.max(0, kv.indexOf("="))), kv.slice(kv.indexOf("=") + 1)]));
+      const secrets = Object.fromEntries(
+        opts.secret.map((kv) => [kv.slice(0, Math.max(0, kv.indexOf("="))), kv.slice(kv.indexOf("=") + 1)]),
+      );
       // Loaded here, not at the top: Pulumi takes a while to load, and only this command needs it
       // (the operator bundle keeps it in a file of its own; see render-run.ts).
       // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -30,7 +40,9 @@ export function registerRenderCommand(program: Command): void {
 
   program
     .command("operator-stack")
-    .description("print a Pulumi Kubernetes Operator Stack (pulumi.com/v1) that deploys a winfleet stack from Git and re-runs it to correct drift")
+    .description(
+      "print a Pulumi Kubernetes Operator Stack (pulumi.com/v1) that deploys a winfleet stack from Git and re-runs it to correct drift",
+    )
     .requiredOption("--stack <org/project/stack>", "the fully qualified stack, e.g. my-org/winfleet/dev")
     .requiredOption("--repo <url>", "the Git repository holding this project")
     .option("--branch <name>", "the branch to follow", "main")
@@ -39,6 +51,14 @@ export function registerRenderCommand(program: Command): void {
     .action((opts: { stack: string; repo: string; branch: string; namespace: string; resync: number }) => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { operatorStackYaml } = require("../../infra/operator-stack") as typeof OperatorStack;
-      process.stdout.write(operatorStackYaml({ stack: opts.stack, projectRepo: opts.repo, branch: opts.branch, namespace: opts.namespace, resyncFrequencySeconds: opts.resync }));
+      process.stdout.write(
+        operatorStackYaml({
+          stack: opts.stack,
+          projectRepo: opts.repo,
+          branch: opts.branch,
+          namespace: opts.namespace,
+          resyncFrequencySeconds: opts.resync,
+        }),
+      );
     });
 }

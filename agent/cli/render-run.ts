@@ -27,7 +27,9 @@ export async function runRender(opts: RenderOptions): Promise<number> {
     await assertReplaceable(resolve(opts.out), RENDER_SHAPE);
     const rendered = await renderStack(opts.stack, { secrets: opts.secrets });
     await writeRender(rendered, resolve(opts.out));
-    process.stdout.write(`rendered stack ${rendered.stack.stack}: ${rendered.resources.length} resources into ${rendered.files.size} files in ${opts.out}\n`);
+    process.stdout.write(
+      `rendered stack ${rendered.stack.stack}: ${rendered.resources.length} resources into ${rendered.files.size} files in ${opts.out}\n`,
+    );
     return 0;
   } catch (e) {
     // The program's own refusals (pulumi.RunError) are messages for the user, not crashes.

@@ -29,7 +29,12 @@ export function registerServeCommand(program: Command): void {
         const progress = jsonProgress(process.stdout);
         // Reporting to Kubernetes is set up once, from the config as it is at start.
         const initial = await loadAgentConfig(opts.config);
-        const reporter = createReporter(initial, initial.nodeName ?? hostname(), resolveWith(initial).root, createLogger("report"));
+        const reporter = createReporter(
+          initial,
+          initial.nodeName ?? hostname(),
+          resolveWith(initial).root,
+          createLogger("report"),
+        );
         reporter?.start();
         const exit = await serve({
           configFile: opts.config,

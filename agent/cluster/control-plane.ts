@@ -101,7 +101,10 @@ async function stopProcess(child: ChildProcess | undefined, graceMs = 10_000): P
 
 function logTail(logDir: string, name: string): string {
   try {
-    return readFileSync(join(logDir, `${name}.log`), "utf8").split("\n").slice(-15).join("\n");
+    return readFileSync(join(logDir, `${name}.log`), "utf8")
+      .split("\n")
+      .slice(-15)
+      .join("\n");
   } catch {
     return "(no log)";
   }
@@ -112,10 +115,18 @@ async function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `check` until it is true, the process exits, or the deadline passes. */
-async function waitFor(what: string, child: ChildProcess, logDir: string, deadline: number, check: () => Promise<boolean>): Promise<void> {
+async function waitFor(
+  what: string,
+  child: ChildProcess,
+  logDir: string,
+  deadline: number,
+  check: () => Promise<boolean>,
+): Promise<void> {
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${logTail(logDir, what)}`);
+      throw new Error(
+        `${what} exited (${child.exitCode ?? child.signalCode}) before it was ready:\n${logTail(logDir, what)}`,
+      );
     }
     if (await check().catch(() => false)) return;
     if (Date.now() > deadline) throw new Error(`${what} was not ready in time:\n${logTail(logDir, what)}`);
@@ -162,7 +173,11 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const server = `https://127.0.0.1:${apiPort}`;
   const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
-  const tls = { ca: readFileSync(pki.caCert, "utf8"), cert: readFileSync(pki.adminCert, "utf8"), key: readFileSync(pki.adminKey, "utf8") };
+  const tls = {
+    ca: readFileSync(pki.caCert, "utf8"),
+    cert: readFileSync(pki.adminCert, "utf8"),
+    key: readFileSync(pki.adminKey, "utf8"),
+  };
 
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
   let etcd: ChildProcess | undefined;
@@ -231,11 +246,21 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     log(`kube-apiserver ready on ${server}`);
 
     const adminKubeconfig = join(dir, "admin.kubeconfig");
-    await writeFile(adminKubeconfig, await clientKubeconfig(server, pki.caCert, pki.adminCert, pki.adminKey, "kubernetes-admin"), { mode: 0o600 });
+    await writeFile(
+      adminKubeconfig,
+      await clientKubeconfig(server, pki.caCert, pki.adminCert, pki.adminKey, "kubernetes-admin"),
+      { mode: 0o600 },
+    );
     const kcmKubeconfig = join(dir, "controller-manager.kubeconfig");
     await writeFile(
       kcmKubeconfig,
-      await clientKubeconfig(server, pki.caCert, pki.controllerManagerCert, pki.controllerManagerKey, "system:kube-controller-manager"),
+      await clientKubeconfig(
+        server,
+        pki.caCert,
+        pki.controllerManagerCert,
+        pki.controllerManagerKey,
+        "system:kube-controller-manager",
+      ),
       { mode: 0o600 },
     );
     controllers = startProcess(
@@ -259,7 +284,11 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       logDir,
     );
     const schedulerKubeconfig = join(dir, "scheduler.kubeconfig");
-    await writeFile(schedulerKubeconfig, await clientKubeconfig(server, pki.caCert, pki.schedulerCert, pki.schedulerKey, "system:kube-scheduler"), { mode: 0o600 });
+    await writeFile(
+      schedulerKubeconfig,
+      await clientKubeconfig(server, pki.caCert, pki.schedulerCert, pki.schedulerKey, "system:kube-scheduler"),
+      { mode: 0o600 },
+    );
     scheduler = startProcess(
       "kube-scheduler",
       options.binaries.kubeScheduler,
@@ -276,7 +305,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     );
     // Neither serves anything here; each is running once it has not died at start.
     await sleep(500);
-    for (const [name, child] of [["kube-controller-manager", controllers], ["kube-scheduler", scheduler]] as const) {
+    for (const [name, child] of [
+      ["kube-controller-manager", controllers],
+      ["kube-scheduler", scheduler],
+    ] as const) {
       if (child.exitCode !== null) throw new Error(`${name} exited at start:\n${logTail(logDir, name)}`);
     }
     log("kube-controller-manager and kube-scheduler started");

@@ -80,7 +80,8 @@ export class KubeClient {
           let size = 0;
           res.on("data", (c: Buffer) => {
             size += c.length;
-            if (size > MAX_RESPONSE) req.destroy(new Error(`${method} ${path}: response larger than ${MAX_RESPONSE} bytes`));
+            if (size > MAX_RESPONSE)
+              req.destroy(new Error(`${method} ${path}: response larger than ${MAX_RESPONSE} bytes`));
             else chunks.push(c);
           });
           res.on("end", () => {
@@ -101,7 +102,10 @@ export class KubeClient {
         },
       );
       // An idle timer alone lets a server that trickles bytes hold the request forever.
-      const deadline = setTimeout(() => req.destroy(new Error(`${method} ${path}: no complete answer in 30 s`)), 30_000);
+      const deadline = setTimeout(
+        () => req.destroy(new Error(`${method} ${path}: no complete answer in 30 s`)),
+        30_000,
+      );
       req.on("close", () => clearTimeout(deadline));
       req.on("timeout", () => req.destroy(new Error(`${method} ${path}: timed out`)));
       req.on("error", reject);
@@ -122,7 +126,11 @@ export class KubeClient {
   }
 
   patch<T = unknown>(path: string, body: unknown, type: "merge" | "strategic" | "json" = "merge"): Promise<T> {
-    const ct = { merge: "application/merge-patch+json", strategic: "application/strategic-merge-patch+json", json: "application/json-patch+json" }[type];
+    const ct = {
+      merge: "application/merge-patch+json",
+      strategic: "application/strategic-merge-patch+json",
+      json: "application/json-patch+json",
+    }[type];
     return this.call<T>("PATCH", path, body, ct);
   }
 
@@ -142,11 +150,14 @@ export class KubeClient {
 
   /** Whether `user` (with `groups`) may do `verb` on `resource`, asked of the real authorizer. */
   async allowed(user: string, groups: readonly string[], attrs: Record<string, string>): Promise<boolean> {
-    const review = await this.post<{ status: { allowed: boolean } }>("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
-      apiVersion: "authorization.k8s.io/v1",
-      kind: "SubjectAccessReview",
-      spec: { user, groups: [...groups], resourceAttributes: attrs },
-    });
+    const review = await this.post<{ status: { allowed: boolean } }>(
+      "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+      {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SubjectAccessReview",
+        spec: { user, groups: [...groups], resourceAttributes: attrs },
+      },
+    );
     return review.status.allowed;
   }
 

@@ -1,7 +1,8 @@
 /**
  * The part of a kubelet's HTTPS API the API server uses for `kubectl logs` (the `pods/log`
  * subresource): `GET /containerLogs/{namespace}/{pod}/{container}` with `follow`, `tailLines`,
- * `limitBytes`, `timestamps`, `sinceSeconds` and `sinceTime` (`previous` finds none), served from the container log files the pod runner writes.
+ * `limitBytes`, `timestamps`, `sinceSeconds` and `sinceTime` (`previous` finds none), served from the container log
+ * files the pod runner writes.
  *
  * As a kubelet with `serverTLSBootstrap` and webhook authentication and authorization: its
  * serving certificate comes from a `kubernetes.io/kubelet-serving` CSR made with the node's own
@@ -57,12 +58,27 @@ export interface KubeletApi {
 
 /** A serving certificate for the node, through the kubelet-serving signer. */
 async function servingCertificate(o: KubeletApiOptions): Promise<{ key: string; cert: string }> {
-  await execFileP("openssl", [
-    "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-    "-keyout", "kubelet-serving.key", "-out", "kubelet-serving.csr",
-    "-subj", `/O=system:nodes/CN=system:node:${o.nodeName}`,
-    "-addext", `subjectAltName=IP:${o.address},DNS:${o.nodeName}`,
-  ], { cwd: o.dir });
+  await execFileP(
+    "openssl",
+    [
+      "req",
+      "-new",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      "kubelet-serving.key",
+      "-out",
+      "kubelet-serving.csr",
+      "-subj",
+      `/O=system:nodes/CN=system:node:${o.nodeName}`,
+      "-addext",
+      `subjectAltName=IP:${o.address},DNS:${o.nodeName}`,
+    ],
+    { cwd: o.dir },
+  );
   const key = await readFile(join(o.dir, "kubelet-serving.key"), "utf8");
   const name = `kubelet-serving-${o.nodeName}-${Date.now().toString(36)}`;
   await o.api.post("/apis/certificates.k8s.io/v1/certificatesigningrequests", {
@@ -81,7 +97,10 @@ async function servingCertificate(o: KubeletApiOptions): Promise<{ key: string; 
     async () => {
       const csr = await o.api.get<Csr>(`/apis/certificates.k8s.io/v1/certificatesigningrequests/${name}`);
       const bad = csr.status?.conditions?.find((c) => c.type === "Denied" || c.type === "Failed");
-      if (bad) throw new Error(`the serving CSR of ${o.nodeName} was ${bad.type.toLowerCase()}: ${bad.message ?? "no reason given"}`);
+      if (bad)
+        throw new Error(
+          `the serving CSR of ${o.nodeName} was ${bad.type.toLowerCase()}: ${bad.message ?? "no reason given"}`,
+        );
       return csr.status?.certificate;
     },
     o.signTimeoutMs ?? 60_000,
@@ -109,8 +128,14 @@ function logQuery(params: URLSearchParams): LogQuery | string {
   if (typeof limitBytes === "string") return limitBytes;
   if (typeof sinceSeconds === "string") return sinceSeconds;
   const sinceTime = params.get("sinceTime");
-  if (sinceTime !== null && Number.isNaN(Date.parse(sinceTime))) return `sinceTime=${sinceTime}: expected an RFC 3339 time`;
-  const since = sinceTime !== null ? new Date(sinceTime) : sinceSeconds !== undefined ? new Date(Date.now() - sinceSeconds * 1000) : undefined;
+  if (sinceTime !== null && Number.isNaN(Date.parse(sinceTime)))
+    return `sinceTime=${sinceTime}: expected an RFC 3339 time`;
+  const since =
+    sinceTime !== null
+      ? new Date(sinceTime)
+      : sinceSeconds !== undefined
+        ? new Date(Date.now() - sinceSeconds * 1000)
+        : undefined;
   return {
     follow: flag("follow"),
     timestamps: flag("timestamps"),
@@ -123,12 +148,15 @@ function logQuery(params: URLSearchParams): LogQuery | string {
 /** Starts the API on a free port of `address`. */
 export async function startKubeletApi(o: KubeletApiOptions): Promise<KubeletApi> {
   const tls = await servingCertificate(o);
-  const server: Server = createServer({ ...tls, ca: o.caPem, requestCert: true, rejectUnauthorized: true }, (req, res) => {
-    void handle(o, req, res).catch((e: unknown) => {
-      if (!res.headersSent) fail(res, 500, String(e));
-      else res.destroy();
-    });
-  });
+  const server: Server = createServer(
+    { ...tls, ca: o.caPem, requestCert: true, rejectUnauthorized: true },
+    (req, res) => {
+      void handle(o, req, res).catch((e: unknown) => {
+        if (!res.headersSent) fail(res, 500, String(e));
+        else res.destroy();
+      });
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, o.address, () => resolve());
@@ -152,16 +180,23 @@ async function handle(o: KubeletApiOptions, req: IncomingMessage, res: ServerRes
   const user = peer.subject?.CN ?? "";
   const o_ = peer.subject?.O;
   const groups = Array.isArray(o_) ? o_ : o_ ? [o_] : [];
-  const allowed = await o.api.allowed(String(user), groups.map(String), { verb: req.method === "GET" ? "get" : "create", resource: "nodes", subresource: "proxy", name: o.nodeName });
+  const allowed = await o.api.allowed(String(user), groups.map(String), {
+    verb: req.method === "GET" ? "get" : "create",
+    resource: "nodes",
+    subresource: "proxy",
+    name: o.nodeName,
+  });
   if (!allowed) return fail(res, 403, `Forbidden (user=${String(user)}, verb=get, resource=nodes, subresource=proxy)`);
-  if (["exec", "attach", "portForward", "run"].includes(parts[0] ?? "")) return fail(res, 501, `${parts[0]} is not served by the winfleet node stand-in: only containerLogs is`);
+  if (["exec", "attach", "portForward", "run"].includes(parts[0] ?? ""))
+    return fail(res, 501, `${parts[0]} is not served by the winfleet node stand-in: only containerLogs is`);
   if (parts[0] !== "containerLogs" || parts.length !== 4) return fail(res, 404, "404 page not found");
   if (req.method !== "GET") return fail(res, 405, "method not allowed");
   const [, namespace = "", pod = "", container = ""] = parts;
   const query = logQuery(url.searchParams);
   if (typeof query === "string") return fail(res, 400, query);
   // Containers here are never restarted, so there is never a previous one.
-  if (["true", "1"].includes(url.searchParams.get("previous") ?? "")) return fail(res, 400, `previous terminated container "${container}" in pod "${pod}" not found`);
+  if (["true", "1"].includes(url.searchParams.get("previous") ?? ""))
+    return fail(res, 400, `previous terminated container "${container}" in pod "${pod}" not found`);
   const source = o.logs();
   const containers = source?.containersOf(namespace, pod);
   if (!source || !containers) return fail(res, 404, `pod "${pod}" does not exist`);

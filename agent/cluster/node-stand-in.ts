@@ -48,10 +48,25 @@ export interface NodeCredential {
  */
 export async function tlsBootstrap(args: JoinArgs): Promise<NodeCredential> {
   await mkdir(args.dir, { recursive: true, mode: 0o700 });
-  await execFileP("openssl", [
-    "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-    "-keyout", "node.key", "-out", "node.csr", "-subj", `/O=system:nodes/CN=system:node:${args.nodeName}`,
-  ], { cwd: args.dir });
+  await execFileP(
+    "openssl",
+    [
+      "req",
+      "-new",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-256",
+      "-nodes",
+      "-keyout",
+      "node.key",
+      "-out",
+      "node.csr",
+      "-subj",
+      `/O=system:nodes/CN=system:node:${args.nodeName}`,
+    ],
+    { cwd: args.dir },
+  );
   const keyPem = await readFile(join(args.dir, "node.key"), "utf8");
   const bootstrap = new KubeClient(args.server, { ca: args.caPem, token: args.bootstrapToken });
   // A name per attempt: a CSR cannot be changed once made, and each attempt has a key of its own.
@@ -71,7 +86,10 @@ export async function tlsBootstrap(args: JoinArgs): Promise<NodeCredential> {
     async () => {
       const csr = await bootstrap.get<Csr>(`/apis/certificates.k8s.io/v1/certificatesigningrequests/${name}`);
       const denied = csr.status?.conditions?.find((c) => c.type === "Denied" || c.type === "Failed");
-      if (denied) throw new Error(`the CSR of ${args.nodeName} was ${denied.type.toLowerCase()}: ${denied.message ?? "no reason given"}`);
+      if (denied)
+        throw new Error(
+          `the CSR of ${args.nodeName} was ${denied.type.toLowerCase()}: ${denied.message ?? "no reason given"}`,
+        );
       return csr.status?.certificate;
     },
     args.signTimeoutMs ?? 60_000,
@@ -130,7 +148,11 @@ export class NodeStandIn {
   private readySince = "";
 
   constructor(private readonly options: NodeStandInOptions) {
-    this.api = new KubeClient(options.server, { ca: options.caPem, cert: options.credential.certPem, key: options.credential.keyPem });
+    this.api = new KubeClient(options.server, {
+      ca: options.caPem,
+      cert: options.credential.certPem,
+      key: options.credential.keyPem,
+    });
   }
 
   /** The client acting as this node (what NodeRestriction sees). */
@@ -174,15 +196,37 @@ export class NodeStandIn {
       `/api/v1/nodes/${nodeName}/status`,
       {
         status: {
-          conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "winfleet node stand-in is posting ready status", lastHeartbeatTime: now, lastTransitionTime: this.readySince }],
+          conditions: [
+            {
+              type: "Ready",
+              status: "True",
+              reason: "KubeletReady",
+              message: "winfleet node stand-in is posting ready status",
+              lastHeartbeatTime: now,
+              lastTransitionTime: this.readySince,
+            },
+          ],
           // Where the API server reaches this node's kubelet API (`--kubelet-preferred-address-types`).
-          addresses: [{ type: "InternalIP", address: this.options.address ?? "127.0.0.1" }, { type: "Hostname", address: nodeName }],
-          ...(this.options.kubeletPort ? { daemonEndpoints: { kubeletEndpoint: { Port: this.options.kubeletPort } } } : {}),
+          addresses: [
+            { type: "InternalIP", address: this.options.address ?? "127.0.0.1" },
+            { type: "Hostname", address: nodeName },
+          ],
+          ...(this.options.kubeletPort
+            ? { daemonEndpoints: { kubeletEndpoint: { Port: this.options.kubeletPort } } }
+            : {}),
           capacity: { cpu: "2", memory: "4Gi", pods: "110" },
           allocatable: { cpu: "2", memory: "4Gi", pods: "110" },
           nodeInfo: {
-            machineID: nodeName, systemUUID: nodeName, bootID: nodeName, kernelVersion: "", osImage: "winfleet sandbox host",
-            containerRuntimeVersion: "winfleet://host-process", kubeletVersion: "v1.34.4", kubeProxyVersion: "", operatingSystem: "windows", architecture: "amd64",
+            machineID: nodeName,
+            systemUUID: nodeName,
+            bootID: nodeName,
+            kernelVersion: "",
+            osImage: "winfleet sandbox host",
+            containerRuntimeVersion: "winfleet://host-process",
+            kubeletVersion: "v1.34.4",
+            kubeProxyVersion: "",
+            operatingSystem: "windows",
+            architecture: "amd64",
           },
         },
       },
@@ -194,7 +238,12 @@ export class NodeStandIn {
       await this.api.patch(leasePath, { spec });
     } catch (e) {
       if (!(e instanceof KubeError && e.status === 404)) throw e;
-      await this.api.post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: nodeName }, spec });
+      await this.api.post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name: nodeName },
+        spec,
+      });
     }
   }
 }

@@ -43,15 +43,53 @@ async function openssl(dir: string, args: readonly string[]): Promise<void> {
 const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"] as const;
 
 async function clientCert(dir: string, name: string, subject: string): Promise<void> {
-  await writeFile(join(dir, `${name}.ext`), "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n");
+  await writeFile(
+    join(dir, `${name}.ext`),
+    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n",
+  );
   await openssl(dir, ["req", ...EC, "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject]);
-  await openssl(dir, ["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, "-days", "7", "-extfile", `${name}.ext`]);
+  await openssl(dir, [
+    "x509",
+    "-req",
+    "-in",
+    `${name}.csr`,
+    "-CA",
+    "ca.crt",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    `${name}.crt`,
+    "-days",
+    "7",
+    "-extfile",
+    `${name}.ext`,
+  ]);
 }
 
 /** Makes the PKI in `dir` (an existing, private directory). About a second of openssl. */
 export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki> {
-  await writeFile(join(dir, "ca.ext"), "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\nsubjectKeyIdentifier=hash\n");
-  await openssl(dir, ["req", "-x509", ...EC, "-keyout", "ca.key", "-out", "ca.crt", "-days", "7", "-subj", "/CN=winfleet-local-ca", "-extensions", "v3_ca", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"]);
+  await writeFile(
+    join(dir, "ca.ext"),
+    "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\nsubjectKeyIdentifier=hash\n",
+  );
+  await openssl(dir, [
+    "req",
+    "-x509",
+    ...EC,
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.crt",
+    "-days",
+    "7",
+    "-subj",
+    "/CN=winfleet-local-ca",
+    "-extensions",
+    "v3_ca",
+    "-addext",
+    "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+  ]);
   await writeFile(
     join(dir, "apiserver.ext"),
     [
@@ -62,15 +100,49 @@ export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki>
       "",
     ].join("\n"),
   );
-  await openssl(dir, ["req", ...EC, "-keyout", "apiserver.key", "-out", "apiserver.csr", "-subj", "/CN=kube-apiserver"]);
-  await openssl(dir, ["x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "apiserver.crt", "-days", "7", "-extfile", "apiserver.ext"]);
+  await openssl(dir, [
+    "req",
+    ...EC,
+    "-keyout",
+    "apiserver.key",
+    "-out",
+    "apiserver.csr",
+    "-subj",
+    "/CN=kube-apiserver",
+  ]);
+  await openssl(dir, [
+    "x509",
+    "-req",
+    "-in",
+    "apiserver.csr",
+    "-CA",
+    "ca.crt",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "apiserver.crt",
+    "-days",
+    "7",
+    "-extfile",
+    "apiserver.ext",
+  ]);
   await clientCert(dir, "admin", "/O=system:masters/CN=kubernetes-admin");
   await clientCert(dir, "controller-manager", "/CN=system:kube-controller-manager");
   await clientCert(dir, "scheduler", "/CN=system:kube-scheduler");
   await clientCert(dir, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client");
   await openssl(dir, ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key"]);
   await openssl(dir, ["pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
-  for (const key of ["ca.key", "apiserver.key", "admin.key", "controller-manager.key", "scheduler.key", "apiserver-kubelet-client.key", "sa.key"]) await chmod(join(dir, key), 0o600);
+  for (const key of [
+    "ca.key",
+    "apiserver.key",
+    "admin.key",
+    "controller-manager.key",
+    "scheduler.key",
+    "apiserver-kubelet-client.key",
+    "sa.key",
+  ])
+    await chmod(join(dir, key), 0o600);
   const p = (f: string) => join(dir, f);
   return {
     dir,
@@ -92,7 +164,13 @@ export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki>
 }
 
 /** A kubeconfig for `server` with the client certificate and key embedded, as kubeadm writes them. */
-export async function clientKubeconfig(server: string, caCert: string, cert: string, key: string, user: string): Promise<string> {
+export async function clientKubeconfig(
+  server: string,
+  caCert: string,
+  cert: string,
+  key: string,
+  user: string,
+): Promise<string> {
   const b64 = async (f: string) => (await readFile(f)).toString("base64");
   return [
     "apiVersion: v1",

@@ -6,7 +6,8 @@
  * declares is executed on its period; and the pod's status is written with the node's own
  * credential. Each container's output goes to its log file as a kubelet's does (container-log.ts;
  * served by kubelet-api.ts). A pod with `restartPolicy: Never` or `OnFailure` ends: Succeeded when
- * every container exited 0, Failed otherwise or when `activeDeadlineSeconds` runs out. A pod being deleted has its processes killed and is then removed, as a kubelet
+ * every container exited 0, Failed otherwise or when `activeDeadlineSeconds` runs out. A pod being deleted has its
+ * processes killed and is then removed, as a kubelet
  * finishes a graceful deletion.
  *
  * Commands are the pod's own: `image` is ignored, the first word may be mapped to a host
@@ -30,12 +31,21 @@ interface Container {
   readonly command?: readonly string[];
   readonly args?: readonly string[];
   readonly env?: readonly { readonly name: string; readonly value?: string }[];
-  readonly readinessProbe?: { readonly exec?: { readonly command: readonly string[] }; readonly periodSeconds?: number; readonly timeoutSeconds?: number };
+  readonly readinessProbe?: {
+    readonly exec?: { readonly command: readonly string[] };
+    readonly periodSeconds?: number;
+    readonly timeoutSeconds?: number;
+  };
 }
 
 /** A pod, as far as the runner reads it. */
 interface Pod {
-  readonly metadata: { readonly name: string; readonly namespace: string; readonly uid: string; readonly deletionTimestamp?: string };
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly uid: string;
+    readonly deletionTimestamp?: string;
+  };
   readonly spec: {
     readonly initContainers?: readonly Container[];
     readonly containers: readonly Container[];
@@ -103,7 +113,9 @@ export class PodRunner {
   /** Starts listing the node's pods. */
   start(): void {
     const tick = () => {
-      this.polling = this.poll().catch((e: unknown) => this.host.log?.(`${this.nodeName}: listing pods failed: ${String(e)}`));
+      this.polling = this.poll().catch((e: unknown) =>
+        this.host.log?.(`${this.nodeName}: listing pods failed: ${String(e)}`),
+      );
     };
     tick();
     this.timer = setInterval(tick, this.host.pollMs ?? 1000);
@@ -118,7 +130,9 @@ export class PodRunner {
   }
 
   private async poll(): Promise<void> {
-    const list = await this.api.get<{ items: Pod[] }>(`/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.nodeName}`)}`);
+    const list = await this.api.get<{ items: Pod[] }>(
+      `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.nodeName}`)}`,
+    );
     const seen = new Set<string>();
     for (const pod of list.items) {
       seen.add(pod.metadata.uid);
@@ -127,13 +141,29 @@ export class PodRunner {
         if (running) await this.kill(running);
         this.pods.delete(pod.metadata.uid);
         // The kubelet's last word on a graceful deletion: the containers are gone, remove it now.
-        await this.api.call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } }).catch(() => undefined);
+        await this.api
+          .call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, {
+            gracePeriodSeconds: 0,
+            preconditions: { uid: pod.metadata.uid },
+          })
+          .catch(() => undefined);
         continue;
       }
       if (!running) {
-        const r: Running = { pod, processes: [], stopped: false, ready: false, startedAt: now(), initialized: false, exited: new Map(), logs: new Map() };
+        const r: Running = {
+          pod,
+          processes: [],
+          stopped: false,
+          ready: false,
+          startedAt: now(),
+          initialized: false,
+          exited: new Map(),
+          logs: new Map(),
+        };
         this.pods.set(pod.metadata.uid, r);
-        void this.run(r).catch((e: unknown) => this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ${String(e)}`));
+        void this.run(r).catch((e: unknown) =>
+          this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ${String(e)}`),
+        );
       }
     }
     for (const [uid, r] of this.pods) {
@@ -166,7 +196,9 @@ export class PodRunner {
 
   /** The containers of a pod running here, to name in an error. */
   containersOf(namespace: string, pod: string): string[] | undefined {
-    const r = [...this.pods.values()].find((x) => x.pod.metadata.namespace === namespace && x.pod.metadata.name === pod);
+    const r = [...this.pods.values()].find(
+      (x) => x.pod.metadata.namespace === namespace && x.pod.metadata.name === pod,
+    );
     return r && [...(r.pod.spec.initContainers ?? []), ...r.pod.spec.containers].map((c) => c.name);
   }
 
@@ -179,10 +211,13 @@ export class PodRunner {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     for (const v of r.pod.spec.volumes ?? []) {
       if (!v.configMap) continue;
-      const cm = await this.api.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>(`/api/v1/namespaces/${r.pod.metadata.namespace}/configmaps/${v.configMap.name}`);
+      const cm = await this.api.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>(
+        `/api/v1/namespaces/${r.pod.metadata.namespace}/configmaps/${v.configMap.name}`,
+      );
       await mkdir(join(dir, v.name), { recursive: true });
       for (const [k, text] of Object.entries(cm.data ?? {})) await writeFile(join(dir, v.name, k), text);
-      for (const [k, b64] of Object.entries(cm.binaryData ?? {})) await writeFile(join(dir, v.name, k), Buffer.from(b64, "base64"));
+      for (const [k, b64] of Object.entries(cm.binaryData ?? {}))
+        await writeFile(join(dir, v.name, k), Buffer.from(b64, "base64"));
     }
     const deadline = r.pod.spec.activeDeadlineSeconds;
     if (deadline !== undefined) {
@@ -232,7 +267,8 @@ export class PodRunner {
         r.ready = ok;
         await this.report(r);
       }
-      if (!r.stopped) r.probeTimer = setTimeout(() => void check().catch(() => undefined), (probe.periodSeconds ?? 10) * 1000);
+      if (!r.stopped)
+        r.probeTimer = setTimeout(() => void check().catch(() => undefined), (probe.periodSeconds ?? 10) * 1000);
     };
     await check();
   }
@@ -255,7 +291,10 @@ export class PodRunner {
 
   /** Records a container's end once its output is in its log, and ends the pod when it was the last. */
   private async watchExit(r: Running, c: Container, child: ChildProcess, log: ContainerLogWriter): Promise<void> {
-    const logged = Promise.all([child.stdout && log.attach(child.stdout, "stdout"), child.stderr && log.attach(child.stderr, "stderr")]);
+    const logged = Promise.all([
+      child.stdout && log.attach(child.stdout, "stdout"),
+      child.stderr && log.attach(child.stderr, "stderr"),
+    ]);
     const code = await new Promise<number>((resolve) => {
       child.once("error", () => resolve(128));
       child.once("exit", (c2, signal) => resolve(c2 ?? (signal ? 137 : 1)));
@@ -274,7 +313,10 @@ export class PodRunner {
   /** `activeDeadlineSeconds` ran out: the kubelet kills the pod's containers and fails it. */
   private async expire(r: Running, seconds: number): Promise<void> {
     if (r.stopped || r.failed || r.exited.size === r.pod.spec.containers.length) return;
-    r.failed = { reason: "DeadlineExceeded", message: `Pod was active on the node longer than the specified deadline (${seconds} s)` };
+    r.failed = {
+      reason: "DeadlineExceeded",
+      message: `Pod was active on the node longer than the specified deadline (${seconds} s)`,
+    };
     r.ready = false;
     for (const p of r.processes) p.kill("SIGKILL");
     await this.report(r);
@@ -285,16 +327,29 @@ export class PodRunner {
     const [first = "", ...rest] = words.map((w) => expand(w, env));
     const mapped = this.host.commands[first];
     const [cmd = first, ...pre] = mapped ?? [first];
-    const child = spawn(cmd, [...pre, ...rest], { cwd: this.podDir(r), env: { PATH: process.env.PATH ?? "", ...env }, stdio: log ? ["ignore", "pipe", "pipe"] : "ignore" });
+    const child = spawn(cmd, [...pre, ...rest], {
+      cwd: this.podDir(r),
+      env: { PATH: process.env.PATH ?? "", ...env },
+      stdio: log ? ["ignore", "pipe", "pipe"] : "ignore",
+    });
     child.on("error", () => undefined);
     return child;
   }
 
   /** Runs a command to its end (bounded by `timeoutMs` when not 0); its exit code, 127 when it cannot start. */
-  private async exec(r: Running, c: Container, words: readonly string[], timeoutMs: number, log?: ContainerLogWriter): Promise<number> {
+  private async exec(
+    r: Running,
+    c: Container,
+    words: readonly string[],
+    timeoutMs: number,
+    log?: ContainerLogWriter,
+  ): Promise<number> {
     const child = this.spawn(r, c, words, log);
     r.processes.push(child);
-    const logged = Promise.all([child.stdout && log?.attach(child.stdout, "stdout"), child.stderr && log?.attach(child.stderr, "stderr")]);
+    const logged = Promise.all([
+      child.stdout && log?.attach(child.stdout, "stdout"),
+      child.stderr && log?.attach(child.stderr, "stderr"),
+    ]);
     const code = await new Promise<number>((resolve) => {
       const timer = timeoutMs > 0 ? setTimeout(() => child.kill("SIGKILL"), timeoutMs) : undefined;
       child.once("error", () => resolve(127));
@@ -333,11 +388,25 @@ export class PodRunner {
   /** Writes the pod's status as a kubelet would: phase, conditions and each container's state. */
   private async report(r: Running): Promise<void> {
     const t = now();
-    const cond = (type: string, ok: boolean, reason?: string) => ({ type, status: ok ? "True" : "False", lastTransitionTime: t, ...(reason && !ok ? { reason } : {}) });
+    const cond = (type: string, ok: boolean, reason?: string) => ({
+      type,
+      status: ok ? "True" : "False",
+      lastTransitionTime: t,
+      ...(reason && !ok ? { reason } : {}),
+    });
     const state = (c: Container) => {
       const ended = r.exited.get(c.name);
-      if (ended) return { terminated: { exitCode: ended.code, reason: ended.code === 0 ? "Completed" : "Error", startedAt: r.startedAt, finishedAt: ended.at } };
-      if (r.failed && r.initialized) return { terminated: { exitCode: 137, reason: r.failed.reason, startedAt: r.startedAt, finishedAt: t } };
+      if (ended)
+        return {
+          terminated: {
+            exitCode: ended.code,
+            reason: ended.code === 0 ? "Completed" : "Error",
+            startedAt: r.startedAt,
+            finishedAt: ended.at,
+          },
+        };
+      if (r.failed && r.initialized)
+        return { terminated: { exitCode: 137, reason: r.failed.reason, startedAt: r.startedAt, finishedAt: t } };
       return r.initialized ? { running: { startedAt: r.startedAt } } : { waiting: { reason: "PodInitializing" } };
     };
     const containerStatus = (c: Container) => ({
@@ -350,7 +419,15 @@ export class PodRunner {
       state: state(c),
     });
     const allExited = r.exited.size === r.pod.spec.containers.length;
-    const phase = r.failed ? "Failed" : allExited ? ([...r.exited.values()].every((e) => e.code === 0) ? "Succeeded" : "Failed") : r.initialized ? "Running" : "Pending";
+    const phase = r.failed
+      ? "Failed"
+      : allExited
+        ? [...r.exited.values()].every((e) => e.code === 0)
+          ? "Succeeded"
+          : "Failed"
+        : r.initialized
+          ? "Running"
+          : "Pending";
     const podReady = r.initialized && r.ready && !allExited && !r.failed;
     const status = {
       phase,
@@ -373,13 +450,21 @@ export class PodRunner {
         state: r.initialized
           ? { terminated: { exitCode: 0, reason: "Completed" } }
           : r.initError
-            ? this.endsItself(r) ? { terminated: { exitCode: 1, reason: "Error", message: r.initError } } : { waiting: { reason: "CrashLoopBackOff", message: r.initError } }
+            ? this.endsItself(r)
+              ? { terminated: { exitCode: 1, reason: "Error", message: r.initError } }
+              : { waiting: { reason: "CrashLoopBackOff", message: r.initError } }
             : { running: { startedAt: r.startedAt } },
       })),
       containerStatuses: r.pod.spec.containers.map(containerStatus),
     };
-    await this.api.patch(`/api/v1/namespaces/${r.pod.metadata.namespace}/pods/${r.pod.metadata.name}/status`, { status }, "strategic").catch((e: unknown) => {
-      this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: status not written: ${String(e)}`);
-    });
+    await this.api
+      .patch(
+        `/api/v1/namespaces/${r.pod.metadata.namespace}/pods/${r.pod.metadata.name}/status`,
+        { status },
+        "strategic",
+      )
+      .catch((e: unknown) => {
+        this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: status not written: ${String(e)}`);
+      });
   }
 }

@@ -11,7 +11,16 @@ import { projectRoot } from "../common";
 import type { Engine } from "./engines";
 
 /** The project's files a Pulumi run needs, copied; node_modules is linked, not copied. */
-const PROJECT_ENTRIES = ["Pulumi.yaml", "package.json", "tsconfig.json", "agent", "components", "infra", "content", "policy"];
+const PROJECT_ENTRIES = [
+  "Pulumi.yaml",
+  "package.json",
+  "tsconfig.json",
+  "agent",
+  "components",
+  "infra",
+  "content",
+  "policy",
+];
 
 /** A project copy and the environment the engine runs it in. */
 export interface PulumiProject {
@@ -28,13 +37,21 @@ export interface PulumiProject {
  * Copies the project into `base` (which must not exist or be empty) and prepares the engine's
  * environment beside it: `base/project`, `base/pulumi-home`, `base/backend`.
  */
-export function pulumiProject(engines: Readonly<Record<string, Engine>>, base: string, extraEnv: NodeJS.ProcessEnv = {}): PulumiProject {
+export function pulumiProject(
+  engines: Readonly<Record<string, Engine>>,
+  base: string,
+  extraEnv: NodeJS.ProcessEnv = {},
+): PulumiProject {
   const pulumiEngine = engines.pulumi;
   if (!pulumiEngine) throw new Error("pulumiProject needs the pulumi engine");
   const root = projectRoot();
   const dir = join(base, "project");
   mkdirSync(join(dir, "stacks"), { recursive: true });
-  for (const entry of PROJECT_ENTRIES) cpSync(join(root, entry), join(dir, entry), { recursive: true, filter: (src) => !src.includes(`${root}/.winfleet`) });
+  for (const entry of PROJECT_ENTRIES)
+    cpSync(join(root, entry), join(dir, entry), {
+      recursive: true,
+      filter: (src) => !src.includes(`${root}/.winfleet`),
+    });
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
   const home = join(base, "pulumi-home");
   mkdirSync(join(home, "plugins"), { recursive: true });

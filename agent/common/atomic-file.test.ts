@@ -18,7 +18,11 @@ describe("AtomicWriteBatch", () => {
     const batch = new AtomicWriteBatch(true, 3);
     await batch.add(join(dir, "a"), Buffer.from("A"), 0o600);
     await batch.add(join(dir, "b"), Buffer.alloc(200_000, 66), 0o644);
-    assert.deepEqual(readdirSync(dir).filter((n) => !n.endsWith(".tmp")), [], "staged only");
+    assert.deepEqual(
+      readdirSync(dir).filter((n) => !n.endsWith(".tmp")),
+      [],
+      "staged only",
+    );
     await batch.add(join(dir, "c"), Buffer.from("C"), 0o640);
     assert.deepEqual(readdirSync(dir).sort(), ["a", "b", "c"], "the limit flushed the batch");
     assert.equal(statSync(join(dir, "a")).mode & 0o777, 0o600);

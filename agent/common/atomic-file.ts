@@ -11,7 +11,22 @@
  * the callback API (a FileHandle's promise API adds objects to every call).
  */
 import { randomBytes } from "node:crypto";
-import { close, closeSync, fchmod, fchmodSync, fsync, open, openSync, readdirSync, rename, renameSync, rmSync, unlink, write, writeSync } from "node:fs";
+import {
+  close,
+  closeSync,
+  fchmod,
+  fchmodSync,
+  fsync,
+  open,
+  openSync,
+  readdirSync,
+  rename,
+  renameSync,
+  rmSync,
+  unlink,
+  write,
+  writeSync,
+} from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
@@ -36,7 +51,9 @@ type Done = (e: NodeJS.ErrnoException | null) => void;
 
 function writeAll(fd: number, data: Uint8Array, offset: number, done: Done): void {
   if (offset >= data.byteLength) return done(null);
-  write(fd, data, offset, data.byteLength - offset, null, (e, n) => (e ? done(e) : writeAll(fd, data, offset + n, done)));
+  write(fd, data, offset, data.byteLength - offset, null, (e, n) =>
+    e ? done(e) : writeAll(fd, data, offset + n, done),
+  );
 }
 
 /** A temp file written and not yet renamed into place. */
@@ -46,7 +63,8 @@ interface Staged {
   readonly path: string;
 }
 
-const fsyncFd = (fd: number): Promise<void> => new Promise((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
+const fsyncFd = (fd: number): Promise<void> =>
+  new Promise((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
 
 /** What {@link tempFor} names look like (and, before them, `.<name>.<12 hex>.tmp`). */
 const TEMP_NAME = /^\..+\.[0-9a-z]{8,}\.tmp$/;
@@ -83,7 +101,7 @@ export class AtomicWriteBatch {
     const fd = openSync(temp, "wx", 0o600);
     try {
       if (data.byteLength <= SMALL_FILE) {
-        for (let offset = 0; offset < data.byteLength; ) offset += writeSync(fd, data, offset);
+        for (let offset = 0; offset < data.byteLength;) offset += writeSync(fd, data, offset);
       } else {
         await new Promise<void>((resolve, reject) => writeAll(fd, data, 0, (e) => (e ? reject(e) : resolve())));
       }
@@ -142,7 +160,8 @@ export class AtomicWriteBatch {
     if (found.length === 0) return;
     const prefix = `.${basename(path)}.`;
     for (const name of found) {
-      if (name.startsWith(prefix) && /^[0-9a-z]{8,}\.tmp$/.test(name.slice(prefix.length))) rmSync(join(dir, name), { force: true });
+      if (name.startsWith(prefix) && /^[0-9a-z]{8,}\.tmp$/.test(name.slice(prefix.length)))
+        rmSync(join(dir, name), { force: true });
     }
   }
 
@@ -157,7 +176,11 @@ export class AtomicWriteBatch {
 }
 
 /** Replaces `path` with `data` atomically. */
-export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
   const dir = dirname(path);
   if (options.makeParents) await mkdir(dir, { recursive: true, mode: 0o755 });
   const temp = tempFor(path);
@@ -187,11 +210,17 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
   });
 }
 
-async function writeSmall(path: string, temp: string, bytes: Uint8Array, mode: number, durable: boolean): Promise<void> {
+async function writeSmall(
+  path: string,
+  temp: string,
+  bytes: Uint8Array,
+  mode: number,
+  durable: boolean,
+): Promise<void> {
   const fd = openSync(temp, "wx", 0o600);
   let closed = false;
   try {
-    for (let offset = 0; offset < bytes.byteLength; ) offset += writeSync(fd, bytes, offset);
+    for (let offset = 0; offset < bytes.byteLength;) offset += writeSync(fd, bytes, offset);
     fchmodSync(fd, mode);
     if (durable) await fsyncFd(fd);
     closed = true;

@@ -6,8 +6,15 @@
 
 /** A body was larger than the reader allows. */
 export class BodyTooLargeError extends Error {
-  constructor(readonly limit: number, readonly declared?: number) {
-    super(declared !== undefined ? `the answer declares ${declared} bytes, over the ${limit}-byte limit` : `the answer is over the ${limit}-byte limit`);
+  constructor(
+    readonly limit: number,
+    readonly declared?: number,
+  ) {
+    super(
+      declared !== undefined
+        ? `the answer declares ${declared} bytes, over the ${limit}-byte limit`
+        : `the answer is over the ${limit}-byte limit`,
+    );
     this.name = "BodyTooLargeError";
   }
 }

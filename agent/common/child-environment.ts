@@ -10,11 +10,37 @@
 /** What every child inherits, when this process has it. */
 const BASE_POSIX = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "TMPDIR"];
 const BASE_WINDOWS = [
-  "SystemRoot", "SystemDrive", "windir", "ComSpec", "PATH", "PATHEXT", "TEMP", "TMP", "ProgramData", "ProgramFiles",
-  "ProgramFiles(x86)", "ProgramW6432", "CommonProgramFiles", "CommonProgramFiles(x86)", "CommonProgramW6432",
-  "ALLUSERSPROFILE", "PUBLIC", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "COMPUTERNAME", "USERNAME", "USERDOMAIN",
-  "NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE", "PROCESSOR_IDENTIFIER", "PROCESSOR_LEVEL", "PROCESSOR_REVISION",
-  "OS", "PSModulePath", "DriverData",
+  "SystemRoot",
+  "SystemDrive",
+  "windir",
+  "ComSpec",
+  "PATH",
+  "PATHEXT",
+  "TEMP",
+  "TMP",
+  "ProgramData",
+  "ProgramFiles",
+  "ProgramFiles(x86)",
+  "ProgramW6432",
+  "CommonProgramFiles",
+  "CommonProgramFiles(x86)",
+  "CommonProgramW6432",
+  "ALLUSERSPROFILE",
+  "PUBLIC",
+  "USERPROFILE",
+  "APPDATA",
+  "LOCALAPPDATA",
+  "COMPUTERNAME",
+  "USERNAME",
+  "USERDOMAIN",
+  "NUMBER_OF_PROCESSORS",
+  "PROCESSOR_ARCHITECTURE",
+  "PROCESSOR_IDENTIFIER",
+  "PROCESSOR_LEVEL",
+  "PROCESSOR_REVISION",
+  "OS",
+  "PSModulePath",
+  "DriverData",
 ];
 const BASE_PROXY = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"];
 const POSIX_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -35,4 +61,3 @@ export function baseEnvironment(parent: NodeJS.ProcessEnv, platform: NodeJS.Plat
   if (!windows && env.PATH === undefined) env.PATH = POSIX_DEFAULT_PATH;
   return env;
 }
-

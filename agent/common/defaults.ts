@@ -44,7 +44,10 @@ export function defaultRoot(platform: NodeJS.Platform = process.platform): strin
  * the temporary directory (a shared name there could be made first by anyone).
  * The broker refuses any of these it finds owned by someone else.
  */
-export function defaultRunDir(env: NodeJS.ProcessEnv = process.env, uid: number | undefined = process.getuid?.()): string {
+export function defaultRunDir(
+  env: NodeJS.ProcessEnv = process.env,
+  uid: number | undefined = process.getuid?.(),
+): string {
   if (env.WINFLEET_RUN_DIR) return env.WINFLEET_RUN_DIR;
   if (uid === 0) return "/run/winfleet";
   if (env.XDG_RUNTIME_DIR && isAbsolute(env.XDG_RUNTIME_DIR)) return join(env.XDG_RUNTIME_DIR, "winfleet");

@@ -20,7 +20,16 @@ export {
   WINDOWS_NSSM,
 } from "./defaults";
 export { ed25519KeyProblem, ed25519PrivateKeyProblem, ed25519PublicKey } from "./ed25519-key";
-export { AgentError, AgentErrorCode, errorMessage, formatIssues, formatPath, type Issue, type PathSegment, ValidationError } from "./errors";
+export {
+  AgentError,
+  AgentErrorCode,
+  errorMessage,
+  formatIssues,
+  formatPath,
+  type Issue,
+  type PathSegment,
+  ValidationError,
+} from "./errors";
 export { IMPORT_EXTERNAL, importExternal } from "./import-external";
 export { createLogger, type Logger } from "./log";
 export { assertReplaceable, type OutputShape, replaceDirectory } from "./output-dir";

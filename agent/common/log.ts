@@ -18,12 +18,18 @@ export interface Logger {
 type Level = "debug" | "info" | "warn" | "error";
 
 /** A logger writing to `out` (default stderr) as JSON unless `out` is a TTY. */
-export function createLogger(tag: string, options: { debug?: boolean; out?: NodeJS.WritableStream & { isTTY?: boolean } } = {}): Logger {
+export function createLogger(
+  tag: string,
+  options: { debug?: boolean; out?: NodeJS.WritableStream & { isTTY?: boolean } } = {},
+): Logger {
   const out = options.out ?? process.stderr;
   const write = (level: Level, msg: string, fields: Fields = {}): void => {
     if (level === "debug" && !options.debug) return;
     if (out.isTTY) {
-      const extra = Object.entries(fields).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${String(v)}`).join(" ");
+      const extra = Object.entries(fields)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join(" ");
       out.write(`${level.padEnd(5)} [${tag}] ${msg}${extra ? ` ${extra}` : ""}\n`);
     } else {
       out.write(`${JSON.stringify({ time: new Date().toISOString(), level, tag, msg, ...fields })}\n`);

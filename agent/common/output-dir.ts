@@ -29,13 +29,17 @@ export async function assertReplaceable(dir: string, shape: OutputShape, flag = 
   const info = await stat(dir).catch(() => undefined);
   if (info === undefined) return;
   const refuse = (why: string): never => {
-    throw new AgentError(AgentErrorCode.InvalidInput, `${flag} ${dir}: ${why}; it would be replaced as a whole, so name a new or empty directory, or remove it first`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${flag} ${dir}: ${why}; it would be replaced as a whole, so name a new or empty directory, or remove it first`,
+    );
   };
   if (!info.isDirectory()) refuse("is a file, not a directory");
   const entries = await readdir(dir, { withFileTypes: true });
   if (entries.length === 0) return;
   const foreign = entries.find((e) => !shape.owns(e));
-  if (foreign !== undefined) refuse(`holds ${foreign.name}${foreign.isDirectory() ? "/" : ""}, which is not part of ${shape.what}`);
+  if (foreign !== undefined)
+    refuse(`holds ${foreign.name}${foreign.isDirectory() ? "/" : ""}, which is not part of ${shape.what}`);
   const marked = await stat(`${dir}/${shape.marker}`).then(
     (s) => s.isFile(),
     () => false,
@@ -48,7 +52,12 @@ export async function assertReplaceable(dir: string, shape: OutputShape, flag = 
  * {@link assertReplaceable} first): the old output is renamed aside, the new
  * one renamed in, and the old one removed last.
  */
-export async function replaceDirectory(staged: string, target: string, shape: OutputShape, flag = "--out"): Promise<void> {
+export async function replaceDirectory(
+  staged: string,
+  target: string,
+  shape: OutputShape,
+  flag = "--out",
+): Promise<void> {
   await assertReplaceable(target, shape, flag);
   const old = `${staged}.old`;
   await rm(old, { recursive: true, force: true });

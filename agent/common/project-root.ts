@@ -10,5 +10,7 @@ declare const WINFLEET_PROJECT_ROOT: string | undefined;
 
 /** The repository root: where `stacks/`, `content/` and `bin/` are. */
 export function projectRoot(): string {
-  return typeof WINFLEET_PROJECT_ROOT === "string" ? resolve(__dirname, WINFLEET_PROJECT_ROOT) : resolve(__dirname, "..", "..");
+  return typeof WINFLEET_PROJECT_ROOT === "string"
+    ? resolve(__dirname, WINFLEET_PROJECT_ROOT)
+    : resolve(__dirname, "..", "..");
 }

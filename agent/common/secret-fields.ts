@@ -41,7 +41,7 @@ const WRAPPERS = new Set(["optional", "default", "prefault", "nullable", "readon
 
 /** Whether `schema` (or a schema it wraps) is marked secret. */
 function isSecret(schema: z.ZodType): boolean {
-  for (let s: z.ZodType | undefined = schema; s; ) {
+  for (let s: z.ZodType | undefined = schema; s;) {
     if (secretFields.has(s)) return true;
     const def = defOf(s);
     s = WRAPPERS.has(def.type) ? def.innerType : def.type === "pipe" ? def.in : undefined;

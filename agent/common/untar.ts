@@ -12,10 +12,22 @@ import { AgentError, AgentErrorCode } from "./errors";
 /** Unpacks the gzipped tar `archive` into the existing directory `into`. */
 export function untar(archive: string, into: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const tar = spawn(process.platform === "win32" ? "tar.exe" : "tar", ["-xzf", archive, "-C", into], { stdio: ["ignore", "ignore", "pipe"], windowsHide: true });
+    const tar = spawn(process.platform === "win32" ? "tar.exe" : "tar", ["-xzf", archive, "-C", into], {
+      stdio: ["ignore", "ignore", "pipe"],
+      windowsHide: true,
+    });
     let err = "";
     tar.stderr.on("data", (c: Buffer) => (err += c.toString()));
     tar.on("error", (e) => reject(new AgentError(AgentErrorCode.ApplyFailed, `cannot run tar: ${e.message}`)));
-    tar.on("close", (code) => (code === 0 ? resolve() : reject(new AgentError(AgentErrorCode.ApplyFailed, `tar could not unpack ${archive} (exit ${String(code)}): ${err.trim()}`))));
+    tar.on("close", (code) =>
+      code === 0
+        ? resolve()
+        : reject(
+            new AgentError(
+              AgentErrorCode.ApplyFailed,
+              `tar could not unpack ${archive} (exit ${String(code)}): ${err.trim()}`,
+            ),
+          ),
+    );
   });
 }

@@ -63,13 +63,20 @@ export function ustar(entries: readonly TarEntry[]): Buffer {
       parts.push(header(e.path, 0, e.mode ?? 0o755, true, e.mtime ?? 0));
       continue;
     }
-    parts.push(header(e.path, e.data.length, e.mode ?? 0o644, false, e.mtime ?? 0), e.data, Buffer.alloc((BLOCK - (e.data.length % BLOCK)) % BLOCK));
+    parts.push(
+      header(e.path, e.data.length, e.mode ?? 0o644, false, e.mtime ?? 0),
+      e.data,
+      Buffer.alloc((BLOCK - (e.data.length % BLOCK)) % BLOCK),
+    );
   }
   parts.push(Buffer.alloc(BLOCK * 2));
   return Buffer.concat(parts);
 }
 
-/** `entries` as a `.tar.gz`; gzip's header carries no name and time 0 from zlib, so the bytes depend on the entries only. */
+/**
+ * `entries` as a `.tar.gz`; gzip's header carries no name and time 0 from zlib, so the bytes depend on the entries
+ * only.
+ */
 export function tarGz(entries: readonly TarEntry[]): Buffer {
   return gzipSync(ustar(entries), { level: 9 });
 }

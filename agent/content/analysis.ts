@@ -68,7 +68,9 @@ export interface CommonModule {
   readonly exported: ReadonlySet<string>;
   /** Exported and private functions whose `return` gives a value, lower-case. */
   readonly returnsValue: ReadonlySet<string>;
-  /** Variables each function reads, itself or through the module functions it calls (lower-case keys, names as written). */
+  /**
+   * Variables each function reads, itself or through the module functions it calls (lower-case keys, names as written).
+   */
   readonly reads: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
@@ -87,11 +89,15 @@ export function hostKey(path: string): string {
   return path.replace(/\//g, "\\").replace(/^\\+/, "").toLowerCase();
 }
 
-/** Reads and analyses every PowerShell component under `contentDir`; throws when the content itself does not validate. */
+/**
+ * Reads and analyses every PowerShell component under `contentDir`; throws when the content itself does not validate.
+ */
 export async function analyzeContent(contentDir: string): Promise<AnalyzedContent> {
   const checked = await validateContent(contentDir);
   // PowerShell syntax errors are the checks' to report (check "syntax"); anything else stops here.
-  const errors = checked.problems.filter((p) => p.severity === "error" && !p.message.startsWith("PowerShell syntax error"));
+  const errors = checked.problems.filter(
+    (p) => p.severity === "error" && !p.message.startsWith("PowerShell syntax error"),
+  );
   if (errors.length > 0) throw new ValidationError(`content in ${contentDir}`, errors);
   const rel = (file: string): string => relative(contentDir, file).split("\\").join("/");
   const components: AnalyzedComponent[] = [];
@@ -101,7 +107,12 @@ export async function analyzeContent(contentDir: string): Promise<AnalyzedConten
     let artifacts: Artifact[] = [];
     let artifactsWhere: string | undefined;
     for (const f of source.files) {
-      if (SCRIPT.test(f.rel)) scripts.push({ where: rel(f.abs), hostPath: f.rel.split("/").join("\\"), facts: await scriptFacts(await readFile(f.abs, "utf8")) });
+      if (SCRIPT.test(f.rel))
+        scripts.push({
+          where: rel(f.abs),
+          hostPath: f.rel.split("/").join("\\"),
+          facts: await scriptFacts(await readFile(f.abs, "utf8")),
+        });
       if (f.rel.endsWith("/artifacts.json")) {
         artifactsWhere = rel(f.abs);
         artifacts = parseArtifacts(await readFile(f.abs, "utf8"), artifactsWhere);
@@ -111,17 +122,39 @@ export async function analyzeContent(contentDir: string): Promise<AnalyzedConten
     for (const section of SECTION_NAMES) {
       for (const role of ROLES) {
         for (const [i, text] of metadata[section][role].entries()) {
-          commands.push({ where: `${rel(source.metadataFile)}: ${section}.${role}[${i}]`, section, role, text, facts: await scriptFacts(text) });
+          commands.push({
+            where: `${rel(source.metadataFile)}: ${section}.${role}[${i}]`,
+            section,
+            role,
+            text,
+            facts: await scriptFacts(text),
+          });
         }
       }
     }
-    components.push({ key: `${metadata.name}_${metadata.version}`, dir: source.dir, metadata, scripts, commands, artifacts, ...(artifactsWhere ? { artifactsWhere } : {}), sections: sectionRuns(scripts, commands) });
+    components.push({
+      key: `${metadata.name}_${metadata.version}`,
+      dir: source.dir,
+      metadata,
+      scripts,
+      commands,
+      artifacts,
+      ...(artifactsWhere ? { artifactsWhere } : {}),
+      sections: sectionRuns(scripts, commands),
+    });
   }
   const commonComponent = components.find((c) => c.metadata.name === COMMON_COMPONENT);
-  return { dir: contentDir, templates: checked.templates, components, ...(commonComponent ? { common: commonModule(commonComponent) } : {}) };
+  return {
+    dir: contentDir,
+    templates: checked.templates,
+    components,
+    ...(commonComponent ? { common: commonModule(commonComponent) } : {}),
+  };
 }
 
-/** The scripts a set of facts invokes by path (`& 'x.ps1'`, `& (Join-Path … 'x.ps1')`, `& $var` where `$var` holds one). */
+/**
+ * The scripts a set of facts invokes by path (`& 'x.ps1'`, `& (Join-Path … 'x.ps1')`, `& $var` where `$var` holds one).
+ */
 export function invokedScriptPaths(facts: ScriptFacts): string[] {
   const out: string[] = [];
   for (const c of facts.commands) {
@@ -147,14 +180,19 @@ export function stringsOfVariable(facts: ScriptFacts, variable: string, seen = n
   if (seen.has(name)) return [];
   seen.add(name);
   const out: string[] = [];
-  for (const a of facts.assignments.filter((x) => x.variable === name && (x.valueCommand === undefined || VALUE_BUILDERS.has(x.valueCommand.toLowerCase())))) {
+  for (const a of facts.assignments.filter(
+    (x) => x.variable === name && (x.valueCommand === undefined || VALUE_BUILDERS.has(x.valueCommand.toLowerCase())),
+  )) {
     out.push(...a.strings);
     for (const v of a.variables) out.push(...stringsOfVariable(facts, v, seen));
   }
   return out;
 }
 
-function sectionRuns(scripts: readonly AnalyzedScript[], commands: readonly AnalyzedCommand[]): Record<SectionName, SectionRun> {
+function sectionRuns(
+  scripts: readonly AnalyzedScript[],
+  commands: readonly AnalyzedCommand[],
+): Record<SectionName, SectionRun> {
   const byKey = new Map(scripts.map((s) => [hostKey(s.hostPath), s]));
   const resolve = (path: string): AnalyzedScript | undefined => {
     const key = hostKey(path);
@@ -177,7 +215,10 @@ function sectionRuns(scripts: readonly AnalyzedScript[], commands: readonly Anal
   return runs;
 }
 
-/** Variable names a script reads through winfleet's variable helpers (`Get-WinfleetVariable -Name 'X'`, or a `$name` assigned literals). */
+/**
+ * Variable names a script reads through winfleet's variable helpers (`Get-WinfleetVariable -Name 'X'`, or a `$name`
+ * assigned literals).
+ */
 export function helperReads(facts: ScriptFacts): string[] {
   return facts.commands
     .filter((c) => /^(get|assert)-winfleetvariable$/i.test(c.name))
@@ -190,7 +231,10 @@ export function helperReads(facts: ScriptFacts): string[] {
 
 /** Every script and metadata command of a component, with where to report it. */
 export function unitsOfComponent(component: AnalyzedComponent): { where: string; facts: ScriptFacts }[] {
-  return [...component.scripts.map((s) => ({ where: s.where, facts: s.facts })), ...component.commands.map((c) => ({ where: c.where, facts: c.facts }))];
+  return [
+    ...component.scripts.map((s) => ({ where: s.where, facts: s.facts })),
+    ...component.commands.map((c) => ({ where: c.where, facts: c.facts })),
+  ];
 }
 
 function commonModule(component: AnalyzedComponent): CommonModule {
@@ -208,7 +252,8 @@ function commonModule(component: AnalyzedComponent): CommonModule {
       calls.set(name, new Set());
     }
     for (const c of s.facts.commands) {
-      if (c.name.toLowerCase() === "export-modulemember") for (const a of c.args) for (const n of a.strings) exported.add(n.toLowerCase());
+      if (c.name.toLowerCase() === "export-modulemember")
+        for (const a of c.args) for (const n of a.strings) exported.add(n.toLowerCase());
     }
   }
   for (const s of component.scripts) {
@@ -216,7 +261,9 @@ function commonModule(component: AnalyzedComponent): CommonModule {
       const fn = c.inFunction?.toLowerCase();
       if (fn === undefined) continue;
       if (/^(get|assert)-winfleetvariable$/i.test(c.name)) {
-        for (const n of (c.args.find((a) => a.parameter === "name") ?? c.args.find((a) => a.parameter === undefined))?.strings ?? []) direct.get(fn)?.add(n);
+        for (const n of (c.args.find((a) => a.parameter === "name") ?? c.args.find((a) => a.parameter === undefined))
+          ?.strings ?? [])
+          direct.get(fn)?.add(n);
       }
       if (defined.has(c.name.toLowerCase())) calls.get(fn)?.add(c.name.toLowerCase());
     }

@@ -10,7 +10,8 @@ import { z } from "zod";
 import { ValidationError, zodIssues } from "../common";
 import { variableName } from "./schema";
 
-const hex = (length: number) => z.string().regex(new RegExp(`^[0-9a-f]{${length}}$`), `${length} lower-case hex digits`);
+const hex = (length: number) =>
+  z.string().regex(new RegExp(`^[0-9a-f]{${length}}$`), `${length} lower-case hex digits`);
 
 /** One download. */
 export const artifactSchema = z
@@ -40,7 +41,9 @@ export function parseArtifacts(text: string, subject: string): Artifact[] {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    throw new ValidationError(subject, [{ path: "", message: `not valid JSON: ${(e as Error).message}`, severity: "error" }]);
+    throw new ValidationError(subject, [
+      { path: "", message: `not valid JSON: ${(e as Error).message}`, severity: "error" },
+    ]);
   }
   const parsed = artifactsFileSchema.safeParse(doc);
   if (!parsed.success) throw new ValidationError(subject, zodIssues(parsed.error));

@@ -30,7 +30,11 @@ export interface BundleManifest {
 }
 
 /** Builds `contentDir` into `outDir`; throws {@link ValidationError} listing every content problem. */
-export async function buildContent(contentDir: string, outDir: string, embedLimit = DEFAULT_EMBED_LIMIT): Promise<BundleManifest> {
+export async function buildContent(
+  contentDir: string,
+  outDir: string,
+  embedLimit = DEFAULT_EMBED_LIMIT,
+): Promise<BundleManifest> {
   const checked = await validateContent(contentDir, embedLimit);
   const errors = checked.problems.filter((p) => p.severity === "error");
   if (errors.length > 0) throw new ValidationError(`content in ${contentDir}`, checked.problems);
@@ -48,12 +52,20 @@ export async function buildContent(contentDir: string, outDir: string, embedLimi
     };
     const templates = [];
     for (const t of checked.templates) {
-      templates.push({ name: t.name, version: t.version, ...(await put(`templates/${t.name}_${t.version}.json`, `${canonicalJson(t)}\n`)) });
+      templates.push({
+        name: t.name,
+        version: t.version,
+        ...(await put(`templates/${t.name}_${t.version}.json`, `${canonicalJson(t)}\n`)),
+      });
     }
     const components = [];
     const shipped: Artifact[] = [];
     for (const { compiled: c } of checked.components) {
-      components.push({ name: c.name, version: c.version, ...(await put(`components/${c.name}_${c.version}.ign`, c.ignition)) });
+      components.push({
+        name: c.name,
+        version: c.version,
+        ...(await put(`components/${c.name}_${c.version}.ign`, c.ignition)),
+      });
       for (const s of c.shipped) shipped.push(await put(s.bundlePath, s.data));
     }
     const manifest: BundleManifest = { format: 1, templates, components, files: shipped };
@@ -70,5 +82,8 @@ export async function buildContent(contentDir: string, outDir: string, embedLimi
 export const CONTENT_BUNDLE_SHAPE: OutputShape = {
   what: "a content bundle",
   marker: "manifest.json",
-  owns: (e) => (e.isFile() ? e.name === "manifest.json" || e.name === SIGNATURE_FILE : e.isDirectory() && (e.name === "templates" || e.name === "components")),
+  owns: (e) =>
+    e.isFile()
+      ? e.name === "manifest.json" || e.name === SIGNATURE_FILE
+      : e.isDirectory() && (e.name === "templates" || e.name === "components"),
 };

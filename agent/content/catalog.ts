@@ -62,12 +62,30 @@ export interface LoadOptions {
 /** Reads a content directory; throws a {@link ValidationError} listing every problem. */
 export async function loadCatalog(dir: string, options: LoadOptions = {}): Promise<Catalog> {
   const info = await stat(dir).catch(() => undefined);
-  if (!info?.isDirectory()) throw new ValidationError(dir, [{ path: "", message: "is not a content directory (a built bundle, a content source tree or a folder of .ign files)", severity: "error" }]);
+  if (!info?.isDirectory())
+    throw new ValidationError(dir, [
+      {
+        path: "",
+        message: "is not a content directory (a built bundle, a content source tree or a folder of .ign files)",
+        severity: "error",
+      },
+    ]);
   if (options.signed !== undefined && options.signed["manifest.json"] === undefined) {
-    throw new ValidationError(dir, [{ path: "", message: "is signed but not a built content bundle (no manifest.json among its signed files): only bundles from winfleet release are applied under a pinned key", severity: "error" }]);
+    throw new ValidationError(dir, [
+      {
+        path: "",
+        message:
+          "is signed but not a built content bundle (no manifest.json among its signed files): only bundles from winfleet release are applied under a pinned key",
+        severity: "error",
+      },
+    ]);
   }
   if (options.signed !== undefined || (await exists(join(dir, "manifest.json")))) return loadBundle(dir, options);
-  if ((await readdir(join(dir, "components")).catch(() => [])).length > 0 && (await hasSourceComponents(join(dir, "components")))) return loadSource(dir);
+  if (
+    (await readdir(join(dir, "components")).catch(() => [])).length > 0 &&
+    (await hasSourceComponents(join(dir, "components")))
+  )
+    return loadSource(dir);
   return loadLoose(dir, options);
 }
 
@@ -98,22 +116,35 @@ async function loadBundle(dir: string, options: LoadOptions): Promise<Catalog> {
   const manifestBytes = await readFile(join(dir, "manifest.json"));
   const signedManifest = options.signed?.["manifest.json"];
   if (signedManifest !== undefined && sha256(manifestBytes) !== signedManifest) {
-    throw new ValidationError(join(dir, "manifest.json"), [{ path: "", message: "changed after the bundle's signature was checked: refused", severity: "error" }]);
+    throw new ValidationError(join(dir, "manifest.json"), [
+      { path: "", message: "changed after the bundle's signature was checked: refused", severity: "error" },
+    ]);
   }
   const manifestText = manifestBytes.toString("utf8");
   let parsed: unknown;
   try {
     parsed = JSON.parse(manifestText);
   } catch (e) {
-    throw new ValidationError(join(dir, "manifest.json"), [{ path: "", message: `not valid JSON: ${(e as Error).message}`, severity: "error" }]);
+    throw new ValidationError(join(dir, "manifest.json"), [
+      { path: "", message: `not valid JSON: ${(e as Error).message}`, severity: "error" },
+    ]);
   }
   const manifest = manifestSchema.safeParse(parsed);
-  if (!manifest.success) throw new ValidationError(join(dir, "manifest.json"), [{ path: "", message: "is not a content bundle manifest", severity: "error" }]);
+  if (!manifest.success)
+    throw new ValidationError(join(dir, "manifest.json"), [
+      { path: "", message: "is not a content bundle manifest", severity: "error" },
+    ]);
   const problems: { path: string; message: string; severity: "error" }[] = [];
   const read = async (entry: { path: string; sha256: string }): Promise<string | undefined> => {
     const data = await readFile(join(dir, ...entry.path.split("/"))).catch(() => undefined);
-    if (!data) problems.push({ path: entry.path, message: "is listed in manifest.json but missing", severity: "error" });
-    else if (sha256(data) !== entry.sha256) problems.push({ path: entry.path, message: `SHA-256 is ${sha256(data)}, the manifest says ${entry.sha256}: the bundle was changed after it was built`, severity: "error" });
+    if (!data)
+      problems.push({ path: entry.path, message: "is listed in manifest.json but missing", severity: "error" });
+    else if (sha256(data) !== entry.sha256)
+      problems.push({
+        path: entry.path,
+        message: `SHA-256 is ${sha256(data)}, the manifest says ${entry.sha256}: the bundle was changed after it was built`,
+        severity: "error",
+      });
     else return data.toString("utf8");
     return undefined;
   };
@@ -139,7 +170,13 @@ async function loadSource(dir: string): Promise<Catalog> {
   const problems: { path: string; message: string; severity: "error" }[] = [];
   for (const c of checked.components) await addComponent(components, c.compiled.ignition, c.source.dir, {}, problems);
   if (problems.length > 0) throw new ValidationError(`content in ${dir}`, problems);
-  return { dir, layout: "source", templates: checked.templates, components, digest: digestOf(checked.templates, components) };
+  return {
+    dir,
+    layout: "source",
+    templates: checked.templates,
+    components,
+    digest: digestOf(checked.templates, components),
+  };
 }
 
 async function loadLoose(dir: string, options: { lenient?: boolean }): Promise<Catalog> {
@@ -158,13 +195,28 @@ async function loadLoose(dir: string, options: { lenient?: boolean }): Promise<C
         templates.push(parseTemplate(text, rel, options).value);
       } catch (e) {
         if (!(e instanceof ValidationError)) throw e;
-        problems.push(...e.issues.filter((i) => i.severity === "error").map((i) => ({ path: `${rel}${i.path ? `: ${i.path}` : ""}`, message: i.message, severity: "error" as const })));
+        problems.push(
+          ...e.issues
+            .filter((i) => i.severity === "error")
+            .map((i) => ({
+              path: `${rel}${i.path ? `: ${i.path}` : ""}`,
+              message: i.message,
+              severity: "error" as const,
+            })),
+        );
       }
     }
   }
   if (problems.length > 0) throw new ValidationError(`content in ${dir}`, problems);
   if (templates.length === 0 && components.size === 0) {
-    throw new ValidationError(dir, [{ path: "", message: "holds no templates and no components (expected a built bundle, a content source tree, or *.ign files and template JSON)", severity: "error" }]);
+    throw new ValidationError(dir, [
+      {
+        path: "",
+        message:
+          "holds no templates and no components (expected a built bundle, a content source tree, or *.ign files and template JSON)",
+        severity: "error",
+      },
+    ]);
   }
   return { dir, layout: "loose", templates, components, digest: digestOf(templates, components) };
 }
@@ -203,7 +255,15 @@ async function addComponent(
     into.set(key, { ...value, ignition: text, paths: configPaths(value.config), source });
   } catch (e) {
     if (!(e instanceof ValidationError)) throw e;
-    problems.push(...e.issues.filter((i) => i.severity === "error").map((i) => ({ path: `${source}${i.path ? `: ${i.path}` : ""}`, message: i.message, severity: "error" as const })));
+    problems.push(
+      ...e.issues
+        .filter((i) => i.severity === "error")
+        .map((i) => ({
+          path: `${source}${i.path ? `: ${i.path}` : ""}`,
+          message: i.message,
+          severity: "error" as const,
+        })),
+    );
   }
 }
 

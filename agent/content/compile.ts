@@ -32,8 +32,11 @@ export async function compileComponent(
 ): Promise<CompiledComponent> {
   const shipped: { bundlePath: string; data: Buffer }[] = [];
   const metadataBytes = Buffer.from(`${canonicalJson(metadata)}\n`);
-  const files: { path: string; data: Buffer; mode: number }[] = [{ path: metadataPath(metadata.name, metadata.version), data: metadataBytes, mode: 0o644 }];
-  for (const f of source.files) files.push({ path: `/${f.rel}`, data: await readFile(f.abs), mode: f.executable ? 0o755 : 0o644 });
+  const files: { path: string; data: Buffer; mode: number }[] = [
+    { path: metadataPath(metadata.name, metadata.version), data: metadataBytes, mode: 0o644 },
+  ];
+  for (const f of source.files)
+    files.push({ path: `/${f.rel}`, data: await readFile(f.abs), mode: f.executable ? 0o755 : 0o644 });
   const entries = files
     .sort((a, b) => (a.path < b.path ? -1 : 1))
     .map((f) => {
@@ -44,10 +47,14 @@ export async function compileComponent(
         shipped.push({ bundlePath, data: f.data });
         url = `bundle:///${bundlePath.split("/").map(encodeURIComponent).join("/")}`;
       }
-      return { path: f.path, mode: f.mode, overwrite: true, contents: { source: url, verification: { hash: `sha512-${sha("sha512", f.data)}` } } };
+      return {
+        path: f.path,
+        mode: f.mode,
+        overwrite: true,
+        contents: { source: url, verification: { hash: `sha512-${sha("sha512", f.data)}` } },
+      };
     });
   const ignition = `${canonicalJson({ ignition: { version: "3.3.0" }, storage: { files: entries } })}\n`;
   parseIgnition(ignition, { subject: `compiled ${metadata.name}_${metadata.version}` }); // a build must never emit an invalid config
   return { name: metadata.name, version: metadata.version, ignition, shipped };
 }
-

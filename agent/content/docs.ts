@@ -12,26 +12,44 @@ import { compareVersions } from "./versions";
 import type { Template } from "./schema";
 
 // Markdown table cells: pipes escaped, line breaks flattened.
-const cell = (s: string): string => s.replace(/\|/g, "\\|").replace(/\s*\n\s*/g, " ").trim();
+const cell = (s: string): string =>
+  s
+    .replace(/\|/g, "\\|")
+    .replace(/\s*\n\s*/g, " ")
+    .trim();
 const code = (s: string): string => (s === "" ? "" : `\`${s.replace(/`/g, "'")}\``);
 const hostPath = (p: string): string => `C:${p.replace(/\//g, "\\")}`;
-const byName = <T extends { name: string; version: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : compareVersions(a.version, b.version));
+const byName = <T extends { name: string; version: string }>(a: T, b: T): number =>
+  a.name < b.name ? -1 : a.name > b.name ? 1 : compareVersions(a.version, b.version);
 
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
   if (rows.length === 0) return [];
-  return [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`, ...rows.map((r) => `| ${r.map(cell).join(" | ")} |`), ""];
+  return [
+    `| ${header.join(" | ")} |`,
+    `|${header.map(() => "---").join("|")}|`,
+    ...rows.map((r) => `| ${r.map(cell).join(" | ")} |`),
+    "",
+  ];
 }
 
 function templateSection(t: Template, components: readonly AnalyzedComponent[]): string[] {
   const out = [`### ${t.name} ${t.version}`, "", t.description, ""];
-  out.push(`Windows builds: ${t.os && t.os.length > 0 ? t.os.join(", ") : "none listed (chosen by name only)"}.${t.experimental ? " Experimental: used only when named, never picked by the host's build." : ""}`, "");
+  out.push(
+    `Windows builds: ${t.os && t.os.length > 0 ? t.os.join(", ") : "none listed (chosen by name only)"}.${t.experimental ? " Experimental: used only when named, never picked by the host's build." : ""}`,
+    "",
+  );
   out.push(
     ...table(
       ["component", "version", "install priority", "uninstall priority"],
       t.packages.map((ref) => {
         const c = components.find((x) => x.key === ref);
         const [name, ...rest] = ref.split("_");
-        return [`[${name ?? ref}](#${anchor(ref)})`, rest.join("_"), c ? String(c.metadata.install.priority) : "", c ? String(c.metadata.uninstall.priority) : ""];
+        return [
+          `[${name ?? ref}](#${anchor(ref)})`,
+          rest.join("_"),
+          c ? String(c.metadata.install.priority) : "",
+          c ? String(c.metadata.uninstall.priority) : "",
+        ];
       }),
     ),
   );
@@ -41,27 +59,54 @@ function templateSection(t: Template, components: readonly AnalyzedComponent[]):
   });
   if (prerequisites.length > 0) out.push("What the cluster must provide:", "", ...prerequisites, "");
   const variables = Object.entries(t.variables).sort(([a], [b]) => (a < b ? -1 : 1));
-  if (variables.length > 0) out.push("Variables the template sets:", "", ...table(["variable", "value"], variables.map(([k, v]) => [code(k), code(v)])));
+  if (variables.length > 0)
+    out.push(
+      "Variables the template sets:",
+      "",
+      ...table(
+        ["variable", "value"],
+        variables.map(([k, v]) => [code(k), code(v)]),
+      ),
+    );
   const needed = new Map<string, string[]>();
   for (const ref of t.packages) {
     const c = components.find((x) => x.key === ref);
     for (const [name, spec] of Object.entries(c?.metadata.variables ?? {})) {
-      if (spec.required && spec.default === undefined && t.variables[name] === undefined) needed.set(name, [...(needed.get(name) ?? []), c?.metadata.name ?? ref]);
+      if (spec.required && spec.default === undefined && t.variables[name] === undefined)
+        needed.set(name, [...(needed.get(name) ?? []), c?.metadata.name ?? ref]);
     }
   }
   if (needed.size > 0) {
     out.push("Variables the stack (agent config `variables`/`secrets`) must provide:", "");
-    out.push(...table(["variable", "needed by"], [...needed.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [code(k), v.join(", ")])));
+    out.push(
+      ...table(
+        ["variable", "needed by"],
+        [...needed.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [code(k), v.join(", ")]),
+      ),
+    );
   }
   return out;
 }
 
-const anchor = (key: string): string => key.toLowerCase().replace(/[^a-z0-9_ -]/g, "").replace(/[ _]/g, "-");
+const anchor = (key: string): string =>
+  key
+    .toLowerCase()
+    .replace(/[^a-z0-9_ -]/g, "")
+    .replace(/[ _]/g, "-");
 
 function describeRun(component: AnalyzedComponent, section: SectionName): string {
   const run = component.sections[section];
   const scripts = run.scripts.map((s) => code(`C:\\${s.hostPath}`));
-  const inline = run.commands.filter((c) => !c.facts.commands.some((x) => x.operator !== undefined)).map((c) => code(c.text.split("\n").filter((l) => !/^Import-Module\b/i.test(l.trim())).join("; ")));
+  const inline = run.commands
+    .filter((c) => !c.facts.commands.some((x) => x.operator !== undefined))
+    .map((c) =>
+      code(
+        c.text
+          .split("\n")
+          .filter((l) => !/^Import-Module\b/i.test(l.trim()))
+          .join("; "),
+      ),
+    );
   const parts = [...scripts, ...inline];
   return parts.length > 0 ? parts.join(", ") : "nothing";
 }
@@ -75,9 +120,16 @@ function asksForRestart(component: AnalyzedComponent, section: SectionName): boo
 function effectRows(effects: readonly HostEffect[]): string[][] {
   const seen = new Set<string>();
   const rows: string[][] = [];
-  const sorted = [...effects].sort((a, b) => EFFECT_KINDS.indexOf(a.kind) - EFFECT_KINDS.indexOf(b.kind) || (a.key ?? "").localeCompare(b.key ?? ""));
+  const sorted = [...effects].sort(
+    (a, b) => EFFECT_KINDS.indexOf(a.kind) - EFFECT_KINDS.indexOf(b.kind) || (a.key ?? "").localeCompare(b.key ?? ""),
+  );
   for (const e of sorted) {
-    const name = e.key === undefined ? "(computed at run time)" : e.kind === "PATH entry" || e.kind === "file" || (e.kind === "Defender exclusion" && e.key.startsWith("/")) ? hostPath(e.key) : e.key;
+    const name =
+      e.key === undefined
+        ? "(computed at run time)"
+        : e.kind === "PATH entry" || e.kind === "file" || (e.kind === "Defender exclusion" && e.key.startsWith("/"))
+          ? hostPath(e.key)
+          : e.key;
     const id = `${e.kind}\0${name}\0${e.detail}`;
     if (seen.has(id)) continue;
     seen.add(id);
@@ -89,7 +141,10 @@ function effectRows(effects: readonly HostEffect[]): string[][] {
 function componentSection(c: AnalyzedComponent): string[] {
   const m = c.metadata;
   const out = [`### ${m.name} ${m.version}`, "", `<a id="${anchor(c.key)}"></a>`, "", m.description, ""];
-  out.push(`Shell: ${m.shell}; ${m.isolated ? "each command in a process of its own (isolated)" : "commands in the apply's PowerShell session"}; time limit ${m.timeout_seconds} s per command.`, "");
+  out.push(
+    `Shell: ${m.shell}; ${m.isolated ? "each command in a process of its own (isolated)" : "commands in the apply's PowerShell session"}; time limit ${m.timeout_seconds} s per command.`,
+    "",
+  );
   out.push(
     ...table(
       ["section", "priority", "runs", "reboot"],
@@ -106,20 +161,56 @@ function componentSection(c: AnalyzedComponent): string[] {
     out.push(
       ...table(
         ["artifact", "version", "URL", "digest", "where the digest comes from"],
-        c.artifacts.map((a) => [a.name, a.version, a.url, a.sha256 ? `SHA-256 ${code(a.sha256)}` : a.sha512 ? `SHA-512 ${code(a.sha512)}` : `SHA-256 from variable ${code(a.sha256Variable ?? "")}`, a.source]),
+        c.artifacts.map((a) => [
+          a.name,
+          a.version,
+          a.url,
+          a.sha256
+            ? `SHA-256 ${code(a.sha256)}`
+            : a.sha512
+              ? `SHA-512 ${code(a.sha512)}`
+              : `SHA-256 from variable ${code(a.sha256Variable ?? "")}`,
+          a.source,
+        ]),
       ),
     );
   }
   const variables = Object.entries(m.variables).sort(([a], [b]) => (a < b ? -1 : 1));
   if (variables.length > 0) {
     out.push("Variables:", "");
-    out.push(...table(["variable", "required", "secret", "default", "description"], variables.map(([k, v]) => [code(k), v.required ? "yes" : "no", v.secret ? "yes" : "no", v.default === undefined ? "" : code(v.default), v.description])));
+    out.push(
+      ...table(
+        ["variable", "required", "secret", "default", "description"],
+        variables.map(([k, v]) => [
+          code(k),
+          v.required ? "yes" : "no",
+          v.secret ? "yes" : "no",
+          v.default === undefined ? "" : code(v.default),
+          v.description,
+        ]),
+      ),
+    );
   }
-  const creates = [...sectionEffects(c, "install"), ...sectionEffects(c, "post_upgrade")].filter((e) => e.action === "create");
-  if (creates.length > 0) out.push("What install (and post_upgrade) changes on the host:", "", ...table(["kind", "name or path", "detail"], effectRows(creates)));
+  const creates = [...sectionEffects(c, "install"), ...sectionEffects(c, "post_upgrade")].filter(
+    (e) => e.action === "create",
+  );
+  if (creates.length > 0)
+    out.push(
+      "What install (and post_upgrade) changes on the host:",
+      "",
+      ...table(["kind", "name or path", "detail"], effectRows(creates)),
+    );
   const removes = sectionEffects(c, "uninstall").filter((e) => e.action === "remove");
-  if (removes.length > 0) out.push("What uninstall takes back:", "", ...table(["kind", "name or path", "detail"], effectRows(removes)));
-  if (m.files.length > 0) out.push(`Paths the component owns (the agent removes them with it): ${[...m.files].sort().map((f) => code(hostPath(f))).join(", ")}.`, "");
+  if (removes.length > 0)
+    out.push("What uninstall takes back:", "", ...table(["kind", "name or path", "detail"], effectRows(removes)));
+  if (m.files.length > 0)
+    out.push(
+      `Paths the component owns (the agent removes them with it): ${[...m.files]
+        .sort()
+        .map((f) => code(hostPath(f)))
+        .join(", ")}.`,
+      "",
+    );
   return out;
 }
 
@@ -152,11 +243,22 @@ export function renderContentReference(content: AnalyzedContent): string {
     "",
     ...table(
       ["component", "artifact", "version", "digest", "source"],
-      components.flatMap((c) => c.artifacts.map((a) => [`${c.metadata.name} ${c.metadata.version}`, a.name, a.version, a.sha256 ? "SHA-256 pinned" : a.sha512 ? "SHA-512 pinned" : `variable ${a.sha256Variable ?? ""}`, a.source])),
+      components.flatMap((c) =>
+        c.artifacts.map((a) => [
+          `${c.metadata.name} ${c.metadata.version}`,
+          a.name,
+          a.version,
+          a.sha256 ? "SHA-256 pinned" : a.sha512 ? "SHA-512 pinned" : `variable ${a.sha256Variable ?? ""}`,
+          a.source,
+        ]),
+      ),
     ),
     "## Components",
     "",
     ...components.flatMap(componentSection),
   ];
-  return `${out.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd()}\n`;
+  return `${out
+    .join("\n")
+    .replace(/\n{3,}/g, "\n\n")
+    .trimEnd()}\n`;
 }

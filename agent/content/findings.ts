@@ -1,7 +1,18 @@
 /** What the Windows content checks report. */
 
 /** The check names, in report order. */
-export const CHECKS = ["syntax", "commands", "downloads", "native-exit-codes", "exits", "outputs", "kubelet-config", "secrets", "uninstall", "variables"] as const;
+export const CHECKS = [
+  "syntax",
+  "commands",
+  "downloads",
+  "native-exit-codes",
+  "exits",
+  "outputs",
+  "kubelet-config",
+  "secrets",
+  "uninstall",
+  "variables",
+] as const;
 /** One of {@link CHECKS}. */
 export type CheckName = (typeof CHECKS)[number];
 

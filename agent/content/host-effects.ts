@@ -11,7 +11,17 @@ import { type AnalyzedComponent, type SectionName, stringsOfVariable } from "./a
 import type { ScriptArgument, ScriptCommand, ScriptFacts } from "./powershell-facts";
 
 /** The kinds of host change the content reference lists. */
-export const EFFECT_KINDS = ["service", "firewall rule", "scheduled task", "PATH entry", "Defender exclusion", "Windows feature", "registry value", "machine environment variable", "file"] as const;
+export const EFFECT_KINDS = [
+  "service",
+  "firewall rule",
+  "scheduled task",
+  "PATH entry",
+  "Defender exclusion",
+  "Windows feature",
+  "registry value",
+  "machine environment variable",
+  "file",
+] as const;
 /** One of {@link EFFECT_KINDS}. */
 export type EffectKind = (typeof EFFECT_KINDS)[number];
 
@@ -35,7 +45,9 @@ interface Rule {
   readonly detail?: (facts: ScriptFacts, command: ScriptCommand) => string;
 }
 
-const leafNames = (strings: readonly string[]): string[] => [...new Set(strings.filter((s) => /\.(exe|ps1)$/i.test(s)).map((s) => s.split(/[\\/]/).pop() ?? s))];
+const leafNames = (strings: readonly string[]): string[] => [
+  ...new Set(strings.filter((s) => /\.(exe|ps1)$/i.test(s)).map((s) => s.split(/[\\/]/).pop() ?? s)),
+];
 const resolved = (facts: ScriptFacts, command: ScriptCommand, parameter: string): string[] => {
   const arg = argumentFor(command, parameter);
   return arg ? [...arg.strings, ...arg.variables.flatMap((v) => stringsOfVariable(facts, v))] : [];
@@ -43,10 +55,22 @@ const resolved = (facts: ScriptFacts, command: ScriptCommand, parameter: string)
 
 function serviceDetail(facts: ScriptFacts, command: ScriptCommand): string {
   const hosted = /hostedservice$/i.test(command.name);
-  const runs = leafNames([...resolved(facts, command, "binarypath"), ...resolved(facts, command, "binarypathname"), ...resolved(facts, command, "program"), ...resolved(facts, command, "arguments")]);
+  const runs = leafNames([
+    ...resolved(facts, command, "binarypath"),
+    ...resolved(facts, command, "binarypathname"),
+    ...resolved(facts, command, "program"),
+    ...resolved(facts, command, "arguments"),
+  ]);
   const depends = argumentFor(command, "dependson")?.strings ?? [];
   const start = argumentFor(command, "startuptype")?.strings[0] ?? "Automatic";
-  return [`${hosted ? "under NSSM, " : ""}runs ${runs.join(" ") || "(computed)"}`, depends.length > 0 ? `after ${depends.join(", ")}` : "", `start ${start}`, "restarts on failure"].filter((x) => x !== "").join("; ");
+  return [
+    `${hosted ? "under NSSM, " : ""}runs ${runs.join(" ") || "(computed)"}`,
+    depends.length > 0 ? `after ${depends.join(", ")}` : "",
+    `start ${start}`,
+    "restarts on failure",
+  ]
+    .filter((x) => x !== "")
+    .join("; ");
 }
 
 function firewallDetail(_facts: ScriptFacts, command: ScriptCommand): string {
@@ -66,7 +90,12 @@ function expandTemplate(facts: ScriptFacts, template: string, depth = 0): string
 
 function registryDetail(facts: ScriptFacts, command: ScriptCommand): string {
   const arg = argumentFor(command, "path");
-  const direct = arg ? [...arg.strings, ...arg.variables.flatMap((v) => facts.assignments.filter((a) => a.variable === v).flatMap((a) => a.strings))] : [];
+  const direct = arg
+    ? [
+        ...arg.strings,
+        ...arg.variables.flatMap((v) => facts.assignments.filter((a) => a.variable === v).flatMap((a) => a.strings)),
+      ]
+    : [];
   const paths = [...new Set(direct.flatMap((p) => expandTemplate(facts, p)))];
   const value = argumentFor(command, "value")?.text;
   const where = paths.length > 0 ? `under ${paths.join(" and ")}` : "";
@@ -101,19 +130,50 @@ const RULES: Readonly<Record<string, readonly Rule[]>> = {
     { kind: "Defender exclusion", action: "remove", parameter: "path", detail: () => "path" },
     { kind: "Defender exclusion", action: "remove", parameter: "process", detail: () => "process" },
   ],
-  "enable-winfleetfeature": [{ kind: "Windows feature", action: "create", parameter: "name", detail: () => "enabled (a restart when just enabled)" }],
-  "disable-winfleetfeature": [{ kind: "Windows feature", action: "remove", parameter: "name", detail: () => "disabled (when the component's variables ask)" }],
+  "enable-winfleetfeature": [
+    {
+      kind: "Windows feature",
+      action: "create",
+      parameter: "name",
+      detail: () => "enabled (a restart when just enabled)",
+    },
+  ],
+  "disable-winfleetfeature": [
+    {
+      kind: "Windows feature",
+      action: "remove",
+      parameter: "name",
+      detail: () => "disabled (when the component's variables ask)",
+    },
+  ],
   "set-winfleetmachineenvironment": [{ kind: "machine environment variable", action: "create", parameter: "name" }],
   "remove-winfleetmachineenvironment": [{ kind: "machine environment variable", action: "remove", parameter: "name" }],
-  "set-winfleetregistryvalue": [{ kind: "registry value", action: "create", parameter: "name", detail: registryDetail }],
-  "remove-winfleetregistryvalue": [{ kind: "registry value", action: "remove", parameter: "name", detail: registryDetail }],
+  "set-winfleetregistryvalue": [
+    { kind: "registry value", action: "create", parameter: "name", detail: registryDetail },
+  ],
+  "remove-winfleetregistryvalue": [
+    { kind: "registry value", action: "remove", parameter: "name", detail: registryDetail },
+  ],
   "set-winfleetfilecontent": [{ kind: "file", action: "create", parameter: "path", path: true }],
-  "set-winfleetsecretfile": [{ kind: "file", action: "create", parameter: "path", path: true, detail: () => "holds a secret; SYSTEM and Administrators only" }],
+  "set-winfleetsecretfile": [
+    {
+      kind: "file",
+      action: "create",
+      parameter: "path",
+      path: true,
+      detail: () => "holds a secret; SYSTEM and Administrators only",
+    },
+  ],
 };
 
 /** The argument bound to `parameter`, by name or (for the first parameter a helper takes) by position. */
 export function argumentFor(command: ScriptCommand, parameter: string): ScriptArgument | undefined {
-  return command.args.find((a) => a.parameter === parameter) ?? (parameter === "name" || parameter === "path" || parameter === "taskname" ? command.args.find((a) => a.parameter === undefined) : undefined);
+  return (
+    command.args.find((a) => a.parameter === parameter) ??
+    (parameter === "name" || parameter === "path" || parameter === "taskname"
+      ? command.args.find((a) => a.parameter === undefined)
+      : undefined)
+  );
 }
 
 const ROOT_COMMANDS = /^(get-winfleetroot)$/i;
@@ -123,7 +183,11 @@ const ROOT_COMMANDS = /^(get-winfleetroot)$/i;
  * or undefined: `Join-Path <base> 'literal'…`, `Get-WinfleetPath -Relative 'x'`,
  * `$env:WINFLEET_ROOT`, `Get-WinfleetRoot`, and variables assigned from those.
  */
-export function evaluatePath(facts: ScriptFacts, value: { text: string; strings: readonly string[]; variables: readonly string[] }, depth = 0): string | undefined {
+export function evaluatePath(
+  facts: ScriptFacts,
+  value: { text: string; strings: readonly string[]; variables: readonly string[] },
+  depth = 0,
+): string | undefined {
   if (depth > 8) return undefined;
   const text = value.text.trim();
   if (/\$\(|\$\w+\s*\+/.test(text) || value.strings.some((s) => /\$/.test(s))) return undefined;
@@ -154,7 +218,10 @@ function variablePath(facts: ScriptFacts, variable: string, depth: number): stri
 }
 
 function normalisePath(p: string): string {
-  const parts = p.replace(/\\/g, "/").split("/").filter((s) => s !== "" && s !== ".");
+  const parts = p
+    .replace(/\\/g, "/")
+    .split("/")
+    .filter((s) => s !== "" && s !== ".");
   return `/${parts.join("/")}`;
 }
 
@@ -162,7 +229,8 @@ function normalisePath(p: string): string {
 export function argumentNames(facts: ScriptFacts, arg: ScriptArgument | undefined): string[] {
   if (!arg) return [];
   if (arg.strings.length > 0 && arg.variables.length === 0) return [...arg.strings];
-  if (arg.variables.length === 1 && arg.strings.length === 0 && /^\$[\w:]+$/.test(arg.text.trim())) return stringsOfVariable(facts, arg.variables[0] as string);
+  if (arg.variables.length === 1 && arg.strings.length === 0 && /^\$[\w:]+$/.test(arg.text.trim()))
+    return stringsOfVariable(facts, arg.variables[0] as string);
   return [];
 }
 
@@ -194,5 +262,8 @@ function defenderKeys(_facts: ScriptFacts, arg: ScriptArgument): string[] {
 /** The host effects of the scripts and commands one section runs. */
 export function sectionEffects(component: AnalyzedComponent, section: SectionName): HostEffect[] {
   const run = component.sections[section];
-  return [...run.commands.flatMap((c) => effectsOf(c.facts, c.where)), ...run.scripts.flatMap((s) => effectsOf(s.facts, s.where))];
+  return [
+    ...run.commands.flatMap((c) => effectsOf(c.facts, c.where)),
+    ...run.scripts.flatMap((s) => effectsOf(s.facts, s.where)),
+  ];
 }

@@ -8,6 +8,14 @@ export { type Catalog, type CatalogComponent, configPaths, loadCatalog } from ".
 export { renderContentReference } from "./docs";
 export { nodeLabelProblems } from "./kubelet-config";
 export { parseMetadata } from "./load";
-export { type ComponentMetadata, componentName, type ShellKind, SHELLS, splitPackageRef, type Template, variableName } from "./schema";
+export {
+  type ComponentMetadata,
+  componentName,
+  type ShellKind,
+  SHELLS,
+  splitPackageRef,
+  type Template,
+  variableName,
+} from "./schema";
 export { validateContent } from "./validate";
 export { compareVersions } from "./versions";

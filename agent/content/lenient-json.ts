@@ -31,7 +31,10 @@ export function repairMissingCommas(text: string): { text: string; repairs: Repa
     if (afterValue && startsValue && stack.length > 0) {
       inserts.push(start);
       const line = text.slice(0, start).split("\n").length;
-      repairs.push({ line, message: `inserted a missing comma before ${tok.length > 30 ? `${tok.slice(0, 30)}…` : tok} on line ${line}` });
+      repairs.push({
+        line,
+        message: `inserted a missing comma before ${tok.length > 30 ? `${tok.slice(0, 30)}…` : tok} on line ${line}`,
+      });
       afterValue = false;
       expectKey = stack.at(-1) === "{";
     }

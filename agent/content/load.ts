@@ -22,20 +22,29 @@ export interface Loaded<T> {
   readonly warnings: readonly Issue[];
 }
 
-function parseJson<S extends z.ZodType>(schema: S, text: string, subject: string, options: LoadOptions): Loaded<z.infer<S>> {
+function parseJson<S extends z.ZodType>(
+  schema: S,
+  text: string,
+  subject: string,
+  options: LoadOptions,
+): Loaded<z.infer<S>> {
   const warnings: Issue[] = [];
   let source = text;
   if (options.lenient) {
     const { text: repaired, repairs } = repairMissingCommas(text);
     source = repaired;
-    warnings.push(...repairs.map((r) => ({ path: "", message: `repaired: ${r.message}`, severity: "warning" as const })));
+    warnings.push(
+      ...repairs.map((r) => ({ path: "", message: `repaired: ${r.message}`, severity: "warning" as const })),
+    );
   }
   let doc: unknown;
   try {
     doc = JSON.parse(source);
   } catch (e) {
     const hint = options.lenient ? "" : " (legacy content with missing commas loads with --lenient)";
-    throw new ValidationError(subject, [{ path: "", message: `not valid JSON: ${(e as Error).message}${hint}`, severity: "error" }]);
+    throw new ValidationError(subject, [
+      { path: "", message: `not valid JSON: ${(e as Error).message}${hint}`, severity: "error" },
+    ]);
   }
   const parsed = schema.safeParse(doc);
   if (!parsed.success) throw new ValidationError(subject, zodIssues(parsed.error));
@@ -48,7 +57,11 @@ export function parseTemplate(text: string, subject = "template", options: LoadO
 }
 
 /** Parses component metadata. */
-export function parseMetadata(text: string, subject = "metadata", options: LoadOptions = {}): Loaded<ComponentMetadata> {
+export function parseMetadata(
+  text: string,
+  subject = "metadata",
+  options: LoadOptions = {},
+): Loaded<ComponentMetadata> {
   return parseJson(metadataSchema, text, subject, options);
 }
 
@@ -72,12 +85,16 @@ export async function loadComponent(
   const fail = (message: string): never => {
     throw new ValidationError(subject, [{ path: "storage.files", message, severity: "error" }]);
   };
-  if (candidates.length !== 1) return fail(`expected exactly one /bin/metadata/<name>_<version>.metadata file, found ${candidates.length}`);
+  if (candidates.length !== 1)
+    return fail(`expected exactly one /bin/metadata/<name>_<version>.metadata file, found ${candidates.length}`);
   const file = candidates[0];
   if (!file?.contents) return fail("the metadata file has no contents");
   const bytes = await resolveResource(file.contents, options);
   const metadata = parseMetadata(bytes?.toString("utf8") ?? "", `${subject} ${file.path}`, options);
   const expected = metadataPath(metadata.value.name, metadata.value.version);
-  if (file.path !== expected) fail(`metadata at ${file.path} names ${metadata.value.name} ${metadata.value.version}, which belongs at ${expected}`);
+  if (file.path !== expected)
+    fail(
+      `metadata at ${file.path} names ${metadata.value.name} ${metadata.value.version}, which belongs at ${expected}`,
+    );
   return { value: { metadata: metadata.value, config }, warnings: [...warnings, ...metadata.warnings] };
 }

@@ -4,7 +4,9 @@ import { normaliseVariable, scriptFacts } from "./powershell-facts";
 
 describe("scriptFacts", () => {
   it("reads commands with named, positional and switch arguments", async () => {
-    const f = await scriptFacts("Set-WinfleetService -Name 'kubelet' -BinaryPath $bin -DependsOn @('containerd') -Force\nJoin-Path $root 'k\\kubelet.exe'\n");
+    const f = await scriptFacts(
+      "Set-WinfleetService -Name 'kubelet' -BinaryPath $bin -DependsOn @('containerd') -Force\nJoin-Path $root 'k\\kubelet.exe'\n",
+    );
     const [set, join] = f.commands;
     assert.equal(set?.name, "Set-WinfleetService");
     assert.deepEqual(
@@ -16,7 +18,13 @@ describe("scriptFacts", () => {
         ["force", "", [], []],
       ],
     );
-    assert.deepEqual(join?.args.map((a) => [a.parameter, a.strings]), [[undefined, []], [undefined, ["k\\kubelet.exe"]]]);
+    assert.deepEqual(
+      join?.args.map((a) => [a.parameter, a.strings]),
+      [
+        [undefined, []],
+        [undefined, ["k\\kubelet.exe"]],
+      ],
+    );
     assert.equal(join?.line, 2);
   });
 
@@ -34,11 +42,22 @@ describe("scriptFacts", () => {
       ].join("\n"),
     );
     const uses = f.commands.filter((c) => c.name === "Get-Thing").map((c) => c.use);
-    assert.deepEqual(uses, ["statement", "assigned", "discarded", "discarded", "piped", "discarded", "nested", "nested"]);
+    assert.deepEqual(uses, [
+      "statement",
+      "assigned",
+      "discarded",
+      "discarded",
+      "piped",
+      "discarded",
+      "nested",
+      "nested",
+    ]);
   });
 
   it("reads operator invocations: literal, expression and variable targets", async () => {
-    const f = await scriptFacts("& 'C:\\k\\a.exe' x\n& (Join-Path $root 'k\\b.ps1') -Action install\n$tool = Join-Path $root 'c.exe'\n& $tool @args\n. .\\lib.ps1\n");
+    const f = await scriptFacts(
+      "& 'C:\\k\\a.exe' x\n& (Join-Path $root 'k\\b.ps1') -Action install\n$tool = Join-Path $root 'c.exe'\n& $tool @args\n. .\\lib.ps1\n",
+    );
     assert.deepEqual(
       f.commands.filter((c) => c.operator).map((c) => [c.operator, c.targetKind, c.name, c.targetStrings]),
       [
@@ -54,7 +73,10 @@ describe("scriptFacts", () => {
     const f = await scriptFacts(
       "function Get-It {\n    param(\n        [string]$Name,\n        $Other\n    )\n    return $Name\n}\nforeach ($n in @('A', 'B')) { Get-It -Name $n }\n$h.key = $env:SECRET\nsc.exe stop x\nexit $LASTEXITCODE\n",
     );
-    assert.deepEqual(f.functions.map((x) => [x.name, x.parameters, x.returnsValue]), [["Get-It", ["name", "other"], true]]);
+    assert.deepEqual(
+      f.functions.map((x) => [x.name, x.parameters, x.returnsValue]),
+      [["Get-It", ["name", "other"], true]],
+    );
     assert.deepEqual(
       f.assignments.map((a) => [a.variable, a.strings, a.variables]),
       [
@@ -71,7 +93,7 @@ describe("scriptFacts", () => {
 
   it("records throws, output statements, method calls, types and exit codes", async () => {
     const f = await scriptFacts(
-      "function Test-It {\n    throw \"bad $token\"\n}\n$token\n[System.IO.File]::WriteAllText($p, $token)\n$c = New-Object System.Net.WebClient\n[Net.WebClient]::new()\nif ($x) { exit 3010 }\nexit 0\n",
+      'function Test-It {\n    throw "bad $token"\n}\n$token\n[System.IO.File]::WriteAllText($p, $token)\n$c = New-Object System.Net.WebClient\n[Net.WebClient]::new()\nif ($x) { exit 3010 }\nexit 0\n',
     );
     assert.deepEqual(
       f.emissions.map((e) => [e.kind, e.variables, e.inFunction]),
@@ -82,10 +104,7 @@ describe("scriptFacts", () => {
         ["method", [], undefined],
       ],
     );
-    assert.deepEqual(
-      f.types.map((t) => t.name).sort(),
-      ["net.webclient", "system.io.file", "system.net.webclient"],
-    );
+    assert.deepEqual(f.types.map((t) => t.name).sort(), ["net.webclient", "system.io.file", "system.net.webclient"]);
     assert.deepEqual(f.exits, [3010, 0]);
   });
 

@@ -61,7 +61,9 @@ export interface ScriptAssignment {
   readonly commands: readonly string[];
   /** When the right-hand side is itself a command pipeline (not an expression around one): its first command. */
   readonly valueCommand?: string;
-  /** The right-hand side's value when it is plain data (variables as `$name` placeholders; see ./powershell-literal). */
+  /**
+   * The right-hand side's value when it is plain data (variables as `$name` placeholders; see ./powershell-literal).
+   */
   readonly literal?: PsValue;
   readonly line: number;
   readonly inFunction?: string;
@@ -108,9 +110,25 @@ export interface ScriptFacts {
 }
 
 const SCOPES = /^(script|global|local|private|using):/;
-const AUTOMATIC = new Set(["true", "false", "null", "_", "psitem", "args", "input", "matches", "psscriptroot", "pscmdlet", "psversiontable", "this"]);
+const AUTOMATIC = new Set([
+  "true",
+  "false",
+  "null",
+  "_",
+  "psitem",
+  "args",
+  "input",
+  "matches",
+  "psscriptroot",
+  "pscmdlet",
+  "psversiontable",
+  "this",
+]);
 
-/** `$env:Foo` → `env:foo`, `$script:x` → `x`, `${y}` → `y`, `@args` → `args`; lower-case (PowerShell names are case-insensitive). */
+/**
+ * `$env:Foo` → `env:foo`, `$script:x` → `x`, `${y}` → `y`, `@args` → `args`; lower-case (PowerShell names are
+ * case-insensitive).
+ */
 export function normaliseVariable(text: string): string {
   let v = text.replace(/^[$@]/, "");
   if (v.startsWith("{") && v.endsWith("}")) v = v.slice(1, -1);
@@ -121,10 +139,17 @@ function descendants(node: Node, type: string): Node[] {
   return node.descendantsOfType(type);
 }
 
-/** The literal value of a string_literal node (quotes removed, '' unescaped; expandable strings keep their `$vars` as text). */
+/**
+ * The literal value of a string_literal node (quotes removed, '' unescaped; expandable strings keep their `$vars` as
+ * text).
+ */
 function stringValue(node: Node): string {
   const t = node.text;
-  if (t.startsWith("@'") || t.startsWith('@"')) return t.slice(2, -2).replace(/^\r?\n/, "").replace(/\r?\n$/, "");
+  if (t.startsWith("@'") || t.startsWith('@"'))
+    return t
+      .slice(2, -2)
+      .replace(/^\r?\n/, "")
+      .replace(/\r?\n$/, "");
   if (t.startsWith("'")) return t.slice(1, -1).replace(/''/g, "'");
   if (t.startsWith('"')) return t.slice(1, -1);
   return t;
@@ -164,7 +189,9 @@ function nextStatement(statement: Node): Node | undefined {
 function commandArguments(command: Node): ScriptArgument[] {
   const elements = command.children.find((c) => c.type === "command_elements");
   if (!elements) return [];
-  const parts = elements.namedChildren.filter((c) => c.type !== "command_argument_sep" && c.type !== "redirection" && c.type !== "comment");
+  const parts = elements.namedChildren.filter(
+    (c) => c.type !== "command_argument_sep" && c.type !== "redirection" && c.type !== "comment",
+  );
   const out: ScriptArgument[] = [];
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i] as Node;
@@ -191,7 +218,9 @@ function outputUse(command: Node): OutputUse {
   const index = commands.indexOf(command);
   if (index >= 0 && index < commands.length - 1) {
     const last = commands[commands.length - 1];
-    return last?.children.find((c) => c.type === "command_name")?.text.toLowerCase() === "out-null" ? "discarded" : "piped";
+    return last?.children.find((c) => c.type === "command_name")?.text.toLowerCase() === "out-null"
+      ? "discarded"
+      : "piped";
   }
   const pipeline = chain.parent;
   const holder = pipeline?.parent;
@@ -219,8 +248,10 @@ function commandFact(node: Node): ScriptCommand {
     const inner = targetNode.namedChildren[0];
     const strings = stringsIn(targetNode);
     targetStrings = strings;
-    if (targetNode.descendantsOfType("command").length > 0 || targetNode.text.startsWith("(")) targetKind = "expression";
-    else if (inner?.type === "path_command_name" && inner.namedChildren[0]?.type === "variable") targetKind = "variable";
+    if (targetNode.descendantsOfType("command").length > 0 || targetNode.text.startsWith("("))
+      targetKind = "expression";
+    else if (inner?.type === "path_command_name" && inner.namedChildren[0]?.type === "variable")
+      targetKind = "variable";
     else if (strings.length > 0) targetKind = "string";
     else targetKind = "name";
     if (targetKind === "string") name = strings[0] ?? name;
@@ -247,7 +278,9 @@ function commandFact(node: Node): ScriptCommand {
 function pipelineCommand(value: Node): string | undefined {
   const chain = value.type === "pipeline" ? value.children.find((c) => c.type === "pipeline_chain") : undefined;
   const first = chain?.namedChildren[0];
-  return first?.type === "command" ? (first.children.find((c) => c.type === "command_name")?.text ?? first.text) : undefined;
+  return first?.type === "command"
+    ? (first.children.find((c) => c.type === "command_name")?.text ?? first.text)
+    : undefined;
 }
 
 function assignmentFact(node: Node): ScriptAssignment | undefined {
@@ -264,7 +297,10 @@ function assignmentFact(node: Node): ScriptAssignment | undefined {
     valueText: value.text,
     strings: stringsIn(value),
     variables: variablesIn(value),
-    commands: value.descendantsOfType("command").map((c) => c.children.find((x) => x.type === "command_name")?.text ?? "").filter((n) => n !== ""),
+    commands: value
+      .descendantsOfType("command")
+      .map((c) => c.children.find((x) => x.type === "command_name")?.text ?? "")
+      .filter((n) => n !== ""),
     ...(valueCommand ? { valueCommand } : {}),
     ...(literal !== undefined ? { literal } : {}),
     line: node.startPosition.row + 1,
@@ -293,7 +329,10 @@ function foreachFact(node: Node): ScriptAssignment | undefined {
     valueText: collection.text,
     strings: stringsIn(collection),
     variables: variablesIn(collection),
-    commands: collection.descendantsOfType("command").map((c) => c.children.find((x) => x.type === "command_name")?.text ?? "").filter((n) => n !== ""),
+    commands: collection
+      .descendantsOfType("command")
+      .map((c) => c.children.find((x) => x.type === "command_name")?.text ?? "")
+      .filter((n) => n !== ""),
     ...(valueCommand ? { valueCommand } : {}),
     line: node.startPosition.row + 1,
     ...(inFunction ? { inFunction } : {}),
@@ -303,10 +342,17 @@ function foreachFact(node: Node): ScriptAssignment | undefined {
 function functionFact(node: Node): ScriptFunction {
   const name = node.children.find((c) => c.type === "function_name")?.text ?? "";
   // The parameter's own variable, not one inside its attributes ([Parameter(Mandatory = $true)]).
-  const parameters = node.descendantsOfType("script_parameter").map((p) => normaliseVariable(p.namedChildren.find((c) => c.type === "variable")?.text ?? ""));
+  const parameters = node
+    .descendantsOfType("script_parameter")
+    .map((p) => normaliseVariable(p.namedChildren.find((c) => c.type === "variable")?.text ?? ""));
   const returnsValue = node
     .descendantsOfType("flow_control_statement")
-    .some((f) => /^return\b/i.test(f.text) && f.namedChildren.some((c) => c.type === "pipeline") && enclosingFunctionNode(f) === node);
+    .some(
+      (f) =>
+        /^return\b/i.test(f.text) &&
+        f.namedChildren.some((c) => c.type === "pipeline") &&
+        enclosingFunctionNode(f) === node,
+    );
   return { name, parameters, line: node.startPosition.row + 1, returnsValue };
 }
 
@@ -341,7 +387,12 @@ export async function scriptFacts(source: string): Promise<ScriptFacts> {
   const envReads = [
     ...new Set(
       descendants(root, "variable")
-        .filter((v) => /^\$(\{)?env:/i.test(v.text) && v.parent?.parent?.type !== "left_assignment_expression" && !isAssignmentTarget(v))
+        .filter(
+          (v) =>
+            /^\$(\{)?env:/i.test(v.text) &&
+            v.parent?.parent?.type !== "left_assignment_expression" &&
+            !isAssignmentTarget(v),
+        )
         .map((v) => v.text.replace(/^\$\{?env:/i, "").replace(/\}$/, "")),
     ),
   ];
@@ -361,12 +412,25 @@ export async function scriptFacts(source: string): Promise<ScriptFacts> {
   const emissions: ScriptEmission[] = [];
   for (const f of descendants(root, "flow_control_statement").filter((n) => /^throw\b/i.test(n.text))) {
     const inFunction = enclosingFunction(f);
-    emissions.push({ kind: "throw", text: f.text, variables: variablesIn(f), line: f.startPosition.row + 1, ...(inFunction ? { inFunction } : {}) });
+    emissions.push({
+      kind: "throw",
+      text: f.text,
+      variables: variablesIn(f),
+      line: f.startPosition.row + 1,
+      ...(inFunction ? { inFunction } : {}),
+    });
   }
   for (const p of descendants(root, "pipeline").filter(isExpressionStatement)) {
     const inFunction = enclosingFunction(p);
-    const kind = p.descendantsOfType("invokation_expression").length > 0 && p.text.trim().endsWith(")") ? "method" : "output";
-    emissions.push({ kind, text: p.text, variables: variablesIn(p), line: p.startPosition.row + 1, ...(inFunction ? { inFunction } : {}) });
+    const kind =
+      p.descendantsOfType("invokation_expression").length > 0 && p.text.trim().endsWith(")") ? "method" : "output";
+    emissions.push({
+      kind,
+      text: p.text,
+      variables: variablesIn(p),
+      line: p.startPosition.row + 1,
+      ...(inFunction ? { inFunction } : {}),
+    });
   }
   const top = root.children.find((c) => c.type === "statement_list");
   const statements = top ? top.namedChildren.filter((c) => c.type !== "comment") : [];

@@ -17,7 +17,22 @@ export interface PowerShellRuleError {
 
 /** A token of code (strings, comments and variables are consumed, not returned). */
 export interface PsToken {
-  readonly kind: "open" | "close" | "pipe" | "andand" | "oror" | "amp" | "semi" | "newline" | "comma" | "redirect" | "input-redirect" | "string" | "variable" | "word" | "parameter";
+  readonly kind:
+    | "open"
+    | "close"
+    | "pipe"
+    | "andand"
+    | "oror"
+    | "amp"
+    | "semi"
+    | "newline"
+    | "comma"
+    | "redirect"
+    | "input-redirect"
+    | "string"
+    | "variable"
+    | "word"
+    | "parameter";
   readonly text: string;
   readonly offset: number;
   /** Whether this token is inside `$(…)` of an expandable string. */
@@ -62,8 +77,10 @@ export function lexPowerShell(source: string): Lexed {
         err("IncompleteDollarVariableReference", start, "the ${…} variable reference is not closed with '}'");
         return n;
       }
-      if (name === "") err("EmptyVariableReference", start, "empty ${} variable reference; a variable name is required");
-      else if (/:$/.test(name)) err("InvalidBracedVariableReference", start, `\${${name}}: ':' is not followed by a variable name`);
+      if (name === "")
+        err("EmptyVariableReference", start, "empty ${} variable reference; a variable name is required");
+      else if (/:$/.test(name))
+        err("InvalidBracedVariableReference", start, `\${${name}}: ':' is not followed by a variable name`);
       return j + 1;
     }
     if (c === "$" || c === "^") return j + 1;
@@ -104,7 +121,8 @@ export function lexPowerShell(source: string): Lexed {
         continue;
       }
       if (here) {
-        if ((ch === "\n" || ch === "\r") && /^\r?\n"@/.test(source.slice(j, j + 4))) return j + (source[j] === "\r" ? 4 : 3);
+        if ((ch === "\n" || ch === "\r") && /^\r?\n"@/.test(source.slice(j, j + 4)))
+          return j + (source[j] === "\r" ? 4 : 3);
       } else if (ch === '"') {
         if (source[j + 1] === '"') {
           j += 2;
@@ -122,7 +140,13 @@ export function lexPowerShell(source: string): Lexed {
       }
       j++;
     }
-    err("TerminatorExpectedAtEndOfString", quoteAt, here ? 'the here-string is missing its terminator "@ at the start of a line' : "the string is missing the terminator \"");
+    err(
+      "TerminatorExpectedAtEndOfString",
+      quoteAt,
+      here
+        ? 'the here-string is missing its terminator "@ at the start of a line'
+        : 'the string is missing the terminator "',
+    );
     return n;
   }
 
@@ -131,7 +155,8 @@ export function lexPowerShell(source: string): Lexed {
     while (j < n) {
       const ch = source[j];
       if (here) {
-        if ((ch === "\n" || ch === "\r") && /^\r?\n'@/.test(source.slice(j, j + 4))) return j + (source[j] === "\r" ? 4 : 3);
+        if ((ch === "\n" || ch === "\r") && /^\r?\n'@/.test(source.slice(j, j + 4)))
+          return j + (source[j] === "\r" ? 4 : 3);
       } else if (ch === "'") {
         if (source[j + 1] === "'") {
           j += 2;
@@ -141,7 +166,13 @@ export function lexPowerShell(source: string): Lexed {
       }
       j++;
     }
-    err("TerminatorExpectedAtEndOfString", quoteAt, here ? "the here-string is missing its terminator '@ at the start of a line" : "the string is missing the terminator '");
+    err(
+      "TerminatorExpectedAtEndOfString",
+      quoteAt,
+      here
+        ? "the here-string is missing its terminator '@ at the start of a line"
+        : "the string is missing the terminator '",
+    );
     return n;
   }
 
@@ -186,10 +217,16 @@ export function lexPowerShell(source: string): Lexed {
         const header = /^@(['"])[ \t]*(\r?\n)/.exec(source.slice(j));
         if (header) {
           push("string", two, j);
-          j = two === "@'" ? verbatim(j + header[0].length - 1, true, j) : expandable(j + header[0].length - 1, true, j);
+          j =
+            two === "@'" ? verbatim(j + header[0].length - 1, true, j) : expandable(j + header[0].length - 1, true, j);
           continue;
         }
-        if (/^@(['"])[ \t]*\S/.test(source.slice(j))) err("UnexpectedCharactersAfterHereStringHeader", j, "nothing may follow a here-string's opening @' or @\" on its line");
+        if (/^@(['"])[ \t]*\S/.test(source.slice(j)))
+          err(
+            "UnexpectedCharactersAfterHereStringHeader",
+            j,
+            "nothing may follow a here-string's opening @' or @\" on its line",
+          );
       }
       if (ch === "'" || "\u2018\u2019\u201a\u201b".includes(ch)) {
         push("string", ch, j);

@@ -34,9 +34,19 @@ function text(value: PsValue): string {
 function expandString(node: Node, vars: PsVariables): string {
   const t = node.text;
   if (t.startsWith("'") || t.startsWith("@'")) {
-    return t.startsWith("@'") ? t.slice(2, -2).replace(/^\r?\n/, "").replace(/\r?\n$/, "") : t.slice(1, -1).replace(/''/g, "'");
+    return t.startsWith("@'")
+      ? t
+          .slice(2, -2)
+          .replace(/^\r?\n/, "")
+          .replace(/\r?\n$/, "")
+      : t.slice(1, -1).replace(/''/g, "'");
   }
-  const body = t.startsWith('@"') ? t.slice(2, -2).replace(/^\r?\n/, "").replace(/\r?\n$/, "") : t.slice(1, -1);
+  const body = t.startsWith('@"')
+    ? t
+        .slice(2, -2)
+        .replace(/^\r?\n/, "")
+        .replace(/\r?\n$/, "")
+    : t.slice(1, -1);
   const start = node.startIndex + (t.startsWith('@"') ? t.indexOf("\n") + 1 : 1);
   let out = "";
   let at = 0;
@@ -47,7 +57,9 @@ function expandString(node: Node, vars: PsVariables): string {
     at = v.endIndex - start;
   }
   if (node.descendantsOfType("sub_expression").length > 0) throw new NotLiteral(`"${t}" holds a subexpression`);
-  return (out + body.slice(at)).replace(/`(.)/g, (_, c: string) => ({ n: "\n", r: "\r", t: "\t", "0": "\0" })[c] ?? c).replace(/""/g, '"');
+  return (out + body.slice(at))
+    .replace(/`(.)/g, (_, c: string) => ({ n: "\n", r: "\r", t: "\t", "0": "\0" })[c] ?? c)
+    .replace(/""/g, '"');
 }
 
 function variable(text: string, vars: PsVariables): PsValue {
@@ -62,15 +74,21 @@ function variable(text: string, vars: PsVariables): PsValue {
 // The values of an @(…)'s statements, flattened as PowerShell's array subexpression flattens them.
 function statements(list: Node | undefined, vars: PsVariables): PsValue[] {
   if (!list) return [];
-  return list.namedChildren.filter((c) => c.type !== "comment").flatMap((s) => {
-    const v = literalValue(s, vars);
-    return Array.isArray(v) ? (v as PsValue[]) : [v];
-  });
+  return list.namedChildren
+    .filter((c) => c.type !== "comment")
+    .flatMap((s) => {
+      const v = literalValue(s, vars);
+      return Array.isArray(v) ? (v as PsValue[]) : [v];
+    });
 }
 
 function joinPath(command: Node, vars: PsVariables): string {
-  const elements = command.children.find((c) => c.type === "command_elements")?.namedChildren.filter((c) => c.type !== "command_argument_sep") ?? [];
-  if (elements.length !== 2 || elements.some((e) => e.type === "command_parameter")) throw new NotLiteral(`${command.text}: only Join-Path <parent> <child> is read`);
+  const elements =
+    command.children
+      .find((c) => c.type === "command_elements")
+      ?.namedChildren.filter((c) => c.type !== "command_argument_sep") ?? [];
+  if (elements.length !== 2 || elements.some((e) => e.type === "command_parameter"))
+    throw new NotLiteral(`${command.text}: only Join-Path <parent> <child> is read`);
   const [parent, child] = elements.map((e) => text(literalValue(e, vars)));
   return `${(parent ?? "").replace(/\\$/, "")}\\${(child ?? "").replace(/^\\/, "")}`;
 }
@@ -105,14 +123,18 @@ export function literalValue(node: Node, vars: PsVariables = new Map()): PsValue
       return out;
     }
     case "array_expression":
-      return statements(named.find((c) => c.type === "statement_list"), vars);
+      return statements(
+        named.find((c) => c.type === "statement_list"),
+        vars,
+      );
     case "array_literal_expression":
       if (named.length === 1) return literalValue(named[0] as Node, vars);
       return named.map((c) => literalValue(c, vars));
     case "cast_expression": {
       const type = named.find((c) => c.type === "type_literal")?.text.toLowerCase();
       const operand = named.find((c) => c.type !== "type_literal");
-      if (!operand || !["[ordered]", "[string]", "[int]", "[bool]", "[string[]]", "[object[]]"].includes(type ?? "")) throw new NotLiteral(node.text);
+      if (!operand || !["[ordered]", "[string]", "[int]", "[bool]", "[string[]]", "[object[]]"].includes(type ?? ""))
+        throw new NotLiteral(node.text);
       return literalValue(operand, vars);
     }
     case "comparison_expression": {
@@ -127,7 +149,8 @@ export function literalValue(node: Node, vars: PsVariables = new Map()): PsValue
       return subject.startsWith("$") ? [subject] : subject.split(new RegExp(separator));
     }
     case "command": {
-      if (node.children.find((c) => c.type === "command_name")?.text.toLowerCase() !== "join-path") throw new NotLiteral(node.text);
+      if (node.children.find((c) => c.type === "command_name")?.text.toLowerCase() !== "join-path")
+        throw new NotLiteral(node.text);
       return joinPath(node, vars);
     }
     case "pipeline":
@@ -154,7 +177,11 @@ export function literalValue(node: Node, vars: PsVariables = new Map()): PsValue
  * `vars` for the variables it reads; undefined when there is no such
  * assignment or its value is not plain data.
  */
-export async function assignedLiteral(source: string, variableName: string, vars: PsVariables = new Map()): Promise<PsValue | undefined> {
+export async function assignedLiteral(
+  source: string,
+  variableName: string,
+  vars: PsVariables = new Map(),
+): Promise<PsValue | undefined> {
   const { tree } = await parsePowerShell(source);
   const target = variableName.toLowerCase();
   let value: PsValue | undefined;

@@ -45,10 +45,23 @@ export const POWERSHELL_RULE_IDS = [
 ] as const;
 
 const CLOSER: Readonly<Record<string, string>> = { "(": ")", "@(": ")", "$(": ")", "{": "}", "@{": "}", "[": "]" };
-const MISSING_CLOSER: Readonly<Record<string, string>> = { ")": "MissingEndParenthesisInExpression", "}": "MissingEndCurlyBrace", "]": "MissingEndSquareBracket" };
+const MISSING_CLOSER: Readonly<Record<string, string>> = {
+  ")": "MissingEndParenthesisInExpression",
+  "}": "MissingEndCurlyBrace",
+  "]": "MissingEndSquareBracket",
+};
 const ENDS_ELEMENT = new Set<PsToken["kind"]>(["newline", "semi", "pipe", "andand", "oror"]);
-const OPERATORS = /^-(c|i)?(eq|ne|gt|ge|lt|le|like|notlike|match|notmatch|contains|notcontains|in|notin|replace|split|join|f|and|or|xor|not|band|bor|bxor|bnot|is|isnot|as|shl|shr)$/i;
-const LEXICAL = new Set(["TerminatorExpectedAtEndOfString", "MissingTerminatorMultiLineComment", "IncompleteDollarVariableReference", "MissingEndCurlyBrace", "MissingEndParenthesisInExpression", "MissingEndSquareBracket", "UnexpectedToken"]);
+const OPERATORS =
+  /^-(c|i)?(eq|ne|gt|ge|lt|le|like|notlike|match|notmatch|contains|notcontains|in|notin|replace|split|join|f|and|or|xor|not|band|bor|bxor|bnot|is|isnot|as|shl|shr)$/i;
+const LEXICAL = new Set([
+  "TerminatorExpectedAtEndOfString",
+  "MissingTerminatorMultiLineComment",
+  "IncompleteDollarVariableReference",
+  "MissingEndCurlyBrace",
+  "MissingEndParenthesisInExpression",
+  "MissingEndSquareBracket",
+  "UnexpectedToken",
+]);
 const OPERATOR_AT_END = /(^|\s)(-[a-z]+|[-+*/%]|[-+*/%]?=|\.\.)$/i;
 
 function tokenRules(tokens: readonly PsToken[]): PowerShellRuleError[] {
@@ -65,7 +78,11 @@ function tokenRules(tokens: readonly PsToken[]): PowerShellRuleError[] {
   for (let k = 0; k < tokens.length; k++) {
     const t = tokens[k] as PsToken;
     const prev = previous(k);
-    const statementStart = prev === undefined || prev.kind === "newline" || prev.kind === "semi" || (prev.kind === "open" && prev.text !== "[");
+    const statementStart =
+      prev === undefined ||
+      prev.kind === "newline" ||
+      prev.kind === "semi" ||
+      (prev.kind === "open" && prev.text !== "[");
     switch (t.kind) {
       case "open":
         stack.push(t);
@@ -73,54 +90,104 @@ function tokenRules(tokens: readonly PsToken[]): PowerShellRuleError[] {
       case "close": {
         const open = stack.pop();
         if (open === undefined || CLOSER[open.text] !== t.text) {
-          out.push({ id: "UnexpectedToken", offset: t.offset, message: `unexpected token '${t.text}'${open ? ` where '${CLOSER[open.text] ?? "?"}' closes the '${open.text}' opened earlier` : ": nothing is open"}` });
+          out.push({
+            id: "UnexpectedToken",
+            offset: t.offset,
+            message: `unexpected token '${t.text}'${open ? ` where '${CLOSER[open.text] ?? "?"}' closes the '${open.text}' opened earlier` : ": nothing is open"}`,
+          });
           if (open !== undefined && CLOSER[open.text] !== t.text) stack.push(open);
         }
         break;
       }
       case "andand":
       case "oror":
-        out.push({ id: "InvalidEndOfLine", offset: t.offset, message: `the token '${t.text}' is not a valid statement separator in Windows PowerShell 5.1 (use ; and if ($?))` });
+        out.push({
+          id: "InvalidEndOfLine",
+          offset: t.offset,
+          message: `the token '${t.text}' is not a valid statement separator in Windows PowerShell 5.1 (use ; and if ($?))`,
+        });
         break;
       case "pipe": {
         const next = following(k, true);
-        if (statementStart || next === undefined || next.kind === "pipe" || next.kind === "semi" || (next.kind === "close" && next.text !== "]")) {
+        if (
+          statementStart ||
+          next === undefined ||
+          next.kind === "pipe" ||
+          next.kind === "semi" ||
+          (next.kind === "close" && next.text !== "]")
+        ) {
           out.push({ id: "EmptyPipeElement", offset: t.offset, message: "an empty pipe element is not allowed" });
-        } else if (next.kind === "string" || next.kind === "variable" || (next.kind === "word" && /^[0-9]/.test(next.text)) || (next.kind === "open" && next.text !== "{" && next.text !== "[")) {
-          out.push({ id: "ExpressionsMustBeFirstInPipeline", offset: next.offset, message: "expressions are only allowed as the first element of a pipeline" });
+        } else if (
+          next.kind === "string" ||
+          next.kind === "variable" ||
+          (next.kind === "word" && /^[0-9]/.test(next.text)) ||
+          (next.kind === "open" && next.text !== "{" && next.text !== "[")
+        ) {
+          out.push({
+            id: "ExpressionsMustBeFirstInPipeline",
+            offset: next.offset,
+            message: "expressions are only allowed as the first element of a pipeline",
+          });
         }
         break;
       }
       case "amp": {
         const next = following(k, false);
         if (next === undefined || ENDS_ELEMENT.has(next.kind) || next.kind === "close") {
-          out.push({ id: "AmpersandNotAllowed", offset: t.offset, message: "the ampersand (&) is not allowed here in Windows PowerShell 5.1 (quote it, or use & only to call a command)" });
+          out.push({
+            id: "AmpersandNotAllowed",
+            offset: t.offset,
+            message:
+              "the ampersand (&) is not allowed here in Windows PowerShell 5.1 (quote it, or use & only to call a command)",
+          });
         }
         break;
       }
       case "input-redirect":
-        out.push({ id: "RedirectionNotSupported", offset: t.offset, message: "the '<' operator is reserved for future use" });
+        out.push({
+          id: "RedirectionNotSupported",
+          offset: t.offset,
+          message: "the '<' operator is reserved for future use",
+        });
         break;
       case "redirect": {
         const merge = /^([*1-6]?)>>?&([1-6])$/.exec(t.text);
         if (merge) {
-          if (merge[2] !== "1" || (merge[1] || "1") === "1") out.push({ id: "RedirectionNotSupported", offset: t.offset, message: `the redirection '${t.text}' is not supported (only N>&1 merges)` });
+          if (merge[2] !== "1" || (merge[1] || "1") === "1")
+            out.push({
+              id: "RedirectionNotSupported",
+              offset: t.offset,
+              message: `the redirection '${t.text}' is not supported (only N>&1 merges)`,
+            });
           break;
         }
         const next = following(k, false);
-        if (next === undefined || ENDS_ELEMENT.has(next.kind) || next.kind === "close") out.push({ id: "MissingFileSpecification", offset: t.offset, message: `missing file specification after redirection operator '${t.text}'` });
+        if (next === undefined || ENDS_ELEMENT.has(next.kind) || next.kind === "close")
+          out.push({
+            id: "MissingFileSpecification",
+            offset: t.offset,
+            message: `missing file specification after redirection operator '${t.text}'`,
+          });
         break;
       }
       case "comma": {
         if (prev?.kind === "parameter" && !prev.text.endsWith(":") && !OPERATORS.test(prev.text)) {
-          out.push({ id: "MissingArgument", offset: t.offset, message: `missing argument in parameter list: '${prev.text}' is followed by ','` });
+          out.push({
+            id: "MissingArgument",
+            offset: t.offset,
+            message: `missing argument in parameter list: '${prev.text}' is followed by ','`,
+          });
         }
         break;
       }
       case "parameter": {
         const next = following(k, false);
         if (t.text.endsWith(":") && (next === undefined || ENDS_ELEMENT.has(next.kind) || next.kind === "close")) {
-          out.push({ id: "ParameterRequiresArgument", offset: t.offset, message: `the parameter '${t.text}' ends with ':' but no argument follows` });
+          out.push({
+            id: "ParameterRequiresArgument",
+            offset: t.offset,
+            message: `the parameter '${t.text}' ends with ':' but no argument follows`,
+          });
         }
         break;
       }
@@ -130,7 +197,11 @@ function tokenRules(tokens: readonly PsToken[]): PowerShellRuleError[] {
   }
   for (const open of stack) {
     const closer = CLOSER[open.text] ?? "";
-    out.push({ id: MISSING_CLOSER[closer] ?? "UnexpectedToken", offset: open.offset, message: `the '${open.text}' is missing its closing '${closer}'` });
+    out.push({
+      id: MISSING_CLOSER[closer] ?? "UnexpectedToken",
+      offset: open.offset,
+      message: `the '${open.text}' is missing its closing '${closer}'`,
+    });
   }
   return out;
 }
@@ -138,7 +209,13 @@ function tokenRules(tokens: readonly PsToken[]): PowerShellRuleError[] {
 // The expression under the left side of an assignment, through tree-sitter's single-child chains.
 function core(node: Node): Node {
   let n = node;
-  while (n.namedChildCount === 1 && /(_expression|^left_assignment_expression)$/.test(n.type) && n.type !== "parenthesized_expression" && n.type !== "array_literal_expression") n = n.namedChildren[0] as Node;
+  while (
+    n.namedChildCount === 1 &&
+    /(_expression|^left_assignment_expression)$/.test(n.type) &&
+    n.type !== "parenthesized_expression" &&
+    n.type !== "array_literal_expression"
+  )
+    n = n.namedChildren[0] as Node;
   return n;
 }
 
@@ -160,7 +237,13 @@ function assignable(node: Node, simple: boolean): Node | undefined {
     case "parenthesized_expression": {
       const inner = n.namedChildren[0];
       const chain = inner?.type === "pipeline" ? inner.namedChildren : [];
-      const only = chain.length === 1 && chain[0]?.type === "pipeline_chain" && chain[0].namedChildCount === 1 && chain[0].namedChildren[0]?.type !== "command" ? chain[0].namedChildren[0] : undefined;
+      const only =
+        chain.length === 1 &&
+        chain[0]?.type === "pipeline_chain" &&
+        chain[0].namedChildCount === 1 &&
+        chain[0].namedChildren[0]?.type !== "command"
+          ? chain[0].namedChildren[0]
+          : undefined;
       return only ? assignable(only, simple) : n;
     }
     case "expression_with_unary_operator": {
@@ -183,7 +266,12 @@ function treeRules(root: Node): PowerShellRuleError[] {
     const operator = a.children.find((c) => c.type === "assignement_operator")?.text ?? "=";
     if (!left) continue;
     const bad = assignable(left, operator === "=");
-    if (bad) out.push({ id: "InvalidLeftHandSide", offset: bad.startIndex, message: `the assignment expression is not valid: '${bad.text.slice(0, 40)}' cannot be assigned to (the left side must be a variable or a property)` });
+    if (bad)
+      out.push({
+        id: "InvalidLeftHandSide",
+        offset: bad.startIndex,
+        message: `the assignment expression is not valid: '${bad.text.slice(0, 40)}' cannot be assigned to (the left side must be a variable or a property)`,
+      });
   }
   for (const h of root.descendantsOfType("hash_literal_body")) {
     const seen = new Set<string>();
@@ -191,24 +279,48 @@ function treeRules(root: Node): PowerShellRuleError[] {
       const key = entry.namedChildren[0];
       const constant = key ? constantKey(key) : undefined;
       if (constant === undefined) continue;
-      if (seen.has(constant.toLowerCase())) out.push({ id: "DuplicateKeyInHashLiteral", offset: (key as Node).startIndex, message: `duplicate keys '${constant}' are not allowed in hash literals` });
+      if (seen.has(constant.toLowerCase()))
+        out.push({
+          id: "DuplicateKeyInHashLiteral",
+          offset: (key as Node).startIndex,
+          message: `duplicate keys '${constant}' are not allowed in hash literals`,
+        });
       seen.add(constant.toLowerCase());
     }
   }
-  const parameterLists = [...root.descendantsOfType("function_parameter_declaration"), ...root.descendantsOfType("param_block")];
+  const parameterLists = [
+    ...root.descendantsOfType("function_parameter_declaration"),
+    ...root.descendantsOfType("param_block"),
+  ];
   for (const list of parameterLists) {
     const seen = new Set<string>();
     for (const p of list.descendantsOfType("script_parameter")) {
       if (p.parent && p.parent.type !== "parameter_list") continue;
-      const name = p.namedChildren.find((c) => c.type === "variable")?.text.replace(/^\$\{?|\}$/g, "").toLowerCase();
+      const name = p.namedChildren
+        .find((c) => c.type === "variable")
+        ?.text.replace(/^\$\{?|\}$/g, "")
+        .toLowerCase();
       if (name === undefined) continue;
-      if (seen.has(name)) out.push({ id: "DuplicateFormalParameter", offset: p.startIndex, message: `duplicate parameter $${name} in the parameter list` });
+      if (seen.has(name))
+        out.push({
+          id: "DuplicateFormalParameter",
+          offset: p.startIndex,
+          message: `duplicate parameter $${name} in the parameter list`,
+        });
       seen.add(name);
     }
   }
   for (const t of root.descendantsOfType("try_statement")) {
-    if (!t.namedChildren.some((c) => c.type === "catch_clauses" || c.type === "catch_clause" || c.type === "finally_clause")) {
-      out.push({ id: "MissingCatchOrFinally", offset: t.startIndex, message: "the try statement is missing its catch or finally block" });
+    if (
+      !t.namedChildren.some(
+        (c) => c.type === "catch_clauses" || c.type === "catch_clause" || c.type === "finally_clause",
+      )
+    ) {
+      out.push({
+        id: "MissingCatchOrFinally",
+        offset: t.startIndex,
+        message: "the try statement is missing its catch or finally block",
+      });
     }
   }
   return out;
@@ -217,7 +329,11 @@ function treeRules(root: Node): PowerShellRuleError[] {
 function constantKey(key: Node): string | undefined {
   const n = core(key);
   if (n.type === "key_expression" || n.type === "simple_name") return n.text;
-  if (n.type === "string_literal" || n.type === "verbatim_string_characters" || n.type === "expandable_string_literal") {
+  if (
+    n.type === "string_literal" ||
+    n.type === "verbatim_string_characters" ||
+    n.type === "expandable_string_literal"
+  ) {
     const t = n.text;
     if (t.startsWith("'")) return t.slice(1, -1).replace(/''/g, "'");
     if (t.startsWith('"') && !/[$`]/.test(t)) return t.slice(1, -1);
@@ -259,7 +375,13 @@ export function powerShellRuleErrors(source: string, root: Node): PowerShellRule
       for (let l = firstLine; l <= lastLine && !covered; l++) covered = lines.has(l);
       if (!covered && !cascading) {
         const id = classify(node, source);
-        found.push({ id, offset: node.startIndex, message: node.isMissing ? `missing '${node.type}'` : `cannot parse "${source.slice(node.startIndex, Math.min(node.endIndex, node.startIndex + 60)).replace(/\s+/g, " ")}"` });
+        found.push({
+          id,
+          offset: node.startIndex,
+          message: node.isMissing
+            ? `missing '${node.type}'`
+            : `cannot parse "${source.slice(node.startIndex, Math.min(node.endIndex, node.startIndex + 60)).replace(/\s+/g, " ")}"`,
+        });
       }
       if (node.type === "ERROR") return;
     }

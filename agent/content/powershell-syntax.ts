@@ -3,7 +3,8 @@
  * tree-sitter's PowerShell grammar, and on top of it the rules of
  * ./powershell-rules report what Windows PowerShell 5.1's own parser rejects
  * (the grammar is more lenient), each under PowerShell's error id; every
- * ERROR or MISSING node the rules do not explain is an error too. Used by `winfleet content validate` and by the tests that
+ * ERROR or MISSING node the rules do not explain is an error too. Used by `winfleet content validate` and by the tests
+ * that
  * check content and rendered bootstraps. The grammar rejects a few valid
  * constructs (several `switch` clauses on one line, a `param()` block on the
  * same line as its function's body); content writes those on separate lines.
@@ -35,7 +36,9 @@ let parserPromise: Promise<Parser> | undefined;
 async function parser(): Promise<Parser> {
   parserPromise ??= (async () => {
     const { default: ParserClass } = await importExternal<{ default: typeof Parser }>("tree-sitter");
-    const { default: language } = await importExternal<{ default: Parser.Language }>("tree-sitter-powershell/bindings/node/index.js");
+    const { default: language } = await importExternal<{ default: Parser.Language }>(
+      "tree-sitter-powershell/bindings/node/index.js",
+    );
     const p = new ParserClass();
     p.setLanguage(language);
     return p;
@@ -70,7 +73,11 @@ export async function parsePowerShell(source: string): Promise<ParsedPowerShell>
   const p = await parser();
   // tree-sitter's default input buffer is 32 KiB; larger scripts need a larger one.
   const tree = p.parse(source, undefined, { bufferSize: Math.max(32 * 1024, Buffer.byteLength(source) * 2 + 1024) });
-  const errors = powerShellRuleErrors(source, tree.rootNode).map((e) => ({ ...position(source, e.offset), id: e.id, text: e.message }));
+  const errors = powerShellRuleErrors(source, tree.rootNode).map((e) => ({
+    ...position(source, e.offset),
+    id: e.id,
+    text: e.message,
+  }));
   return { tree, errors };
 }
 

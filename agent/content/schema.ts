@@ -7,9 +7,13 @@
 import { z } from "zod";
 
 /** A component name: no `_`, because `_` separates name and version in package references. */
-export const componentName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.-]*$/, "letters, digits, '.' and '-' only (no '_')");
+export const componentName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9.-]*$/, "letters, digits, '.' and '-' only (no '_')");
 /** A version: anything without whitespace, `_` allowed only because versions like `16e1a3cf` exist. */
-export const componentVersion = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._+-]*$/, "letters, digits, '.', '_', '+' and '-' only");
+export const componentVersion = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._+-]*$/, "letters, digits, '.', '_', '+' and '-' only");
 
 /** `"yes"`/`"no"` as the 2019 format writes it; booleans are accepted too. */
 const yesNo = z.union([z.enum(["yes", "no"]), z.boolean()]).transform((v) => v === true || v === "yes");
@@ -92,7 +96,9 @@ export type ComponentMetadata = z.infer<typeof metadataSchema>;
 export type Section = z.infer<typeof sectionSchema>;
 
 /** A package reference in a template: `<component>_<version>`. */
-export const packageRef = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.-]*_[A-Za-z0-9][A-Za-z0-9._+-]*$/, "expected <component>_<version>");
+export const packageRef = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9.-]*_[A-Za-z0-9][A-Za-z0-9._+-]*$/, "expected <component>_<version>");
 
 /** A template: the components one kind of node runs, for the Windows builds it fits. */
 export const templateSchema = z.strictObject({

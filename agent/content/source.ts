@@ -52,7 +52,9 @@ async function walkFiles(root: string, rel = ""): Promise<ComponentFile[]> {
 }
 
 /** Reads every template and component source under `contentDir`, in sorted order. */
-export async function readContentTree(contentDir: string): Promise<{ templates: TemplateSource[]; components: ComponentSource[] }> {
+export async function readContentTree(
+  contentDir: string,
+): Promise<{ templates: TemplateSource[]; components: ComponentSource[] }> {
   const templates: TemplateSource[] = [];
   for (const name of await entries(join(contentDir, "templates"))) {
     if (!name.endsWith(".json")) continue;

@@ -18,7 +18,11 @@ import { type ComponentSource, readContentTree } from "./source";
 export interface ContentCheck {
   readonly problems: readonly Issue[];
   readonly templates: readonly Template[];
-  readonly components: readonly { readonly source: ComponentSource; readonly metadata: ComponentMetadata; readonly compiled: CompiledComponent }[];
+  readonly components: readonly {
+    readonly source: ComponentSource;
+    readonly metadata: ComponentMetadata;
+    readonly compiled: CompiledComponent;
+  }[];
 }
 
 /** Validates the content tree at `contentDir`. */
@@ -40,14 +44,33 @@ export async function validateContent(contentDir: string, embedLimit = DEFAULT_E
   for (const source of componentSources) {
     const subject = rel(source.metadataFile);
     if (source.metadataText === undefined) {
-      problems.push({ path: subject, message: "missing: every component version needs a metadata.json", severity: "error" });
+      problems.push({
+        path: subject,
+        message: "missing: every component version needs a metadata.json",
+        severity: "error",
+      });
       continue;
     }
     try {
       const metadata = parseMetadata(source.metadataText, subject).value;
-      if (metadata.name !== source.name) problems.push({ path: `${subject}: name`, message: `is "${metadata.name}" but the directory says "${source.name}"`, severity: "error" });
-      if (metadata.version !== source.version) problems.push({ path: `${subject}: version`, message: `is "${metadata.version}" but the directory says "${source.version}"`, severity: "error" });
-      if (metadata.install.commands.length === 0) problems.push({ path: `${subject}: install.commands`, message: "is empty: the component installs files only", severity: "warning" });
+      if (metadata.name !== source.name)
+        problems.push({
+          path: `${subject}: name`,
+          message: `is "${metadata.name}" but the directory says "${source.name}"`,
+          severity: "error",
+        });
+      if (metadata.version !== source.version)
+        problems.push({
+          path: `${subject}: version`,
+          message: `is "${metadata.version}" but the directory says "${source.version}"`,
+          severity: "error",
+        });
+      if (metadata.install.commands.length === 0)
+        problems.push({
+          path: `${subject}: install.commands`,
+          message: "is empty: the component installs files only",
+          severity: "warning",
+        });
       problems.push(...(await powerShellProblems(source, metadata, rel)));
       components.push({ source, metadata, compiled: await compileComponent(source, metadata, embedLimit) });
     } catch (e) {
@@ -64,18 +87,32 @@ export async function validateContent(contentDir: string, embedLimit = DEFAULT_E
       const template = parseTemplate(t.text, subject).value;
       const key = `${template.name}@${template.version}`;
       const other = seen.get(key);
-      if (other) problems.push({ path: subject, message: `duplicates template ${template.name} ${template.version} of ${other}`, severity: "error" });
+      if (other)
+        problems.push({
+          path: subject,
+          message: `duplicates template ${template.name} ${template.version} of ${other}`,
+          severity: "error",
+        });
       seen.set(key, subject);
       const names = new Map<string, number>();
       template.packages.forEach((ref, i) => {
         const { name } = splitPackageRef(ref);
         const first = names.get(name);
-        if (first !== undefined) problems.push({ path: `${subject}: packages[${i}]`, message: `names ${name} again (first at packages[${first}]): one version per component`, severity: "error" });
+        if (first !== undefined)
+          problems.push({
+            path: `${subject}: packages[${i}]`,
+            message: `names ${name} again (first at packages[${first}]): one version per component`,
+            severity: "error",
+          });
         names.set(name, i);
         if (!available.has(ref)) {
           const versions = components.filter((c) => c.metadata.name === name).map((c) => c.metadata.version);
           const hint = versions.length > 0 ? `; available: ${versions.join(", ")}` : "; no such component";
-          problems.push({ path: `${subject}: packages[${i}]`, message: `${ref} does not exist${hint}`, severity: "error" });
+          problems.push({
+            path: `${subject}: packages[${i}]`,
+            message: `${ref} does not exist${hint}`,
+            severity: "error",
+          });
         }
       });
       templates.push(template);
@@ -91,11 +128,22 @@ const SECTIONS = ["install", "uninstall", "pre_upgrade", "post_upgrade"] as cons
 const ROLES = ["lprecmds", "commands", "lpstcmds"] as const;
 
 /** PowerShell that does not parse: in shipped scripts, and in the commands of a `shell: powershell` component. */
-async function powerShellProblems(source: ComponentSource, metadata: ComponentMetadata, rel: (file: string) => string): Promise<Issue[]> {
+async function powerShellProblems(
+  source: ComponentSource,
+  metadata: ComponentMetadata,
+  rel: (file: string) => string,
+): Promise<Issue[]> {
   const out: Issue[] = [];
   const scripts = source.files.filter((file) => POWERSHELL_FILE.test(file.rel));
   if ((scripts.length > 0 || metadata.shell === "powershell") && !(await powerShellParserAvailable())) {
-    return [{ path: rel(source.metadataFile), message: "PowerShell syntax not checked: tree-sitter-powershell cannot load here (winfleet content validate checks it)", severity: "warning" }];
+    return [
+      {
+        path: rel(source.metadataFile),
+        message:
+          "PowerShell syntax not checked: tree-sitter-powershell cannot load here (winfleet content validate checks it)",
+        severity: "warning",
+      },
+    ];
   }
   for (const f of scripts) {
     for (const e of await powerShellSyntaxErrors(await readFile(f.abs, "utf8"))) {
@@ -107,7 +155,11 @@ async function powerShellProblems(source: ComponentSource, metadata: ComponentMe
     for (const role of ROLES) {
       for (const [i, command] of metadata[section][role].entries()) {
         for (const e of await powerShellSyntaxErrors(command)) {
-          out.push({ path: `${rel(source.metadataFile)}: ${section}.${role}[${i}]`, message: `PowerShell syntax error at ${e}`, severity: "error" });
+          out.push({
+            path: `${rel(source.metadataFile)}: ${section}.${role}[${i}]`,
+            message: `PowerShell syntax error at ${e}`,
+            severity: "error",
+          });
         }
       }
     }

@@ -64,7 +64,10 @@ const runs: Collector = {
   source: "<root>/.winfleet/logs/<run>/*.log",
   async collect(ctx, sink, signal) {
     const base = join(stateDir(ctx.root), "logs");
-    const dirs = (await readdir(base, { withFileTypes: true }).catch(() => [])).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    const dirs = (await readdir(base, { withFileTypes: true }).catch(() => []))
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
     if (dirs.length === 0) {
       sink.missing("agent/runs", "no run has written a step log yet", base);
       return;
@@ -73,7 +76,8 @@ const runs: Collector = {
       const dir = join(base, run);
       const recent = i >= dirs.length - NEWEST_RUNS || (await stat(dir)).mtime >= ctx.since;
       if (!recent || signal.aborted) continue;
-      for (const f of (await readdir(dir)).sort()) sink.file(`agent/runs/${run}/${f}`, await readTail(join(dir, f)), join(dir, f));
+      for (const f of (await readdir(dir)).sort())
+        sink.file(`agent/runs/${run}/${f}`, await readTail(join(dir, f)), join(dir, f));
     }
   },
 };
@@ -94,7 +98,16 @@ const config: Collector = {
       sink.missing(PATHS.config, `cannot read or parse: ${errorMessage(e)}`, ctx.configFile);
       return;
     }
-    sink.file(PATHS.config, json({ file: ctx.configFile, valid: ctx.configError === undefined, ...(ctx.configError ? { error: ctx.configError } : {}), config: redactSecrets(agentConfigSchema, doc) }), ctx.configFile);
+    sink.file(
+      PATHS.config,
+      json({
+        file: ctx.configFile,
+        valid: ctx.configError === undefined,
+        ...(ctx.configError ? { error: ctx.configError } : {}),
+        config: redactSecrets(agentConfigSchema, doc),
+      }),
+      ctx.configFile,
+    );
   },
 };
 
@@ -112,8 +125,20 @@ const reportQueue: Collector = {
         reports.push({ file: f, unreadable: errorMessage(e) });
       }
     }
-    const times = async (f: string | undefined): Promise<string | undefined> => (f ? (await stat(join(dir, f)).catch(() => undefined))?.mtime.toISOString() : undefined);
-    sink.file(PATHS.reportQueue, json({ dir, queued: files.length, oldest: await times(files[0]), newest: await times(files.at(-1)), shown: reports.length, reports }), dir);
+    const times = async (f: string | undefined): Promise<string | undefined> =>
+      f ? (await stat(join(dir, f)).catch(() => undefined))?.mtime.toISOString() : undefined;
+    sink.file(
+      PATHS.reportQueue,
+      json({
+        dir,
+        queued: files.length,
+        oldest: await times(files[0]),
+        newest: await times(files.at(-1)),
+        shown: reports.length,
+        reports,
+      }),
+      dir,
+    );
   },
 };
 
@@ -137,10 +162,19 @@ const content: Collector = {
     }
     const manifest = join(dir, "manifest.json");
     if (existsSync(manifest)) sink.file(PATHS.contentManifest, await readFile(manifest), manifest);
-    else sink.missing(PATHS.contentManifest, `${dir} is not a built bundle (no manifest.json): a content source tree`, dir);
+    else
+      sink.missing(
+        PATHS.contentManifest,
+        `${dir} is not a built bundle (no manifest.json): a content source tree`,
+        dir,
+      );
     const signed = existsSync(join(dir, SIGNATURE_FILE));
     let signature: Record<string, unknown>;
-    if (!ctx.config?.publicKey) signature = { status: signed ? "signed, not checked" : "unsigned", detail: "no publicKey is pinned in the agent config: unsigned bundles are accepted" };
+    if (!ctx.config?.publicKey)
+      signature = {
+        status: signed ? "signed, not checked" : "unsigned",
+        detail: "no publicKey is pinned in the agent config: unsigned bundles are accepted",
+      };
     else {
       try {
         const v = await verifyBundle(dir, ctx.config.publicKey);
@@ -158,18 +192,37 @@ const versions: Collector = {
   source: "the agent, Node.js, the OS, the applied template and components",
   async collect(ctx, sink) {
     const s = await readStatus(ctx.root, 0).catch(() => undefined);
-    sink.file(PATHS.versions, json({
-      agent: AGENT_VERSION,
-      node: process.version,
-      os: { type: osType(), release: release(), arch: arch(), platform: ctx.platform },
-      template: s?.template ?? null,
-      contentDigest: s?.contentDigest ?? null,
-      components: (s?.components ?? []).map((c) => ({ name: c.name, version: c.version, state: c.state })),
-    }));
+    sink.file(
+      PATHS.versions,
+      json({
+        agent: AGENT_VERSION,
+        node: process.version,
+        os: { type: osType(), release: release(), arch: arch(), platform: ctx.platform },
+        template: s?.template ?? null,
+        contentDigest: s?.contentDigest ?? null,
+        components: (s?.components ?? []).map((c) => ({ name: c.name, version: c.version, state: c.state })),
+      }),
+    );
   },
 };
 
 /** The agent's collectors. */
 export function agentCollectors(): Collector[] {
-  return [status, journal, runs, config, fileCollector("agent-log", PATHS.agentLog, (ctx) => ctx.agentLog, "the agent's log (the service's output)", "give --agent-log, or keep agent.log beside the config"), reportQueue, verify, content, versions];
+  return [
+    status,
+    journal,
+    runs,
+    config,
+    fileCollector(
+      "agent-log",
+      PATHS.agentLog,
+      (ctx) => ctx.agentLog,
+      "the agent's log (the service's output)",
+      "give --agent-log, or keep agent.log beside the config",
+    ),
+    reportQueue,
+    verify,
+    content,
+    versions,
+  ];
 }

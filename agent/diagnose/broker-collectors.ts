@@ -5,19 +5,33 @@
  */
 import { join } from "node:path";
 import type * as Client from "../broker/client";
-import { type BrokerConfig, endpointPath, loadBrokerConfig, parseBrokerConfig, linuxProcessHost, windowsProcessHost, type ProcessInfo, readProcessRecords } from "../broker";
+import {
+  type BrokerConfig,
+  endpointPath,
+  loadBrokerConfig,
+  parseBrokerConfig,
+  linuxProcessHost,
+  windowsProcessHost,
+  type ProcessInfo,
+  readProcessRecords,
+} from "../broker";
 import { errorMessage } from "../common";
 import { stateDir } from "../lifecycle";
 import { PATHS } from "./agent-collectors";
 import type { Collector, DiagnoseContext } from "./collector";
 
 /** The broker config in force for `ctx`, and where it came from; undefined when there is no broker. */
-export async function brokerConfigOf(ctx: DiagnoseContext): Promise<{ config: BrokerConfig; from: string } | undefined> {
+export async function brokerConfigOf(
+  ctx: DiagnoseContext,
+): Promise<{ config: BrokerConfig; from: string } | undefined> {
   if (ctx.brokerConfigFile) return { config: await loadBrokerConfig(ctx.brokerConfigFile), from: ctx.brokerConfigFile };
   const b = ctx.config?.broker;
   if (b === undefined) return undefined;
   if (typeof b === "string") return { config: await loadBrokerConfig(b), from: b };
-  return { config: parseBrokerConfig(JSON.stringify(b), `${ctx.configFile ?? "agent config"}: broker`), from: `${ctx.configFile ?? "agent config"} (inline)` };
+  return {
+    config: parseBrokerConfig(JSON.stringify(b), `${ctx.configFile ?? "agent config"}: broker`),
+    from: `${ctx.configFile ?? "agent config"} (inline)`,
+  };
 }
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on use: a diagnosis without a broker never loads gRPC */
@@ -44,7 +58,12 @@ const brokerConfig: Collector = {
   async collect(ctx, sink) {
     const found = await brokerConfigOf(ctx);
     if (!found) sink.missing(PATHS.brokerConfig, "no broker configured (the agent config has no broker)");
-    else sink.file(PATHS.brokerConfig, `${JSON.stringify({ from: found.from, config: found.config }, null, 2)}\n`, found.from);
+    else
+      sink.file(
+        PATHS.brokerConfig,
+        `${JSON.stringify({ from: found.from, config: found.config }, null, 2)}\n`,
+        found.from,
+      );
   },
 };
 
@@ -65,11 +84,20 @@ const processes: Collector = {
       const live = await Promise.race([
         client().listProcesses(socket),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`the broker did not answer within ${BROKER_ANSWER_MS} ms`)), BROKER_ANSWER_MS);
+          timer = setTimeout(
+            () => reject(new Error(`the broker did not answer within ${BROKER_ANSWER_MS} ms`)),
+            BROKER_ANSWER_MS,
+          );
         }),
       ]).finally(() => clearTimeout(timer));
       const rows: ProcessRow[] = live.Processes.map((p) => ({
-        name: p.Name, pid: p.Pid, startedAt: p.StartedAt, path: p.Path, state: p.State as ProcessInfo["state"], ...(p.ExitCode >= 0 ? { exitCode: p.ExitCode } : {}), brokerPid: p.BrokerPid,
+        name: p.Name,
+        pid: p.Pid,
+        startedAt: p.StartedAt,
+        path: p.Path,
+        state: p.State as ProcessInfo["state"],
+        ...(p.ExitCode >= 0 ? { exitCode: p.ExitCode } : {}),
+        brokerPid: p.BrokerPid,
       }));
       sink.file(PATHS.processes, `${JSON.stringify({ from: "broker", socket, processes: rows }, null, 2)}\n`, socket);
       return;
@@ -81,10 +109,15 @@ const processes: Collector = {
     const rows: ProcessRow[] = (await readProcessRecords(dir, host)).map(({ record: r, alive }) => {
       const base = { name: r.name, pid: r.pid, startedAt: r.startedAt, path: r.path, brokerPid: r.brokerPid };
       if (!alive) return { ...base, state: "exited", note: "ended while no broker watched (its exit code is unknown)" };
-      if (r.brokerPid > 0 && pidAlive(r.brokerPid)) return { ...base, state: "running", note: "its broker runs but does not answer" };
+      if (r.brokerPid > 0 && pidAlive(r.brokerPid))
+        return { ...base, state: "running", note: "its broker runs but does not answer" };
       return { ...base, state: "orphaned" };
     });
-    sink.file(PATHS.processes, `${JSON.stringify({ from: "records", stateDir: dir, brokerError, processes: rows }, null, 2)}\n`, dir);
+    sink.file(
+      PATHS.processes,
+      `${JSON.stringify({ from: "records", stateDir: dir, brokerError, processes: rows }, null, 2)}\n`,
+      dir,
+    );
   },
 };
 

@@ -76,7 +76,11 @@ export interface Collected {
 }
 
 /** Runs `collectors` at most `parallel` at a time, each within its limit; never rejects. */
-export async function runCollectors(collectors: readonly Collector[], ctx: DiagnoseContext, options: { timeoutMs: number; parallel?: number }): Promise<Collected> {
+export async function runCollectors(
+  collectors: readonly Collector[],
+  ctx: DiagnoseContext,
+  options: { timeoutMs: number; parallel?: number },
+): Promise<Collected> {
   const names = new Set<string>();
   for (const c of collectors) {
     if (names.has(c.name)) throw new Error(`two collectors are named ${c.name}`);
@@ -99,7 +103,11 @@ async function runOne(c: Collector, ctx: DiagnoseContext, defaultTimeout: number
     file(path, data, source) {
       if (!open) return;
       if (out.files.has(path)) throw new Error(`${c.name}: ${path} was already collected`);
-      out.files.set(path, { data: Buffer.isBuffer(data) ? data : Buffer.from(data), collector: c.name, source: source ?? c.source });
+      out.files.set(path, {
+        data: Buffer.isBuffer(data) ? data : Buffer.from(data),
+        collector: c.name,
+        source: source ?? c.source,
+      });
     },
     missing(path, reason, source) {
       if (open) out.missing.push({ path, collector: c.name, source: source ?? c.source, reason });

@@ -16,7 +16,11 @@ export interface CommandResult {
 }
 
 /** Runs `argv[0]` with the rest as arguments. */
-export type CommandRunner = (argv: readonly string[], signal: AbortSignal, options?: { maxBytes?: number }) => Promise<CommandResult>;
+export type CommandRunner = (
+  argv: readonly string[],
+  signal: AbortSignal,
+  options?: { maxBytes?: number },
+) => Promise<CommandResult>;
 
 const DEFAULT_MAX = 16 * 1024 * 1024;
 
@@ -29,7 +33,12 @@ export const runCommand: CommandRunner = (argv, signal, options = {}) =>
       resolve({ code: null, stdout: Buffer.alloc(0), stderr: "", startError: "no command" });
       return;
     }
-    const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"], windowsHide: true, detached: process.platform !== "win32", env: { ...process.env, LC_ALL: "C" } });
+    const child = spawn(file, args, {
+      stdio: ["ignore", "pipe", "pipe"],
+      windowsHide: true,
+      detached: process.platform !== "win32",
+      env: { ...process.env, LC_ALL: "C" },
+    });
     let out: Buffer[] = [];
     let outBytes = 0;
     let err = "";
@@ -48,7 +57,8 @@ export const runCommand: CommandRunner = (argv, signal, options = {}) =>
     const kill = (): void => {
       if (child.pid === undefined) return;
       try {
-        if (process.platform === "win32") spawn("taskkill.exe", ["/T", "/F", "/PID", String(child.pid)], { stdio: "ignore", windowsHide: true });
+        if (process.platform === "win32")
+          spawn("taskkill.exe", ["/T", "/F", "/PID", String(child.pid)], { stdio: "ignore", windowsHide: true });
         else process.kill(-child.pid, "SIGKILL");
       } catch {
         // already gone

@@ -15,7 +15,14 @@ import { type AgentConfig, loadAgentConfig } from "../service";
 import { AGENT_VERSION } from "../version";
 import { agentCollectors } from "./agent-collectors";
 import { brokerCollectors } from "./broker-collectors";
-import { type Collected, type Collector, type DiagnoseContext, type ManifestEntry, type MissingEntry, runCollectors } from "./collector";
+import {
+  type Collected,
+  type Collector,
+  type DiagnoseContext,
+  type ManifestEntry,
+  type MissingEntry,
+  runCollectors,
+} from "./collector";
 import { type CommandRunner, runCommand } from "./command";
 import { posixCollectors } from "./posix-collectors";
 import { windowsCollectors } from "./system-collectors.win32";
@@ -63,7 +70,11 @@ export interface Diagnosis {
 
 /** The collectors of `platform`. */
 export function platformCollectors(platform: NodeJS.Platform): Collector[] {
-  return [...agentCollectors(), ...brokerCollectors, ...(platform === "win32" ? windowsCollectors() : posixCollectors())];
+  return [
+    ...agentCollectors(),
+    ...brokerCollectors,
+    ...(platform === "win32" ? windowsCollectors() : posixCollectors()),
+  ];
 }
 
 /** Values shorter than this are not masked: they would garble everything else. */
@@ -74,14 +85,22 @@ const MIN_SECRET_LENGTH = 4;
  * a component (installed, per its recorded metadata) declares secret, and the
  * environment's values under those names.
  */
-async function knownSecrets(root: string, configFile: string | undefined, config: AgentConfig | undefined): Promise<string[]> {
+async function knownSecrets(
+  root: string,
+  configFile: string | undefined,
+  config: AgentConfig | undefined,
+): Promise<string[]> {
   const out = new Set<string>();
   let secrets: Record<string, unknown> = config?.secrets ?? {};
   let variables: Record<string, unknown> = config?.variables ?? {};
   if (!config && configFile) {
     // An invalid config still has its secrets masked: read what it says as far as it can be read.
-    const doc = await readFile(configFile, "utf8").then((t) => parseYaml(t) as unknown, () => undefined);
-    const obj = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+    const doc = await readFile(configFile, "utf8").then(
+      (t) => parseYaml(t) as unknown,
+      () => undefined,
+    );
+    const obj = (v: unknown): Record<string, unknown> =>
+      v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
     secrets = obj(obj(doc).secrets);
     variables = obj(obj(doc).variables);
   }
@@ -89,7 +108,9 @@ async function knownSecrets(root: string, configFile: string | undefined, config
   const components = join(stateDir(root), "components");
   for (const dir of await readdir(components).catch(() => [] as string[])) {
     try {
-      const meta = JSON.parse(await readFile(join(components, dir, "metadata.json"), "utf8")) as { variables?: Record<string, { secret?: unknown }> };
+      const meta = JSON.parse(await readFile(join(components, dir, "metadata.json"), "utf8")) as {
+        variables?: Record<string, { secret?: unknown }>;
+      };
       for (const [name, spec] of Object.entries(meta.variables ?? {})) if (spec.secret === true) secretNames.add(name);
     } catch {
       // a component whose metadata cannot be read declares nothing
@@ -116,7 +137,10 @@ function replaceAll(data: Buffer, needle: Buffer, by: Buffer): Buffer {
   return Buffer.concat(parts);
 }
 
-/** `data` with every secret replaced by [secret], as UTF-8, as JSON-escaped text and as UTF-16 (PowerShell's and the event log's). */
+/**
+ * `data` with every secret replaced by [secret], as UTF-8, as JSON-escaped text and as UTF-16 (PowerShell's and the
+ * event log's).
+ */
 export function maskSecrets(data: Buffer, secrets: readonly string[]): Buffer {
   let out = data;
   for (const s of secrets) {
@@ -157,7 +181,8 @@ export async function diagnose(options: DiagnoseOptions): Promise<Diagnosis> {
   const collected = await runCollectors(collectors, ctx, { timeoutMs: options.timeoutMs });
   const secrets = await knownSecrets(options.root, options.configFile, config);
   const files = new Map<string, Buffer>();
-  for (const path of [...collected.files.keys()].sort()) files.set(path, maskSecrets(collected.files.get(path)?.data ?? Buffer.alloc(0), secrets));
+  for (const path of [...collected.files.keys()].sort())
+    files.set(path, maskSecrets(collected.files.get(path)?.data ?? Buffer.alloc(0), secrets));
   const manifest: Manifest = {
     format: 1,
     createdAt: new Date().toISOString(),
@@ -168,7 +193,13 @@ export async function diagnose(options: DiagnoseOptions): Promise<Diagnosis> {
     since: options.since.toISOString(),
     entries: [...files].map(([path, data]) => {
       const c = collected.files.get(path);
-      return { path, collector: c?.collector ?? "", source: c?.source ?? "", size: data.length, sha256: createHash("sha256").update(data).digest("hex") };
+      return {
+        path,
+        collector: c?.collector ?? "",
+        source: c?.source ?? "",
+        size: data.length,
+        sha256: createHash("sha256").update(data).digest("hex"),
+      };
     }),
     missing: collected.missing.map((m) => ({ ...m, reason: maskSecrets(Buffer.from(m.reason), secrets).toString() })),
     collectors: [...collected.runs].sort((a, b) => a.collector.localeCompare(b.collector)),
@@ -180,7 +211,9 @@ export async function diagnose(options: DiagnoseOptions): Promise<Diagnosis> {
 /** The archive: `manifest.json`, then every entry by path. */
 export function archiveOf(d: Diagnosis): Buffer {
   const mtime = Math.trunc(Date.parse(d.manifest.createdAt) / 1000);
-  const entries: TarEntry[] = [{ path: "manifest.json", data: Buffer.from(`${JSON.stringify(d.manifest, null, 2)}\n`), mtime, mode: 0o600 }];
+  const entries: TarEntry[] = [
+    { path: "manifest.json", data: Buffer.from(`${JSON.stringify(d.manifest, null, 2)}\n`), mtime, mode: 0o600 },
+  ];
   for (const [path, data] of d.files) entries.push({ path, data, mtime, mode: 0o600 });
   return tarGz(entries);
 }

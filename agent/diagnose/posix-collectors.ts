@@ -13,7 +13,15 @@ const journal: Collector = {
   name: "journalctl",
   source: `journalctl ${POSIX_UNITS.map((u) => `-u ${u}`).join(" ")}`,
   async collect(ctx, sink, signal) {
-    const argv = ["journalctl", "--no-pager", "-o", "short-iso", "--since", ctx.since.toISOString().replace("T", " ").slice(0, 19), ...POSIX_UNITS.flatMap((u) => ["-u", u])];
+    const argv = [
+      "journalctl",
+      "--no-pager",
+      "-o",
+      "short-iso",
+      "--since",
+      ctx.since.toISOString().replace("T", " ").slice(0, 19),
+      ...POSIX_UNITS.flatMap((u) => ["-u", u]),
+    ];
     await commandCollector("journalctl", "system/journal.txt", argv, { optional: true }).collect(ctx, sink, signal);
   },
 };
@@ -28,11 +36,19 @@ export interface ServiceRow {
   readonly exitCode?: number;
 }
 
-/** Parses `systemctl show` output (blocks of KEY=VALUE separated by blank lines); units systemd does not know are left out. */
+/**
+ * Parses `systemctl show` output (blocks of KEY=VALUE separated by blank lines); units systemd does not know are left
+ * out.
+ */
 export function parseSystemctlShow(text: string): ServiceRow[] {
   const rows: ServiceRow[] = [];
   for (const block of text.split(/\n\s*\n/)) {
-    const p = Object.fromEntries(block.split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)] as const).filter(([k]) => k !== ""));
+    const p = Object.fromEntries(
+      block
+        .split("\n")
+        .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)] as const)
+        .filter(([k]) => k !== ""),
+    );
     if (!p.Id || p.LoadState === "not-found") continue;
     const exit = Number(p.ExecMainStatus);
     rows.push({
@@ -49,11 +65,19 @@ const services: Collector = {
   name: "services",
   source: `systemctl show ${POSIX_UNITS.join(" ")}`,
   async collect(ctx, sink, signal) {
-    const argv = ["systemctl", "show", "--property=Id,LoadState,ActiveState,SubState,UnitFileState,ExecMainStatus", ...POSIX_UNITS.map((u) => `${u}.service`)];
+    const argv = [
+      "systemctl",
+      "show",
+      "--property=Id,LoadState,ActiveState,SubState,UnitFileState,ExecMainStatus",
+      ...POSIX_UNITS.map((u) => `${u}.service`),
+    ];
     const r = await ctx.run(argv, signal);
     // No systemd (a container, another init): there are no services to report, which is not a failure.
     if (r.startError !== undefined || r.code !== 0) {
-      sink.missing("system/services.json", `not available on this host: ${r.startError ?? (r.stderr.trim() || `systemctl exited ${String(r.code)}`)}`);
+      sink.missing(
+        "system/services.json",
+        `not available on this host: ${r.startError ?? (r.stderr.trim() || `systemctl exited ${String(r.code)}`)}`,
+      );
       return;
     }
     sink.file("system/services.json", `${JSON.stringify(parseSystemctlShow(r.stdout.toString()), null, 2)}\n`);

@@ -25,7 +25,12 @@ export async function readTail(path: string, max = LOG_TAIL_BYTES): Promise<Buff
 }
 
 /** A collector that archives what `argv` prints; a command not installed is recorded as missing, not as a failure. */
-export function commandCollector(name: string, path: string, argv: readonly string[], options: { timeoutMs?: number; optional?: boolean } = {}): Collector {
+export function commandCollector(
+  name: string,
+  path: string,
+  argv: readonly string[],
+  options: { timeoutMs?: number; optional?: boolean } = {},
+): Collector {
   return {
     name,
     source: argv.join(" "),
@@ -33,18 +38,39 @@ export function commandCollector(name: string, path: string, argv: readonly stri
     async collect(ctx, sink, signal) {
       const r = await ctx.run(argv, signal);
       if (r.startError !== undefined) {
-        sink.missing(path, options.optional ? `not available on this host: ${r.startError}` : `could not run: ${r.startError}`);
+        sink.missing(
+          path,
+          options.optional ? `not available on this host: ${r.startError}` : `could not run: ${r.startError}`,
+        );
         return;
       }
       if (signal.aborted) return;
-      sink.file(path, r.stdout.length > 0 || r.code !== 0 ? Buffer.concat([r.stdout, r.code === 0 ? Buffer.alloc(0) : Buffer.from(`\n[exited ${String(r.code)}] ${r.stderr.trim()}\n`)]) : Buffer.from(r.stderr));
-      if (r.code !== 0) sink.missing(path, `exited ${String(r.code)}${r.stderr.trim() ? `: ${r.stderr.trim().split("\n").slice(-3).join(" / ")}` : ""}`);
+      sink.file(
+        path,
+        r.stdout.length > 0 || r.code !== 0
+          ? Buffer.concat([
+              r.stdout,
+              r.code === 0 ? Buffer.alloc(0) : Buffer.from(`\n[exited ${String(r.code)}] ${r.stderr.trim()}\n`),
+            ])
+          : Buffer.from(r.stderr),
+      );
+      if (r.code !== 0)
+        sink.missing(
+          path,
+          `exited ${String(r.code)}${r.stderr.trim() ? `: ${r.stderr.trim().split("\n").slice(-3).join(" / ")}` : ""}`,
+        );
     },
   };
 }
 
 /** The tail of one file; absent is recorded as missing. */
-export function fileCollector(name: string, path: string, fileOf: (ctx: DiagnoseContext) => string | undefined, what: string, hint: string): Collector {
+export function fileCollector(
+  name: string,
+  path: string,
+  fileOf: (ctx: DiagnoseContext) => string | undefined,
+  what: string,
+  hint: string,
+): Collector {
   return {
     name,
     source: what,
@@ -72,7 +98,9 @@ export function logDirCollector(name: string, prefix: string, dir: (root: string
       const base = dir(ctx.root);
       const walk = async (rel: string, depth: number): Promise<number> => {
         let count = 0;
-        for (const entry of (await readdir(join(base, rel), { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+        for (const entry of (await readdir(join(base, rel), { withFileTypes: true })).sort((a, b) =>
+          a.name.localeCompare(b.name),
+        )) {
           if (signal.aborted) return count;
           const r = rel ? `${rel}/${entry.name}` : entry.name;
           if (entry.isDirectory() && depth < 1) count += await walk(r, depth + 1);

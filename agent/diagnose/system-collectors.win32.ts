@@ -13,7 +13,20 @@ import type { Collector } from "./collector";
 import { commandCollector, logDirCollector } from "./sources";
 
 /** Services whose state and failure actions are collected (those content installs, and what they stand on). */
-export const WINDOWS_SERVICES = ["winfleet-agent", "containerd", "kubelet", "kube-proxy", "CalicoNode", "CalicoFelix", "csiproxy", "windows_exporter", "rancher-wins", "rke2", "hns", "vmcompute"] as const;
+export const WINDOWS_SERVICES = [
+  "winfleet-agent",
+  "containerd",
+  "kubelet",
+  "kube-proxy",
+  "CalicoNode",
+  "CalicoFelix",
+  "csiproxy",
+  "windows_exporter",
+  "rancher-wins",
+  "rke2",
+  "hns",
+  "vmcompute",
+] as const;
 
 /** Event log channels collected, with the XPath filter's provider, if any. */
 export const EVENT_LOGS: readonly { readonly name: string; readonly channel: string; readonly provider?: string }[] = [
@@ -27,12 +40,24 @@ export const EVENT_LOGS: readonly { readonly name: string; readonly channel: str
   { name: "task-scheduler", channel: "Microsoft-Windows-TaskScheduler/Operational" },
 ];
 
-/** Log directories below the root that content's services write (see the kubelet, containerd, kube-proxy and calico components). */
+/**
+ * Log directories below the root that content's services write (see the kubelet, containerd, kube-proxy and calico
+ * components).
+ */
 export const LOG_DIRS = ["kubelet", "containerd", "kube-proxy", "calico", "flannel"] as const;
 
 /** argv running a PowerShell script. */
 export function powershell(script: string): string[] {
-  return ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", `$ErrorActionPreference = 'Stop'; $ProgressPreference = 'SilentlyContinue'; ${script}`];
+  return [
+    "powershell.exe",
+    "-NoLogo",
+    "-NoProfile",
+    "-NonInteractive",
+    "-ExecutionPolicy",
+    "Bypass",
+    "-Command",
+    `$ErrorActionPreference = 'Stop'; $ProgressPreference = 'SilentlyContinue'; ${script}`,
+  ];
 }
 
 const psList = (items: readonly string[]): string => `@(${items.map((s) => `'${s.replace(/'/g, "''")}'`).join(", ")})`;
@@ -62,7 +87,10 @@ export function firewallScript(): string {
   ].join("\n");
 }
 
-/** Host processes named `rancher-wins-*` (what the broker, and wins before it, started), as JSON; command lines are left out: they may carry credentials. */
+/**
+ * Host processes named `rancher-wins-*` (what the broker, and wins before it, started), as JSON; command lines are left
+ * out: they may carry credentials.
+ */
 export function hostProcessesScript(): string {
   return [
     "$rows = foreach ($p in @(Get-CimInstance -ClassName Win32_Process -Filter \"Name LIKE 'rancher-wins-%'\")) {",
@@ -72,7 +100,9 @@ export function hostProcessesScript(): string {
   ].join("\n");
 }
 
-/** The scheduled task the agent runs as (its state, last run and last result: 3010 is a reboot it asked for), as JSON. */
+/**
+ * The scheduled task the agent runs as (its state, last run and last result: 3010 is a reboot it asked for), as JSON.
+ */
 export function agentTaskScript(task = "winfleet-agent"): string {
   const name = `'${task.replace(/'/g, "''")}'`;
   return [
@@ -113,7 +143,12 @@ export function windowsCollectors(): Collector[] {
     name: `eventlog-${e.name}`,
     source: `wevtutil qe ${e.channel}${e.provider ? ` (${e.provider})` : ""}`,
     collect: (ctx, sink, signal) =>
-      commandCollector(`eventlog-${e.name}`, `windows/events/${e.name}.txt`, eventLogCommand(e.channel, e.provider, Date.now() - ctx.since.getTime()), { optional: true }).collect(ctx, sink, signal),
+      commandCollector(
+        `eventlog-${e.name}`,
+        `windows/events/${e.name}.txt`,
+        eventLogCommand(e.channel, e.provider, Date.now() - ctx.since.getTime()),
+        { optional: true },
+      ).collect(ctx, sink, signal),
   }));
   return [
     commandCollector("services", "system/services.json", powershell(servicesScript())),
@@ -122,9 +157,18 @@ export function windowsCollectors(): Collector[] {
     commandCollector("host-version", "windows/host-version.json", powershell(hostVersionScript())),
     commandCollector("host-processes", "windows/rancher-wins-processes.json", powershell(hostProcessesScript())),
     commandCollector("firewall", "windows/firewall-rules.json", powershell(firewallScript())),
-    commandCollector("hns-networks", "windows/hns-networks.txt", ["hnsdiag.exe", "list", "networks", "-d"], { optional: true }),
-    commandCollector("hns-endpoints", "windows/hns-endpoints.txt", ["hnsdiag.exe", "list", "endpoints", "-d"], { optional: true }),
-    commandCollector("hns-loadbalancers", "windows/hns-loadbalancers.txt", ["hnsdiag.exe", "list", "loadbalancers", "-d"], { optional: true }),
+    commandCollector("hns-networks", "windows/hns-networks.txt", ["hnsdiag.exe", "list", "networks", "-d"], {
+      optional: true,
+    }),
+    commandCollector("hns-endpoints", "windows/hns-endpoints.txt", ["hnsdiag.exe", "list", "endpoints", "-d"], {
+      optional: true,
+    }),
+    commandCollector(
+      "hns-loadbalancers",
+      "windows/hns-loadbalancers.txt",
+      ["hnsdiag.exe", "list", "loadbalancers", "-d"],
+      { optional: true },
+    ),
     commandCollector("ipconfig", "windows/ipconfig.txt", ["ipconfig.exe", "/all"]),
     commandCollector("routes", "windows/routes.txt", ["route.exe", "print"]),
     ...events,

@@ -10,7 +10,9 @@ describe("the archive framed for a container log", () => {
     const framed = frameArchive(data);
     const lines = framed.split("\n");
     // What a kubelet log read with timestamps looks like, stderr interleaved.
-    const mixed = lines.map((l, i) => (l ? `2026-01-01T00:00:00.${i}Z ${l}` : l)).join("\nwarning: something on stderr\n");
+    const mixed = lines
+      .map((l, i) => (l ? `2026-01-01T00:00:00.${i}Z ${l}` : l))
+      .join("\nwarning: something on stderr\n");
     const r = new FrameReader();
     for (let i = 0; i < mixed.length; i += 37) r.push(mixed.slice(i, i + 37));
     assert.equal(r.done, true);
@@ -25,8 +27,14 @@ describe("the archive framed for a container log", () => {
     const altered = [...lines];
     const line = altered[3] ?? "";
     altered[3] = `${line.slice(0, -1)}${line.endsWith("A") ? "B" : "A"}`;
-    assert.throws(() => unframeArchive(altered.join("\n")), (e) => e instanceof FrameError && /checksum mismatch/.test(e.message));
-    assert.throws(() => unframeArchive(lines.slice(0, -5).join("\n")), /ends after \d+ of \d+ data lines, without an end line/);
+    assert.throws(
+      () => unframeArchive(altered.join("\n")),
+      (e) => e instanceof FrameError && /checksum mismatch/.test(e.message),
+    );
+    assert.throws(
+      () => unframeArchive(lines.slice(0, -5).join("\n")),
+      /ends after \d+ of \d+ data lines, without an end line/,
+    );
     const swapped = [...lines];
     [swapped[2], swapped[3]] = [swapped[3] ?? "", swapped[2] ?? ""];
     assert.throws(() => unframeArchive(swapped.join("\n")), /data line 2 where line 1 was expected/);

@@ -80,8 +80,12 @@ export class FrameReader {
     const line = raw.slice(at + MAGIC.length + 1);
     if (line.startsWith("begin ")) {
       const m = /^begin v1 size=(\d+) sha256=([0-9a-f]{64}) lines=(\d+)$/.exec(line);
-      if (!m) throw new FrameError(`unreadable begin line ${JSON.stringify(raw.slice(0, 200))}: the agent on the node speaks another framing (is it older or newer than this winfleet?)`);
-      if (this.header) throw new FrameError("a second begin line: the log holds two archives (the container ran twice?)");
+      if (!m)
+        throw new FrameError(
+          `unreadable begin line ${JSON.stringify(raw.slice(0, 200))}: the agent on the node speaks another framing (is it older or newer than this winfleet?)`,
+        );
+      if (this.header)
+        throw new FrameError("a second begin line: the log holds two archives (the container ran twice?)");
       this.header = { size: Number(m[1]), sha256: m[2] ?? "", lines: Number(m[3]) };
       return;
     }
@@ -93,7 +97,10 @@ export class FrameReader {
     const m = /^(\d+) ([A-Za-z0-9+/=]*)$/.exec(line);
     if (!m) throw new FrameError(`unreadable data line ${JSON.stringify(raw.slice(0, 120))}`);
     const n = Number(m[1]);
-    if (n !== this.parts.length) throw new FrameError(`data line ${n} where line ${this.parts.length} was expected: the log lost or repeated lines (was it rotated while the archive was written?)`);
+    if (n !== this.parts.length)
+      throw new FrameError(
+        `data line ${n} where line ${this.parts.length} was expected: the log lost or repeated lines (was it rotated while the archive was written?)`,
+      );
     this.parts.push(m[2] ?? "");
   }
 
@@ -103,12 +110,18 @@ export class FrameReader {
     this.rest = "";
     const h = this.header;
     if (!h) throw new FrameError("no archive in the output (no begin line)");
-    if (!this.ended) throw new FrameError(`the output ends after ${this.parts.length} of ${h.lines} data lines, without an end line: the archive is incomplete`);
-    if (this.parts.length !== h.lines) throw new FrameError(`${this.parts.length} data lines where the begin line announced ${h.lines}`);
+    if (!this.ended)
+      throw new FrameError(
+        `the output ends after ${this.parts.length} of ${h.lines} data lines, without an end line: the archive is incomplete`,
+      );
+    if (this.parts.length !== h.lines)
+      throw new FrameError(`${this.parts.length} data lines where the begin line announced ${h.lines}`);
     const data = Buffer.from(this.parts.join(""), "base64");
-    if (data.length !== h.size) throw new FrameError(`the archive is ${data.length} bytes where ${h.size} were announced`);
+    if (data.length !== h.size)
+      throw new FrameError(`the archive is ${data.length} bytes where ${h.size} were announced`);
     const sha = createHash("sha256").update(data).digest("hex");
-    if (sha !== h.sha256) throw new FrameError(`checksum mismatch: the archive's SHA-256 is ${sha}, the agent announced ${h.sha256}`);
+    if (sha !== h.sha256)
+      throw new FrameError(`checksum mismatch: the archive's SHA-256 is ${sha}, the agent announced ${h.sha256}`);
     return data;
   }
 }

@@ -13,19 +13,38 @@ function call<T>(owner: Owner, method: string, path: string, body?: unknown): Pr
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : JSON.stringify(body);
     const req = request(
-      { host: "127.0.0.1", port: owner.port, method, path, headers: { authorization: `Bearer ${owner.token}`, ...(data ? { "content-type": "application/json" } : {}) } },
+      {
+        host: "127.0.0.1",
+        port: owner.port,
+        method,
+        path,
+        headers: { authorization: `Bearer ${owner.token}`, ...(data ? { "content-type": "application/json" } : {}) },
+      },
       (res) => {
         let text = "";
         res.setEncoding("utf8");
         res.on("data", (c: string) => (text += c));
         res.on("end", () => {
           const parsed = text ? (JSON.parse(text) as T & { error?: string }) : ({} as T & { error?: string });
-          if ((res.statusCode ?? 500) >= 400) reject(new AgentError(AgentErrorCode.InvalidInput, `the fleet manager answered ${String(res.statusCode)}: ${parsed.error ?? text}`));
+          if ((res.statusCode ?? 500) >= 400)
+            reject(
+              new AgentError(
+                AgentErrorCode.InvalidInput,
+                `the fleet manager answered ${String(res.statusCode)}: ${parsed.error ?? text}`,
+              ),
+            );
           else resolve(parsed);
         });
       },
     );
-    req.on("error", (e) => reject(new AgentError(AgentErrorCode.FetchFailed, `cannot reach the fleet manager on 127.0.0.1:${owner.port}: ${e.message}`)));
+    req.on("error", (e) =>
+      reject(
+        new AgentError(
+          AgentErrorCode.FetchFailed,
+          `cannot reach the fleet manager on 127.0.0.1:${owner.port}: ${e.message}`,
+        ),
+      ),
+    );
     req.end(data);
   });
 }
@@ -46,7 +65,10 @@ export function shutdownFleet(owner: Owner): Promise<unknown> {
 }
 
 /** Follows the event stream until the returned function is called. */
-export function followEvents(owner: Owner, onEvent: (e: FleetEvent | { type: "snapshot"; status: FleetStatus }) => void): () => void {
+export function followEvents(
+  owner: Owner,
+  onEvent: (e: FleetEvent | { type: "snapshot"; status: FleetStatus }) => void,
+): () => void {
   const req = request({ host: "127.0.0.1", port: owner.port, path: "/api/events" }, (res) => {
     let buffer = "";
     res.setEncoding("utf8");
@@ -56,7 +78,8 @@ export function followEvents(owner: Owner, onEvent: (e: FleetEvent | { type: "sn
       while ((end = buffer.indexOf("\n\n")) >= 0) {
         const frame = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        for (const line of frame.split("\n")) if (line.startsWith("data: ")) onEvent(JSON.parse(line.slice(6)) as FleetEvent);
+        for (const line of frame.split("\n"))
+          if (line.startsWith("data: ")) onEvent(JSON.parse(line.slice(6)) as FleetEvent);
       }
     });
   });

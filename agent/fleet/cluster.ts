@@ -10,7 +10,18 @@ import { randomInt } from "node:crypto";
 import { copyFile, cp as copyTree, mkdir, readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
-import { type ControlPlane, startControlPlane, findEngines, KubeClient, type KubeletApi, startKubeletApi, NodeStandIn, tlsBootstrap, PodRunner, pulumiProject } from "../cluster";
+import {
+  type ControlPlane,
+  startControlPlane,
+  findEngines,
+  KubeClient,
+  type KubeletApi,
+  startKubeletApi,
+  NodeStandIn,
+  tlsBootstrap,
+  PodRunner,
+  pulumiProject,
+} from "../cluster";
 import { AgentError, AgentErrorCode } from "../common";
 import { AGENT_VERSION as VERSION } from "../version";
 import { POOL_LABEL } from "../../components";
@@ -19,9 +30,26 @@ import { type FleetSpec, hostNames, hostPaths } from "./spec";
 /** What the status page shows of the cluster: the Nodes, the upgrader DaemonSets' rollouts and recent Events. */
 export interface ClusterView {
   readonly server: string;
-  readonly nodes: readonly { readonly name: string; readonly ready: string; readonly winfleetReady: string; readonly template: string }[];
-  readonly daemonSets: readonly { readonly name: string; readonly desired: number; readonly updated: number; readonly ready: number; readonly unavailable: number }[];
-  readonly events: readonly { readonly at: string; readonly object: string; readonly reason: string; readonly message: string; readonly type: string }[];
+  readonly nodes: readonly {
+    readonly name: string;
+    readonly ready: string;
+    readonly winfleetReady: string;
+    readonly template: string;
+  }[];
+  readonly daemonSets: readonly {
+    readonly name: string;
+    readonly desired: number;
+    readonly updated: number;
+    readonly ready: number;
+    readonly unavailable: number;
+  }[];
+  readonly events: readonly {
+    readonly at: string;
+    readonly object: string;
+    readonly reason: string;
+    readonly message: string;
+    readonly type: string;
+  }[];
 }
 
 /** A running local cluster with the fleet's hosts joined. */
@@ -48,9 +76,31 @@ export interface LocalCluster {
 }
 
 type Condition = { type: string; status: string };
-type NodeList = { items: { metadata: { name: string; annotations?: Record<string, string> }; status?: { conditions?: Condition[] } }[] };
-type DaemonSetList = { items: { metadata: { name: string }; status?: { desiredNumberScheduled?: number; updatedNumberScheduled?: number; numberReady?: number; numberUnavailable?: number } }[] };
-type EventList = { items: { lastTimestamp?: string; eventTime?: string; metadata: { creationTimestamp?: string }; involvedObject: { kind?: string; name?: string }; reason?: string; message?: string; type?: string }[] };
+type NodeList = {
+  items: { metadata: { name: string; annotations?: Record<string, string> }; status?: { conditions?: Condition[] } }[];
+};
+type DaemonSetList = {
+  items: {
+    metadata: { name: string };
+    status?: {
+      desiredNumberScheduled?: number;
+      updatedNumberScheduled?: number;
+      numberReady?: number;
+      numberUnavailable?: number;
+    };
+  }[];
+};
+type EventList = {
+  items: {
+    lastTimestamp?: string;
+    eventTime?: string;
+    metadata: { creationTimestamp?: string };
+    involvedObject: { kind?: string; name?: string };
+    reason?: string;
+    message?: string;
+    type?: string;
+  }[];
+};
 
 /** The cluster's view through `api` (an administrator's client). */
 export async function clusterView(api: KubeClient, namespace: string): Promise<ClusterView> {
@@ -63,7 +113,13 @@ export async function clusterView(api: KubeClient, namespace: string): Promise<C
   return {
     server: api.server,
     nodes: nodes.items
-      .map((n) => ({ name: n.metadata.name, ready: status(n.status?.conditions, "Ready"), winfleetReady: status(n.status?.conditions, "WinfleetReady"), template: `${n.metadata.annotations?.["winfleet.io/template"] ?? ""} ${n.metadata.annotations?.["winfleet.io/template-version"] ?? ""}`.trim() }))
+      .map((n) => ({
+        name: n.metadata.name,
+        ready: status(n.status?.conditions, "Ready"),
+        winfleetReady: status(n.status?.conditions, "WinfleetReady"),
+        template:
+          `${n.metadata.annotations?.["winfleet.io/template"] ?? ""} ${n.metadata.annotations?.["winfleet.io/template-version"] ?? ""}`.trim(),
+      }))
       .sort((a, b) => a.name.localeCompare(b.name)),
     daemonSets: daemonSets.items.map((d) => ({
       name: d.metadata.name,
@@ -73,7 +129,13 @@ export async function clusterView(api: KubeClient, namespace: string): Promise<C
       unavailable: d.status?.numberUnavailable ?? 0,
     })),
     events: events.items
-      .map((e) => ({ at: e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? "", object: `${e.involvedObject.kind ?? ""}/${e.involvedObject.name ?? ""}`, reason: e.reason ?? "", message: e.message ?? "", type: e.type ?? "Normal" }))
+      .map((e) => ({
+        at: e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? "",
+        object: `${e.involvedObject.kind ?? ""}/${e.involvedObject.name ?? ""}`,
+        reason: e.reason ?? "",
+        message: e.message ?? "",
+        type: e.type ?? "Normal",
+      }))
       .sort((a, b) => b.at.localeCompare(a.at))
       .slice(0, 20),
   };
@@ -92,10 +154,23 @@ function random(n: number): string {
  * The stack's fleet with the cluster section pointing at the control plane (and the agent and
  * upgrader sections a cluster needs, when the stack leaves them out), as stack-file YAML.
  */
-export async function clusterStackYaml(spec: FleetSpec, cp: Pick<ControlPlane, "server" | "caCertHash">, tokenId: string): Promise<string> {
+export async function clusterStackYaml(
+  spec: FleetSpec,
+  cp: Pick<ControlPlane, "server" | "caCertHash">,
+  tokenId: string,
+): Promise<string> {
   const doc = parseYaml(await readFile(spec.stackFile, "utf8")) as { config?: Record<string, unknown> };
   const fleet = { ...((doc.config?.["winfleet:fleet"] ?? {}) as Record<string, unknown>) };
-  fleet.cluster = { name: "local", join: { method: "kubeadm", apiServer: cp.server, caCertHash: cp.caCertHash, tokenId, tokenSecret: "bootstrapTokenSecret" } };
+  fleet.cluster = {
+    name: "local",
+    join: {
+      method: "kubeadm",
+      apiServer: cp.server,
+      caCertHash: cp.caCertHash,
+      tokenId,
+      tokenSecret: "bootstrapTokenSecret",
+    },
+  };
   // Local hosts run the checkout's agent; nothing downloads this bundle.
   fleet.agent ??= { version: VERSION, bundle: { url: "file:///winfleet/local-fleet/agent", sha256: "0".repeat(64) } };
   fleet.upgrader ??= { image: `winfleet-agent:${VERSION}` };
@@ -103,18 +178,28 @@ export async function clusterStackYaml(spec: FleetSpec, cp: Pick<ControlPlane, "
 }
 
 /** Starts the control plane, deploys the cluster side with the real engine, and joins every host of `spec`. */
-export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: (line: string) => void): Promise<LocalCluster> {
+export async function startLocalCluster(
+  spec: FleetSpec,
+  stateDir: string,
+  log: (line: string) => void,
+): Promise<LocalCluster> {
   const engines = findEngines(ENGINES);
   const dir = join(stateDir, "cluster");
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const k8s = engines.kubernetes;
   const etcd = engines.etcd;
-  if (!k8s || !etcd) throw new AgentError(AgentErrorCode.Unavailable, "the kubernetes and etcd engines are missing: run npm run setup");
+  if (!k8s || !etcd)
+    throw new AgentError(AgentErrorCode.Unavailable, "the kubernetes and etcd engines are missing: run npm run setup");
   const started = Date.now();
   const cp = await startControlPlane({
     dir: join(dir, "control-plane"),
-    binaries: { etcd: etcd.binaries.etcd ?? "", kubeApiserver: k8s.binaries["kube-apiserver"] ?? "", kubeControllerManager: k8s.binaries["kube-controller-manager"] ?? "", kubeScheduler: k8s.binaries["kube-scheduler"] ?? "" },
+    binaries: {
+      etcd: etcd.binaries.etcd ?? "",
+      kubeApiserver: k8s.binaries["kube-apiserver"] ?? "",
+      kubeControllerManager: k8s.binaries["kube-controller-manager"] ?? "",
+      kubeScheduler: k8s.binaries["kube-scheduler"] ?? "",
+    },
     log,
   });
   const nodes = new Map<string, NodeStandIn>();
@@ -138,7 +223,9 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
     const contentCopy = join(project.dir, "content");
     const { LocalWorkspace, PulumiCommand } = (await import("@pulumi/pulumi")).automation;
     const cli = engines.pulumi?.binaries.pulumi ?? "pulumi";
-    const envVars = Object.fromEntries(Object.entries(project.env).filter((e): e is [string, string] => e[1] !== undefined));
+    const envVars = Object.fromEntries(
+      Object.entries(project.env).filter((e): e is [string, string] => e[1] !== undefined),
+    );
     const stack = await LocalWorkspace.createOrSelectStack(
       { stackName: STACK, workDir: project.dir },
       { envVars, pulumiCommand: await PulumiCommand.get({ root: dirname(dirname(cli)), skipVersionCheck: true }) },
@@ -149,7 +236,11 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
       try {
         await stack.up({ onOutput: (line) => output.push(line) });
       } catch (e) {
-        throw new AgentError(AgentErrorCode.ApplyFailed, `pulumi up of the cluster side failed:\n${output.join("").split("\n").slice(-30).join("\n")}`, { cause: e });
+        throw new AgentError(
+          AgentErrorCode.ApplyFailed,
+          `pulumi up of the cluster side failed:\n${output.join("").split("\n").slice(-30).join("\n")}`,
+          { cause: e },
+        );
       }
     };
     log("deploying the cluster side with pulumi up (namespace, RBAC, bootstrap token, content, upgraders)…");
@@ -170,14 +261,26 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
     const approve = async (csr: string) => {
       const path = `/apis/certificates.k8s.io/v1/certificatesigningrequests/${csr}`;
       const obj = await admin.get<{ status?: Record<string, unknown> }>(path);
-      const approved = { type: "Approved", status: "True", reason: "WinfleetLocalFleet", message: "approved by the local fleet for its own node" };
+      const approved = {
+        type: "Approved",
+        status: "True",
+        reason: "WinfleetLocalFleet",
+        message: "approved by the local fleet for its own node",
+      };
       await admin.put(`${path}/approval`, { ...obj, status: { ...obj.status, conditions: [approved] } });
     };
     const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool };
     const joined = new Map<string, string>();
     await Promise.all(
       hostNames(spec.pool, spec.hosts).map(async (name) => {
-        const credential = await tlsBootstrap({ server: cp.server, caPem: cp.caPem, bootstrapToken: `${tokenId}.${tokenSecret}`, nodeName: name, labels, dir: join(hostPaths(stateDir, name).dir, "node") });
+        const credential = await tlsBootstrap({
+          server: cp.server,
+          caPem: cp.caPem,
+          bootstrapToken: `${tokenId}.${tokenSecret}`,
+          nodeName: name,
+          labels,
+          dir: join(hostPaths(stateDir, name).dir, "node"),
+        });
         const kubelet = await startKubeletApi({
           api: new KubeClient(cp.server, { ca: cp.caPem, cert: credential.certPem, key: credential.keyPem }),
           nodeName: name,
@@ -188,13 +291,23 @@ export async function startLocalCluster(spec: FleetSpec, stateDir: string, log: 
           approve,
         });
         kubelets.push(kubelet);
-        const node = new NodeStandIn({ server: cp.server, caPem: cp.caPem, credential, nodeName: name, labels, kubeletPort: kubelet.port, onError: (e) => log(`${name}: heartbeat failed: ${String(e)}`) });
+        const node = new NodeStandIn({
+          server: cp.server,
+          caPem: cp.caPem,
+          credential,
+          nodeName: name,
+          labels,
+          kubeletPort: kubelet.port,
+          onError: (e) => log(`${name}: heartbeat failed: ${String(e)}`),
+        });
         nodes.set(name, node);
         await node.start();
         joined.set(name, credential.kubeconfig);
       }),
     );
-    log(`${joined.size} hosts joined by TLS bootstrap in ${((Date.now() - started) / 1000).toFixed(1)} s; kubeconfig: ${kubeconfig}`);
+    log(
+      `${joined.size} hosts joined by TLS bootstrap in ${((Date.now() - started) / 1000).toFixed(1)} s; kubeconfig: ${kubeconfig}`,
+    );
     const startPods = (agentEntry: string) => {
       for (const [name, node] of nodes) {
         const paths = hostPaths(stateDir, name);

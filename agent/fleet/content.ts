@@ -12,9 +12,18 @@ import { buildContent } from "../content";
 export async function buildFleetContent(contentDir: string, stateDir: string): Promise<string> {
   const staging = join(stateDir, "content", ".next");
   await buildContent(contentDir, staging);
-  const digest = createHash("sha256").update(await readFile(join(staging, "manifest.json"))).digest("hex").slice(0, 16);
+  const digest = createHash("sha256")
+    .update(await readFile(join(staging, "manifest.json")))
+    .digest("hex")
+    .slice(0, 16);
   const bundle = join(stateDir, "content", digest);
-  if (await stat(bundle).then(() => true, () => false)) await rm(staging, { recursive: true, force: true });
+  if (
+    await stat(bundle).then(
+      () => true,
+      () => false,
+    )
+  )
+    await rm(staging, { recursive: true, force: true });
   else await rename(staging, bundle);
   return bundle;
 }

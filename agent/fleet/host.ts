@@ -22,7 +22,14 @@ export interface HostView {
   desired: TemplateRef;
   components: { name: string; version: string; state: string }[];
   step?: { component: string; version: string; phase: string; title: string; startedAt: string };
-  lastError?: { component: string; phase: string; command: string; exitCode: number | null; errorTail: string; at: string };
+  lastError?: {
+    component: string;
+    phase: string;
+    command: string;
+    exitCode: number | null;
+    errorTail: string;
+    at: string;
+  };
   pid?: number;
   reboots: number;
   restarts: number;
@@ -66,7 +73,15 @@ export class Host {
     /** The node's own kubeconfig when the fleet runs a cluster; the agent reports to its Node with it. */
     private readonly kubeconfig?: string,
   ) {
-    this.view = { name, state: "starting", desired: { name: target.template, version: target.templateVersion }, components: [], reboots: 0, restarts: 0, broker: paths.broker };
+    this.view = {
+      name,
+      state: "starting",
+      desired: { name: target.template, version: target.templateVersion },
+      components: [],
+      reboots: 0,
+      restarts: 0,
+      broker: paths.broker,
+    };
   }
 
   /** The target in the host's config. */
@@ -86,7 +101,11 @@ export class Host {
     this.target = target;
     this.view.desired = { name: target.template, version: target.templateVersion };
     await mkdir(this.paths.root, { recursive: true });
-    await writeFileAtomic(this.paths.config, renderHostConfig(this.name, this.paths, target, this.whitelist, this.kubeconfig), { mode: 0o600, makeParents: true });
+    await writeFileAtomic(
+      this.paths.config,
+      renderHostConfig(this.name, this.paths, target, this.whitelist, this.kubeconfig),
+      { mode: 0o600, makeParents: true },
+    );
     if (this.child?.pid !== undefined && this.child.exitCode === null) this.child.kill("SIGHUP");
     this.listener.changed(this);
   }
@@ -95,7 +114,11 @@ export class Host {
   start(): void {
     if (this.stopping) return;
     this.log ??= createWriteStream(this.paths.log, { flags: "a", mode: 0o600 });
-    const child = spawn(process.execPath, [this.agentEntry, "serve", "--config", this.paths.config], { stdio: ["ignore", "pipe", "pipe"], detached: true, env: { ...process.env } });
+    const child = spawn(process.execPath, [this.agentEntry, "serve", "--config", this.paths.config], {
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+      env: { ...process.env },
+    });
     this.child = child;
     this.view.pid = child.pid;
     this.view.state = this.view.state === "rebooting" ? "rebooting" : "starting";
@@ -115,10 +138,12 @@ export class Host {
       }
     });
     child.stderr?.on("data", (chunk: Buffer) => this.log?.write(chunk));
-    this.exited = new Promise((resolve) => child.on("exit", (code, signal) => {
-      this.onExit(code, signal);
-      resolve();
-    }));
+    this.exited = new Promise((resolve) =>
+      child.on("exit", (code, signal) => {
+        this.onExit(code, signal);
+        resolve();
+      }),
+    );
     this.listener.changed(this);
   }
 
@@ -147,10 +172,19 @@ export class Host {
     switch (e.type) {
       case "apply-started":
         v.state = "applying";
-        note("apply-started", `${e.resumed ? "resuming" : "applying"} ${e.template.name} ${e.template.version} (${e.steps} steps)`);
+        note(
+          "apply-started",
+          `${e.resumed ? "resuming" : "applying"} ${e.template.name} ${e.template.version} (${e.steps} steps)`,
+        );
         break;
       case "step-started":
-        v.step = { component: e.step.component, version: e.step.version, phase: e.step.phase, title: e.step.title, startedAt: e.at };
+        v.step = {
+          component: e.step.component,
+          version: e.step.version,
+          phase: e.step.phase,
+          title: e.step.title,
+          startedAt: e.at,
+        };
         break;
       case "step-finished":
         v.step = undefined;
@@ -173,7 +207,14 @@ export class Host {
       case "apply-failed":
         v.state = "failed";
         v.step = undefined;
-        v.lastError = { component: e.component, phase: e.phase, command: e.command, exitCode: e.exitCode, errorTail: e.errorTail, at: e.at };
+        v.lastError = {
+          component: e.component,
+          phase: e.phase,
+          command: e.command,
+          exitCode: e.exitCode,
+          errorTail: e.errorTail,
+          at: e.at,
+        };
         note("failed", `${e.component} ${e.phase}: ${e.command} exited ${String(e.exitCode)}`);
         break;
       case "apply-converged":
@@ -205,7 +246,8 @@ export class Host {
     this.listener.changed(this);
   }
 
-  // The agent's `state` snapshots arrive only at the end of a run; between them the component events keep the view current.
+  // The agent's `state` snapshots arrive only at the end of a run; between them the component events keep the view
+  // current.
   private setComponent(name: string, version: string): void {
     const entry = this.view.components.find((c) => c.name === name);
     if (entry) Object.assign(entry, { version, state: "installed" });
@@ -218,14 +260,24 @@ export class Host {
     if (code !== null && REBOOT_STATUSES.has(code)) {
       this.view.state = "rebooting";
       this.view.reboots++;
-      this.listener.event({ host: this.name, at: new Date().toISOString(), kind: "reboot", text: "restarting (reboot)" });
+      this.listener.event({
+        host: this.name,
+        at: new Date().toISOString(),
+        kind: "reboot",
+        text: "restarting (reboot)",
+      });
       this.listener.changed(this);
       setTimeout(() => this.start(), 200).unref();
       return;
     }
     this.view.state = "crashed";
     this.view.restarts++;
-    this.listener.event({ host: this.name, at: new Date().toISOString(), kind: "crashed", text: `agent exited ${signal ?? String(code)}; restarting in ${this.backoff / 1000} s (see ${join(this.paths.dir, "agent.log")})` });
+    this.listener.event({
+      host: this.name,
+      at: new Date().toISOString(),
+      kind: "crashed",
+      text: `agent exited ${signal ?? String(code)}; restarting in ${this.backoff / 1000} s (see ${join(this.paths.dir, "agent.log")})`,
+    });
     this.listener.changed(this);
     setTimeout(() => this.start(), this.backoff).unref();
     this.backoff = Math.min(this.backoff * 2, 30_000);

@@ -45,8 +45,13 @@ export interface UpOptions {
 export async function specFromStack(stack: string, hosts?: number, cluster?: boolean): Promise<FleetSpec> {
   const s = await readStackFile(stack);
   const pool = s.fleet.pools.find((p) => p.kind === "local");
-  if (!pool || pool.kind !== "local") throw new AgentError(AgentErrorCode.InvalidInput, `stack ${s.stack} (${s.file}) has no pool of kind local: winfleet local runs only local pools`);
-  if (hosts !== undefined && (!Number.isInteger(hosts) || hosts < 1 || hosts > 50)) throw new AgentError(AgentErrorCode.InvalidInput, `--hosts ${hosts}: expected a whole number from 1 to 50`);
+  if (!pool || pool.kind !== "local")
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `stack ${s.stack} (${s.file}) has no pool of kind local: winfleet local runs only local pools`,
+    );
+  if (hosts !== undefined && (!Number.isInteger(hosts) || hosts < 1 || hosts > 50))
+    throw new AgentError(AgentErrorCode.InvalidInput, `--hosts ${hosts}: expected a whole number from 1 to 50`);
   return {
     stack: s.stack,
     stackFile: s.file,
@@ -66,9 +71,14 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
   const owner = await liveOwner(options.stateDir);
   if (owner) {
     if (owner.stackFile !== spec.stackFile) {
-      throw new AgentError(AgentErrorCode.AlreadyExists, `${options.stateDir} is owned by the running fleet of stack ${owner.stack} (pid ${owner.pid}); stop it with \`winfleet local down\` or choose another --state-dir`);
+      throw new AgentError(
+        AgentErrorCode.AlreadyExists,
+        `${options.stateDir} is owned by the running fleet of stack ${owner.stack} (pid ${owner.pid}); stop it with \`winfleet local down\` or choose another --state-dir`,
+      );
     }
-    out.write(`the fleet of stack ${spec.stack} is running (pid ${owner.pid}, http://127.0.0.1:${owner.port}/): rolling ${spec.template} ${spec.templateVersion} to ${spec.hosts} hosts, ${spec.maxUnavailable} at a time\n`);
+    out.write(
+      `the fleet of stack ${spec.stack} is running (pid ${owner.pid}, http://127.0.0.1:${owner.port}/): rolling ${spec.template} ${spec.templateVersion} to ${spec.hosts} hosts, ${spec.maxUnavailable} at a time\n`,
+    );
     const display = new FleetDisplay(out, options.json);
     const unfollow = followEvents(owner, (e) => display.event(e));
     try {
@@ -104,18 +114,32 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
   });
   try {
     token = (await claim(options.stateDir, spec, port)).token;
-    if (spec.cluster) cluster = await startLocalCluster(spec, options.stateDir, (line) => out.write(`cluster: ${line}\n`));
-    manager = new FleetManager(spec, { stateDir: options.stateDir, agentEntry: options.agentEntry, ...(cluster ? { kubeconfigFor: cluster.kubeconfigFor, deploy: cluster.deploy } : {}) });
+    if (spec.cluster)
+      cluster = await startLocalCluster(spec, options.stateDir, (line) => out.write(`cluster: ${line}\n`));
+    manager = new FleetManager(spec, {
+      stateDir: options.stateDir,
+      agentEntry: options.agentEntry,
+      ...(cluster ? { kubeconfigFor: cluster.kubeconfigFor, deploy: cluster.deploy } : {}),
+    });
     const display = new FleetDisplay(out, options.json);
     manager.subscribe((e) => display.event(e));
-    out.write(`winfleet local: stack ${spec.stack} (${spec.stackFile}): ${spec.template} ${spec.templateVersion} on ${spec.hosts} hosts\nstatus page: http://127.0.0.1:${port}/\n`);
-    if (cluster) out.write(`kubeconfig: ${cluster.kubeconfig}  (kubectl --kubeconfig ${cluster.kubeconfig} get nodes)\n`);
+    out.write(
+      `winfleet local: stack ${spec.stack} (${spec.stackFile}): ${spec.template} ${spec.templateVersion} on ${spec.hosts} hosts\nstatus page: http://127.0.0.1:${port}/\n`,
+    );
+    if (cluster)
+      out.write(`kubeconfig: ${cluster.kubeconfig}  (kubectl --kubeconfig ${cluster.kubeconfig} get nodes)\n`);
     const started = Date.now();
-    const result = await Promise.race([manager.apply(spec), stopped.then(() => undefined), remote.then(() => undefined)]);
+    const result = await Promise.race([
+      manager.apply(spec),
+      stopped.then(() => undefined),
+      remote.then(() => undefined),
+    ]);
     if (result?.kind === "done") cluster?.startPods(options.agentEntry);
     if (result) {
       display.settle(manager.status().hosts);
-      out.write(`${describeResult(result)} (${((Date.now() - started) / 1000).toFixed(1)} s)\nthe fleet keeps running: Ctrl-C (or \`winfleet local down\`) stops it\n`);
+      out.write(
+        `${describeResult(result)} (${((Date.now() - started) / 1000).toFixed(1)} s)\nthe fleet keeps running: Ctrl-C (or \`winfleet local down\`) stops it\n`,
+      );
       if (result.kind !== "done") err.write(`winfleet local: ${describeResult(result)}\n`);
     }
     await Promise.race([stopped, remote]);
@@ -134,7 +158,13 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
 
 function checkSpec(body: unknown, running: FleetSpec): FleetSpec {
   const b = body as Partial<FleetSpec>;
-  if (typeof b.template !== "string" || typeof b.templateVersion !== "string" || typeof b.content !== "string" || !Number.isInteger(b.hosts) || !Number.isInteger(b.maxUnavailable)) {
+  if (
+    typeof b.template !== "string" ||
+    typeof b.templateVersion !== "string" ||
+    typeof b.content !== "string" ||
+    !Number.isInteger(b.hosts) ||
+    !Number.isInteger(b.maxUnavailable)
+  ) {
     throw new Error("expected a fleet spec: content, template, templateVersion, hosts, maxUnavailable");
   }
   return { ...running, ...b };
@@ -145,7 +175,11 @@ export async function localStatus(stateDir: string, json: boolean, out: Out): Pr
   const owner = await liveOwner(stateDir);
   if (owner) {
     const s = await fleetStatus(owner);
-    out.write(json ? `${JSON.stringify({ running: true, ...s }, null, 2)}\n` : `stack ${s.stack}: desired ${s.desired.template} ${s.desired.templateVersion} on ${s.desired.hosts} hosts (running, http://127.0.0.1:${owner.port}/)\n${fleetTable(s.hosts)}`);
+    out.write(
+      json
+        ? `${JSON.stringify({ running: true, ...s }, null, 2)}\n`
+        : `stack ${s.stack}: desired ${s.desired.template} ${s.desired.templateVersion} on ${s.desired.hosts} hosts (running, http://127.0.0.1:${owner.port}/)\n${fleetTable(s.hosts)}`,
+    );
     return 0;
   }
   const names = (await readdir(join(stateDir, "hosts")).catch(() => [])).sort();
@@ -159,7 +193,20 @@ export async function localStatus(stateDir: string, json: boolean, out: Out): Pr
   else if (hosts.length === 0) out.write(`no local fleet in ${stateDir}: start one with winfleet local up\n`);
   else {
     out.write(`the fleet in ${stateDir} is not running; its hosts as their journals say:\n`);
-    out.write(fleetTable(hosts.map((h) => ({ name: h.name, state: h.state === "converged" ? "converged" : h.state === "failed" ? "failed" : "stopped", ...(h.template ? { template: h.template } : {}), desired: h.template ?? { name: "", version: "" }, components: [...h.components], reboots: 0, restarts: 0, broker: "" }))));
+    out.write(
+      fleetTable(
+        hosts.map((h) => ({
+          name: h.name,
+          state: h.state === "converged" ? "converged" : h.state === "failed" ? "failed" : "stopped",
+          ...(h.template ? { template: h.template } : {}),
+          desired: h.template ?? { name: "", version: "" },
+          components: [...h.components],
+          reboots: 0,
+          restarts: 0,
+          broker: "",
+        })),
+      ),
+    );
   }
   return 0;
 }
@@ -173,7 +220,8 @@ export async function localDown(stateDir: string, out: Out): Promise<number> {
   }
   await shutdownFleet(owner);
   for (let i = 0; i < 300 && (await liveOwner(stateDir)); i++) await new Promise((r) => setTimeout(r, 100));
-  if (await liveOwner(stateDir)) throw new AgentError(AgentErrorCode.FetchFailed, `the fleet manager (pid ${owner.pid}) did not stop within 30 s`);
+  if (await liveOwner(stateDir))
+    throw new AgentError(AgentErrorCode.FetchFailed, `the fleet manager (pid ${owner.pid}) did not stop within 30 s`);
   out.write(`stopped the fleet of stack ${owner.stack}\n`);
   return 0;
 }
@@ -181,29 +229,68 @@ export async function localDown(stateDir: string, out: Out): Promise<number> {
 /** `winfleet local logs HOST`. */
 export async function localLogs(stateDir: string, host: string, lines: number, out: Out): Promise<number> {
   const file = hostPaths(stateDir, host).log;
-  if (!existsSync(file)) throw new AgentError(AgentErrorCode.NotFound, `no host ${host} in ${stateDir} (hosts: ${(await readdir(join(stateDir, "hosts")).catch(() => [])).join(", ") || "none"})`);
+  if (!existsSync(file))
+    throw new AgentError(
+      AgentErrorCode.NotFound,
+      `no host ${host} in ${stateDir} (hosts: ${(await readdir(join(stateDir, "hosts")).catch(() => [])).join(", ") || "none"})`,
+    );
   const text = await readFile(file, "utf8");
-  out.write(`${text.split("\n").slice(-lines - 1).join("\n")}`);
+  out.write(
+    `${text
+      .split("\n")
+      .slice(-lines - 1)
+      .join("\n")}`,
+  );
   return 0;
 }
 
-/** `winfleet local diagnose HOST [diagnose options]`: the host's `winfleet-agent diagnose`, pointed at its config, log and broker. */
-export async function localDiagnose(stateDir: string, host: string, args: readonly string[], agentEntry: string): Promise<number> {
+/**
+ * `winfleet local diagnose HOST [diagnose options]`: the host's `winfleet-agent diagnose`, pointed at its config, log
+ * and broker.
+ */
+export async function localDiagnose(
+  stateDir: string,
+  host: string,
+  args: readonly string[],
+  agentEntry: string,
+): Promise<number> {
   const paths = hostPaths(stateDir, host);
-  if (!existsSync(paths.config)) throw new AgentError(AgentErrorCode.NotFound, `no host ${host} in ${stateDir} (hosts: ${(await readdir(join(stateDir, "hosts")).catch(() => [])).join(", ") || "none"})`);
+  if (!existsSync(paths.config))
+    throw new AgentError(
+      AgentErrorCode.NotFound,
+      `no host ${host} in ${stateDir} (hosts: ${(await readdir(join(stateDir, "hosts")).catch(() => [])).join(", ") || "none"})`,
+    );
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [agentEntry, "diagnose", "--config", paths.config, "--agent-log", paths.log, ...args], { stdio: "inherit" });
+    const child = spawn(
+      process.execPath,
+      [agentEntry, "diagnose", "--config", paths.config, "--agent-log", paths.log, ...args],
+      { stdio: "inherit" },
+    );
     child.on("error", reject);
     child.on("exit", (code) => resolve(code ?? 1));
   });
 }
 
-/** `winfleet local exec HOST -- <prc run arguments>`: a host process through that host's broker, as a container would start one. */
-export async function localExec(stateDir: string, host: string, args: readonly string[], agentEntry: string): Promise<number> {
+/**
+ * `winfleet local exec HOST -- <prc run arguments>`: a host process through that host's broker, as a container would
+ * start one.
+ */
+export async function localExec(
+  stateDir: string,
+  host: string,
+  args: readonly string[],
+  agentEntry: string,
+): Promise<number> {
   const paths = hostPaths(stateDir, host);
-  if (!existsSync(paths.broker)) throw new AgentError(AgentErrorCode.NotFound, `host ${host} is not running (no broker socket at ${paths.broker}); start the fleet with winfleet local up`);
+  if (!existsSync(paths.broker))
+    throw new AgentError(
+      AgentErrorCode.NotFound,
+      `host ${host} is not running (no broker socket at ${paths.broker}); start the fleet with winfleet local up`,
+    );
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [agentEntry, "cli", "prc", "run", "--server", paths.broker, ...args], { stdio: "inherit" });
+    const child = spawn(process.execPath, [agentEntry, "cli", "prc", "run", "--server", paths.broker, ...args], {
+      stdio: "inherit",
+    });
     child.on("error", reject);
     child.on("exit", (code) => resolve(code ?? 1));
   });

@@ -16,13 +16,23 @@ import { type FleetSpec, type HostTarget, hostNames, hostPaths, sandboxWhitelist
 export type FleetEvent =
   | { readonly type: "host"; readonly host: HostView }
   | { readonly type: "timeline"; readonly event: HostEvent }
-  | { readonly type: "rollout"; readonly state: "started" | "host" | "finished"; readonly text: string; readonly result?: RolloutResult };
+  | {
+      readonly type: "rollout";
+      readonly state: "started" | "host" | "finished";
+      readonly text: string;
+      readonly result?: RolloutResult;
+    };
 
 /** The fleet as `local status` and the page show it. */
 export interface FleetStatus {
   readonly stack: string;
   readonly stackFile: string;
-  readonly desired: { readonly template: string; readonly templateVersion: string; readonly hosts: number; readonly maxUnavailable: number };
+  readonly desired: {
+    readonly template: string;
+    readonly templateVersion: string;
+    readonly hosts: number;
+    readonly maxUnavailable: number;
+  };
   readonly hosts: readonly HostView[];
   readonly rollout: { readonly running: boolean; readonly last?: RolloutResult };
   readonly timeline: readonly HostEvent[];
@@ -74,7 +84,12 @@ export class FleetManager {
     return {
       stack: this.spec.stack,
       stackFile: this.spec.stackFile,
-      desired: { template: this.spec.template, templateVersion: this.spec.templateVersion, hosts: this.spec.hosts, maxUnavailable: this.spec.maxUnavailable },
+      desired: {
+        template: this.spec.template,
+        templateVersion: this.spec.templateVersion,
+        hosts: this.spec.hosts,
+        maxUnavailable: this.spec.maxUnavailable,
+      },
       hosts: [...this.hosts.values()].map((h) => ({ ...h.view })),
       rollout: { running: this.rolling, ...(this.last ? { last: this.last } : {}) },
       timeline: [...this.timeline],
@@ -119,11 +134,20 @@ export class FleetManager {
     this.spec = spec;
     this.rolling = true;
     try {
-      const target: HostTarget = { content: await buildFleetContent(spec.content, this.options.stateDir), template: spec.template, templateVersion: spec.templateVersion };
+      const target: HostTarget = {
+        content: await buildFleetContent(spec.content, this.options.stateDir),
+        template: spec.template,
+        templateVersion: spec.templateVersion,
+      };
       const names = hostNames(spec.pool, spec.hosts);
       for (const [name, host] of this.hosts) {
         if (names.includes(name)) continue;
-        this.note({ host: name, at: new Date().toISOString(), kind: "removed", text: "not in the stack any more: stopped" });
+        this.note({
+          host: name,
+          at: new Date().toISOString(),
+          kind: "removed",
+          text: "not in the stack any more: stopped",
+        });
         await host.stop();
         this.hosts.delete(name);
       }
@@ -134,13 +158,21 @@ export class FleetManager {
         if (!host) {
           const paths = hostPaths(this.options.stateDir, name);
           const onDisk = await readTarget(paths.config);
-          host = new Host(name, paths, onDisk ?? target, this.whitelist, this.options.agentEntry, {
-            changed: (h) => this.emit({ type: "host", host: { ...h.view } }),
-            event: (e) => this.note(e),
-            lifecycle: (h, e) => {
-              for (const w of this.waiters) w(h, e);
+          host = new Host(
+            name,
+            paths,
+            onDisk ?? target,
+            this.whitelist,
+            this.options.agentEntry,
+            {
+              changed: (h) => this.emit({ type: "host", host: { ...h.view } }),
+              event: (e) => this.note(e),
+              lifecycle: (h, e) => {
+                for (const w of this.waiters) w(h, e);
+              },
             },
-          }, this.options.kubeconfigFor?.(name));
+            this.options.kubeconfigFor?.(name),
+          );
           this.hosts.set(name, host);
           if (onDisk) {
             existing.push(host);
@@ -154,24 +186,49 @@ export class FleetManager {
       // template and version is the same target whatever the content's path.
       const pending = existing.filter((h) => !sameTarget(h.desired, target, this.options.deploy !== undefined));
       if (this.options.deploy && pending.length > 0) {
-        this.emit({ type: "rollout", state: "started", text: `${spec.template} ${spec.templateVersion}: ${pending.length} to roll through the DaemonSet controller (maxUnavailable ${spec.maxUnavailable})` });
+        this.emit({
+          type: "rollout",
+          state: "started",
+          text: `${spec.template} ${spec.templateVersion}: ${pending.length} to roll through the DaemonSet controller (maxUnavailable ${spec.maxUnavailable})`,
+        });
         const result = await this.rollThroughCluster(spec, target, pending, this.options.deploy, signal);
         this.last = result;
         this.emit({ type: "rollout", state: "finished", text: describeResult(result), result });
         return result;
       }
-      this.emit({ type: "rollout", state: "started", text: `${spec.template} ${spec.templateVersion}: ${fresh.length} new, ${pending.length} to roll (maxUnavailable ${spec.maxUnavailable})` });
+      this.emit({
+        type: "rollout",
+        state: "started",
+        text: `${spec.template} ${spec.templateVersion}: ${fresh.length} new, ${pending.length} to roll (maxUnavailable ${spec.maxUnavailable})`,
+      });
       const rolled = await rollOut(
         pending.map((h) => ({ name: h.name, apply: () => this.move(h, target) })),
         spec.maxUnavailable,
-        { signal, onStart: (name) => this.emit({ type: "rollout", state: "host", text: `rolling ${name} to ${spec.template} ${spec.templateVersion}` }) },
+        {
+          signal,
+          onStart: (name) =>
+            this.emit({
+              type: "rollout",
+              state: "host",
+              text: `rolling ${name} to ${spec.template} ${spec.templateVersion}`,
+            }),
+        },
       );
-      const installed = await Promise.all(installs.map(async (p, i) => ({ name: fresh[i]?.name ?? "", outcome: await p })));
+      const installed = await Promise.all(
+        installs.map(async (p, i) => ({ name: fresh[i]?.name ?? "", outcome: await p })),
+      );
       const failedInstall = installed.find((x) => !x.outcome.ok);
       let result: RolloutResult = rolled;
       if (rolled.kind === "done" && failedInstall && !failedInstall.outcome.ok) {
         const ok = installed.filter((x) => x.outcome.ok).map((x) => x.name);
-        result = { kind: "halted", host: failedInstall.name, step: failedInstall.outcome.step, error: failedInstall.outcome.error, done: [...ok, ...rolled.hosts], untouched: [] };
+        result = {
+          kind: "halted",
+          host: failedInstall.name,
+          step: failedInstall.outcome.step,
+          error: failedInstall.outcome.error,
+          done: [...ok, ...rolled.hosts],
+          untouched: [],
+        };
       } else if (rolled.kind === "done") {
         result = { kind: "done", hosts: [...installed.map((x) => x.name), ...rolled.hosts] };
       }
@@ -188,7 +245,13 @@ export class FleetManager {
    * it. The first failure halts the rollout, as the DaemonSet controller stops there: the hosts
    * not converged yet are reported as not started.
    */
-  private async rollThroughCluster(spec: FleetSpec, target: HostTarget, pending: readonly Host[], deploy: (spec: FleetSpec) => Promise<void>, signal: AbortSignal): Promise<RolloutResult> {
+  private async rollThroughCluster(
+    spec: FleetSpec,
+    target: HostTarget,
+    pending: readonly Host[],
+    deploy: (spec: FleetSpec) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<RolloutResult> {
     const done: string[] = [];
     // Once the rollout has an outcome (or the fleet stops), the watches still waiting end with it:
     // a halted rollout never moves the hosts they wait for.
@@ -199,17 +262,35 @@ export class FleetManager {
       await deploy(spec);
     } catch (e) {
       finished.abort();
-      return { kind: "halted", host: "(cluster)", step: "pulumi up", error: String(e instanceof Error ? e.message : e), done, untouched: pending.map((h) => h.name) };
+      return {
+        kind: "halted",
+        host: "(cluster)",
+        step: "pulumi up",
+        error: String(e instanceof Error ? e.message : e),
+        done,
+        untouched: pending.map((h) => h.name),
+      };
     }
     const outcome = new Promise<RolloutResult>((resolve) => {
       let left = watches.length;
       for (const w of watches) {
         void w.then(({ host, o }) => {
           if (!o.ok) {
-            resolve({ kind: "halted", host, step: o.step, error: o.error, done: [...done], untouched: pending.map((h) => h.name).filter((n) => n !== host && !done.includes(n)) });
+            resolve({
+              kind: "halted",
+              host,
+              step: o.step,
+              error: o.error,
+              done: [...done],
+              untouched: pending.map((h) => h.name).filter((n) => n !== host && !done.includes(n)),
+            });
             return;
           }
-          this.emit({ type: "rollout", state: "host", text: `${host} converged to ${spec.template} ${spec.templateVersion}` });
+          this.emit({
+            type: "rollout",
+            state: "host",
+            text: `${host} converged to ${spec.template} ${spec.templateVersion}`,
+          });
           this.hosts.get(host)?.adopt(target);
           done.push(host);
           if (--left === 0) resolve({ kind: "done", hosts: [...done] });
@@ -223,7 +304,10 @@ export class FleetManager {
     }
   }
 
-  /** Configures a host for `target` (unless `configure` is false: something else moves it) and waits until its agent converged there or failed. */
+  /**
+   * Configures a host for `target` (unless `configure` is false: something else moves it) and waits until its agent
+   * converged there or failed.
+   */
   private move(host: Host, target: HostTarget, configure = true, cancel?: AbortSignal): Promise<HostOutcome> {
     return new Promise<HostOutcome>((resolve) => {
       const timeoutMs = this.options.hostTimeoutMs ?? 5 * 60_000;
@@ -234,7 +318,17 @@ export class FleetManager {
         resolve(o);
       };
       const onCancel = (): void => finish({ ok: false, step: "(none)", error: "the rollout ended first" });
-      const timer = setTimeout(() => finish({ ok: false, step: host.view.step ? `${host.view.step.component} ${host.view.step.phase}: ${host.view.step.title}` : "(none)", error: `did not converge within ${timeoutMs / 1000} s` }), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          finish({
+            ok: false,
+            step: host.view.step
+              ? `${host.view.step.component} ${host.view.step.phase}: ${host.view.step.title}`
+              : "(none)",
+            error: `did not converge within ${timeoutMs / 1000} s`,
+          }),
+        timeoutMs,
+      );
       const watch = outcomeWatcher(target);
       const waiter = (h: Host, e: LifecycleEvent): void => {
         if (h !== host) return;
@@ -257,13 +351,19 @@ export class FleetManager {
 }
 
 function sameTarget(a: HostTarget, b: HostTarget, ignoreContentPath = false): boolean {
-  return (ignoreContentPath || a.content === b.content) && a.template === b.template && a.templateVersion === b.templateVersion;
+  return (
+    (ignoreContentPath || a.content === b.content) &&
+    a.template === b.template &&
+    a.templateVersion === b.templateVersion
+  );
 }
 
 async function readTarget(configFile: string): Promise<HostTarget | undefined> {
   try {
     const c = JSON.parse(await readFile(configFile, "utf8")) as Partial<HostTarget>;
-    return typeof c.content === "string" && typeof c.template === "string" && typeof c.templateVersion === "string" ? { content: c.content, template: c.template, templateVersion: c.templateVersion } : undefined;
+    return typeof c.content === "string" && typeof c.template === "string" && typeof c.templateVersion === "string"
+      ? { content: c.content, template: c.template, templateVersion: c.templateVersion }
+      : undefined;
   } catch {
     return undefined;
   }

@@ -43,7 +43,11 @@ export async function liveOwner(stateDir: string): Promise<Owner | undefined> {
 }
 
 /** Records this process as the owner. */
-export async function claim(stateDir: string, stack: { stack: string; stackFile: string }, port: number): Promise<Owner> {
+export async function claim(
+  stateDir: string,
+  stack: { stack: string; stackFile: string },
+  port: number,
+): Promise<Owner> {
   const owner: Owner = {
     pid: process.pid,
     identity: await linuxProcessHost.identity(process.pid),
@@ -60,5 +64,6 @@ export async function claim(stateDir: string, stack: { stack: string; stackFile:
 /** Removes the record if it is ours. */
 export async function release(stateDir: string): Promise<void> {
   const text = await readFile(file(stateDir), "utf8").catch(() => undefined);
-  if (text !== undefined && (JSON.parse(text) as { pid?: number }).pid === process.pid) await rm(file(stateDir), { force: true });
+  if (text !== undefined && (JSON.parse(text) as { pid?: number }).pid === process.pid)
+    await rm(file(stateDir), { force: true });
 }

@@ -4,9 +4,28 @@ import type { LifecycleEvent } from "../lifecycle";
 import { outcomeWatcher } from "./rollout";
 
 const at = "2026-01-01T00:00:00Z";
-const started = (version: string): LifecycleEvent => ({ type: "apply-started", at, template: { name: "svc", version }, steps: 2, resumed: false });
-const converged = (version: string): LifecycleEvent => ({ type: "apply-converged", at, template: { name: "svc", version }, changed: true });
-const failed: LifecycleEvent = { type: "apply-failed", at, component: "app", phase: "install", command: "install.sh", exitCode: 1, errorTail: "boom\n" };
+const started = (version: string): LifecycleEvent => ({
+  type: "apply-started",
+  at,
+  template: { name: "svc", version },
+  steps: 2,
+  resumed: false,
+});
+const converged = (version: string): LifecycleEvent => ({
+  type: "apply-converged",
+  at,
+  template: { name: "svc", version },
+  changed: true,
+});
+const failed: LifecycleEvent = {
+  type: "apply-failed",
+  at,
+  component: "app",
+  phase: "install",
+  command: "install.sh",
+  exitCode: 1,
+  errorTail: "boom\n",
+};
 
 describe("a host's outcome in a rollout", () => {
   it("is a failure when a run of the target fails", () => {

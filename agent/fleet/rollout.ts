@@ -8,9 +8,7 @@
 import type { LifecycleEvent, TemplateRef } from "../lifecycle";
 
 /** How one host's move to the target ended. */
-export type HostOutcome =
-  | { readonly ok: true }
-  | { readonly ok: false; readonly step: string; readonly error: string };
+export type HostOutcome = { readonly ok: true } | { readonly ok: false; readonly step: string; readonly error: string };
 
 /** A host as the rollout sees it. */
 export interface RolloutHost {
@@ -22,11 +20,22 @@ export interface RolloutHost {
 /** How a rollout ended. */
 export type RolloutResult =
   | { readonly kind: "done"; readonly hosts: readonly string[] }
-  | { readonly kind: "halted"; readonly host: string; readonly step: string; readonly error: string; readonly done: readonly string[]; readonly untouched: readonly string[] }
+  | {
+      readonly kind: "halted";
+      readonly host: string;
+      readonly step: string;
+      readonly error: string;
+      readonly done: readonly string[];
+      readonly untouched: readonly string[];
+    }
   | { readonly kind: "cancelled"; readonly done: readonly string[]; readonly untouched: readonly string[] };
 
 /** Rolls `hosts` (in order), at most `maxUnavailable` at a time. */
-export async function rollOut(hosts: readonly RolloutHost[], maxUnavailable: number, options: { signal?: AbortSignal; onStart?: (host: string) => void } = {}): Promise<RolloutResult> {
+export async function rollOut(
+  hosts: readonly RolloutHost[],
+  maxUnavailable: number,
+  options: { signal?: AbortSignal; onStart?: (host: string) => void } = {},
+): Promise<RolloutResult> {
   const width = Math.max(1, Math.floor(maxUnavailable));
   const queue = [...hosts];
   const done: string[] = [];
@@ -66,7 +75,11 @@ export function outcomeWatcher(target: TargetTemplate): (e: LifecycleEvent) => H
     else if (e.type === "apply-converged" && isTarget(e.template)) return { ok: true };
     else if (e.type === "apply-failed" && applyingTarget) {
       const tail = e.errorTail.trim();
-      return { ok: false, step: `${e.component} ${e.phase}: ${e.command}`, error: `exit ${String(e.exitCode)}${tail ? `: ${tail.split("\n").slice(-3).join(" | ")}` : ""}` };
+      return {
+        ok: false,
+        step: `${e.component} ${e.phase}: ${e.command}`,
+        error: `exit ${String(e.exitCode)}${tail ? `: ${tail.split("\n").slice(-3).join(" | ")}` : ""}`,
+      };
     }
     return undefined;
   };

@@ -63,7 +63,10 @@ export async function startServer(port: number, hooks: ServerHooks): Promise<{ s
     server.once("error", (e: NodeJS.ErrnoException) => {
       reject(
         e.code === "EADDRINUSE"
-          ? new AgentError(AgentErrorCode.AlreadyExists, `port ${port} on 127.0.0.1 is in use; choose another with --port (0 picks a free one)`)
+          ? new AgentError(
+              AgentErrorCode.AlreadyExists,
+              `port ${port} on 127.0.0.1 is in use; choose another with --port (0 picks a free one)`,
+            )
           : e,
       );
     });
@@ -80,13 +83,25 @@ interface ServerState {
   streams: number;
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, hooks: ServerHooks, state: ServerState): Promise<void> {
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  hooks: ServerHooks,
+  state: ServerState,
+): Promise<void> {
   const host = (req.headers.host ?? "").toLowerCase();
-  if (!state.hosts.has(host)) return json(res, 421, { error: `this server answers only to ${[...state.hosts].join(", ")}, not Host ${JSON.stringify(req.headers.host ?? "")}` });
+  if (!state.hosts.has(host))
+    return json(res, 421, {
+      error: `this server answers only to ${[...state.hosts].join(", ")}, not Host ${JSON.stringify(req.headers.host ?? "")}`,
+    });
   const url = new URL(req.url ?? "/", "http://127.0.0.1");
   const manager = hooks.manager();
   if (req.method === "GET" && url.pathname === "/") {
-    res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "content-security-policy": "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'" });
+    res.writeHead(200, {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      "content-security-policy": "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'",
+    });
     res.end(statusPage());
     return;
   }
@@ -106,7 +121,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, hooks: ServerHo
   if (req.method === "GET" && url.pathname === "/api/events") {
     if (state.streams >= MAX_EVENT_STREAMS) {
       res.setHeader("retry-after", "5");
-      return json(res, 503, { error: `${MAX_EVENT_STREAMS} event streams are open already; close a page and try again` });
+      return json(res, 503, {
+        error: `${MAX_EVENT_STREAMS} event streams are open already; close a page and try again`,
+      });
     }
     state.streams++;
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
@@ -127,7 +144,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, hooks: ServerHo
     return;
   }
   if (req.method === "POST" && (url.pathname === "/api/apply" || url.pathname === "/api/shutdown")) {
-    if (req.headers.authorization !== `Bearer ${hooks.token()}`) return json(res, 401, { error: "the token in fleet.json is required" });
+    if (req.headers.authorization !== `Bearer ${hooks.token()}`)
+      return json(res, 401, { error: "the token in fleet.json is required" });
     if (url.pathname === "/api/shutdown") {
       json(res, 202, { stopping: true });
       hooks.shutdown();

@@ -50,7 +50,14 @@ export function hostNames(pool: string, count: number): string[] {
 /** Where a host lives. */
 export function hostPaths(stateDir: string, host: string): HostPaths {
   const dir = join(stateDir, "hosts", host);
-  return { dir, root: join(dir, "root"), config: join(dir, "agent.json"), log: join(dir, "agent.log"), broker: join(dir, "broker.sock"), proxy: join(dir, "proxy.sock") };
+  return {
+    dir,
+    root: join(dir, "root"),
+    config: join(dir, "agent.json"),
+    log: join(dir, "agent.log"),
+    broker: join(dir, "broker.sock"),
+    proxy: join(dir, "proxy.sock"),
+  };
 }
 
 /**
@@ -58,7 +65,18 @@ export function hostPaths(stateDir: string, host: string): HostPaths {
  * harmless tools and Node itself, each only if it is a real file (the broker
  * refuses any path with a symbolic link along it).
  */
-export function sandboxWhitelist(candidates: readonly string[] = [process.execPath, "/usr/bin/uname", "/usr/bin/hostname", "/usr/bin/echo", "/usr/bin/cat", "/usr/bin/sleep", "/usr/bin/env", "/usr/bin/dash"]): string[] {
+export function sandboxWhitelist(
+  candidates: readonly string[] = [
+    process.execPath,
+    "/usr/bin/uname",
+    "/usr/bin/hostname",
+    "/usr/bin/echo",
+    "/usr/bin/cat",
+    "/usr/bin/sleep",
+    "/usr/bin/env",
+    "/usr/bin/dash",
+  ],
+): string[] {
   return candidates.filter((p) => {
     if (!existsSync(p)) return false;
     let dir = p;
@@ -70,8 +88,16 @@ export function sandboxWhitelist(candidates: readonly string[] = [process.execPa
   });
 }
 
-/** The agent config of one sandbox host (JSON text); with the node's kubeconfig (cluster mode) it reports to its Node. */
-export function renderHostConfig(host: string, paths: HostPaths, target: HostTarget, whitelist: readonly string[], kubeconfig?: string): string {
+/**
+ * The agent config of one sandbox host (JSON text); with the node's kubeconfig (cluster mode) it reports to its Node.
+ */
+export function renderHostConfig(
+  host: string,
+  paths: HostPaths,
+  target: HostTarget,
+  whitelist: readonly string[],
+  kubeconfig?: string,
+): string {
   return `${canonicalJson({
     nodeName: host,
     ...(kubeconfig !== undefined ? { kubeconfig } : {}),

@@ -20,8 +20,25 @@ function run(json: boolean): string {
   display.event({ type: "rollout", state: "started", text: "sandbox 1.1.0: 0 new, 1 to roll (maxUnavailable 1)" });
   display.event({ type: "host", host: host("applying") });
   display.event({ type: "host", host: host("applying") });
-  display.event({ type: "timeline", event: { host: "local-1", at: "2026-01-02T03:04:05.000Z", kind: "component", text: "upgraded sandbox-config 1.0.0 → 2.0.0" } });
-  const failed = host("failed", { lastError: { component: "sandbox-state", phase: "install", command: "false", exitCode: 1, errorTail: "", at: "2026-01-02T03:04:06.000Z" } });
+  display.event({
+    type: "timeline",
+    event: {
+      host: "local-1",
+      at: "2026-01-02T03:04:05.000Z",
+      kind: "component",
+      text: "upgraded sandbox-config 1.0.0 → 2.0.0",
+    },
+  });
+  const failed = host("failed", {
+    lastError: {
+      component: "sandbox-state",
+      phase: "install",
+      command: "false",
+      exitCode: 1,
+      errorTail: "",
+      at: "2026-01-02T03:04:06.000Z",
+    },
+  });
   display.event({ type: "host", host: failed });
   display.settle([failed]);
   display.close();
@@ -37,12 +54,18 @@ describe("the fleet display without a terminal", () => {
     assert.match(out, /^03:04:05 {2}local-1 {4}upgraded sandbox-config 1\.0\.0 → 2\.0\.0$/m);
     assert.equal(out.match(/local-1 {4}applying$/gm)?.length, 1);
     assert.match(out, /local-1 {4}failed: sandbox-state install exited 1$/m);
-    assert.match(out, /^HOST +STATE +TEMPLATE +COMPONENTS +STEP \/ ERROR\nlocal-1 +failed .*sandbox-state install: exit 1$/m);
+    assert.match(
+      out,
+      /^HOST +STATE +TEMPLATE +COMPONENTS +STEP \/ ERROR\nlocal-1 +failed .*sandbox-state install: exit 1$/m,
+    );
   });
 
   it("writes one JSON object per event with --json, and no table", () => {
     const lines = run(true).trim().split("\n");
     assert.ok(lines.every((l) => JSON.parse(l) !== null));
-    assert.deepEqual(lines.map((l) => (JSON.parse(l) as { type: string }).type), ["rollout", "host", "timeline", "host"]);
+    assert.deepEqual(
+      lines.map((l) => (JSON.parse(l) as { type: string }).type),
+      ["rollout", "host", "timeline", "host"],
+    );
   });
 });

@@ -19,20 +19,38 @@ export function fleetTable(hosts: readonly HostView[]): string {
     h.name,
     h.state,
     h.template ? `${h.template.name} ${h.template.version}` : "—",
-    h.components.map((c) => `${c.name.replace(/^sandbox-/, "")} ${c.version}${c.state === "installed" ? "" : `(${c.state})`}`).join(", ") || "—",
-    h.lastError && h.state === "failed" ? `${h.lastError.component} ${h.lastError.phase}: exit ${String(h.lastError.exitCode)}` : h.step ? `${h.step.component} ${h.step.phase}` : "",
+    h.components
+      .map((c) => `${c.name.replace(/^sandbox-/, "")} ${c.version}${c.state === "installed" ? "" : `(${c.state})`}`)
+      .join(", ") || "—",
+    h.lastError && h.state === "failed"
+      ? `${h.lastError.component} ${h.lastError.phase}: exit ${String(h.lastError.exitCode)}`
+      : h.step
+        ? `${h.step.component} ${h.step.phase}`
+        : "",
   ]);
   const head = ["HOST", "STATE", "TEMPLATE", "COMPONENTS", "STEP / ERROR"];
   const widths = head.map((t, i) => Math.max(t.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ").trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd();
   return `${[line(head), ...rows.map(line)].join("\n")}\n`;
 }
 
 function hostLine(h: HostView): string {
   const tpl = h.template ? `${h.template.name} ${h.template.version}` : "—";
   const want = `${h.desired.name} ${h.desired.version}`;
-  const doing = h.state === "failed" && h.lastError ? `✗ ${h.lastError.component} ${h.lastError.phase}: exit ${String(h.lastError.exitCode)}` : h.step ? `${h.step.component} ${h.step.phase}: ${h.step.title}` : "";
-  return `  ${h.name.padEnd(10)} ${h.state.padEnd(10)} ${(tpl === want ? tpl : `${tpl} → ${want}`).padEnd(28)} ${doing}`.slice(0, 160);
+  const doing =
+    h.state === "failed" && h.lastError
+      ? `✗ ${h.lastError.component} ${h.lastError.phase}: exit ${String(h.lastError.exitCode)}`
+      : h.step
+        ? `${h.step.component} ${h.step.phase}: ${h.step.title}`
+        : "";
+  return `  ${h.name.padEnd(10)} ${h.state.padEnd(10)} ${(tpl === want ? tpl : `${tpl} → ${want}`).padEnd(28)} ${doing}`.slice(
+    0,
+    160,
+  );
 }
 
 // One line per event for logs: time, host, what happened; host lines only when the state changes.
@@ -59,7 +77,10 @@ export class FleetDisplay {
   private live = true;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly out: Out, private readonly json: boolean) {
+  constructor(
+    private readonly out: Out,
+    private readonly json: boolean,
+  ) {
     if (!json && out.isTTY) {
       this.timer = setInterval(() => this.redraw(), 250);
       this.timer.unref();
@@ -74,7 +95,10 @@ export class FleetDisplay {
         if (this.printed.get(e.host.name) === key) return;
         this.printed.set(e.host.name, key);
       }
-      if (this.json) this.out.write(`${JSON.stringify(e.type === "snapshot" ? { type: "snapshot", hosts: e.status.hosts.map((h) => h.name) } : e)}\n`);
+      if (this.json)
+        this.out.write(
+          `${JSON.stringify(e.type === "snapshot" ? { type: "snapshot", hosts: e.status.hosts.map((h) => h.name) } : e)}\n`,
+        );
       else this.out.write(plainLine(e));
       return;
     }

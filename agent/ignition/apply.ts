@@ -50,7 +50,8 @@ export async function applyIgnition(config: IgnitionConfig, options: ApplyOption
   const plan = await hostErrors("planning", () => planApply(config, resolved, options.mapper, previous));
   if (!options.dryRun) {
     await hostErrors("applying", () => executePlan(plan, options.durable ?? true));
-    if (options.ledgerPath) await writeLedger(options.ledgerPath, { version: 1, files: { ...previous.files, ...plan.ledger } });
+    if (options.ledgerPath)
+      await writeLedger(options.ledgerPath, { version: 1, files: { ...previous.files, ...plan.ledger } });
   }
   return { changed: plan.changed, unchanged: plan.unchanged, operations: plan.operations.length };
 }
@@ -84,7 +85,8 @@ export async function executePlan(plan: ApplyPlan, durable: boolean, fs: RootedF
   };
   try {
     // The root (of each drive) is trusted and made when missing, as a fresh --root directory is.
-    for (const base of new Set(plan.operations.map((op) => op.at.base))) mkdirSync(base, { recursive: true, mode: 0o755 });
+    for (const base of new Set(plan.operations.map((op) => op.at.base)))
+      mkdirSync(base, { recursive: true, mode: 0o755 });
     for (const op of plan.operations) {
       if (op.op === "write") {
         await batch.add(fs.pathOf(op.at), op.data, op.mode);

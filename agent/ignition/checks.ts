@@ -52,7 +52,12 @@ export function checkPath(p: string | null | undefined, at: string, issues: Issu
 }
 
 /** Checks a permission mode; `specialBitsSupported` is false before spec 3.4. */
-export function checkMode(mode: number | null | undefined, at: string, issues: IssueList, specialBitsSupported: boolean): void {
+export function checkMode(
+  mode: number | null | undefined,
+  at: string,
+  issues: IssueList,
+  specialBitsSupported: boolean,
+): void {
   if (mode === undefined || mode === null) return;
   if (mode < 0 || mode > 0o7777) issues.error(at, "illegal file mode");
   if (!specialBitsSupported && (mode & 0o7000) !== 0) {
@@ -70,7 +75,12 @@ export function urlScheme(source: string): string {
 export const BUNDLE_SCHEME = "bundle";
 
 /** Checks a source URL's scheme and, for `data:`, that it decodes; returns the bytes of a valid `data:` URL. */
-export function checkSource(source: string, at: string, issues: IssueList, schemes: readonly string[]): Buffer | undefined {
+export function checkSource(
+  source: string,
+  at: string,
+  issues: IssueList,
+  schemes: readonly string[],
+): Buffer | undefined {
   if (source === "") return undefined; // Ignition accepts an empty source at validation time
   const scheme = urlScheme(source);
   if (!schemes.includes(scheme)) {
@@ -130,7 +140,18 @@ export function checkHash(
 
 /** Systemd unit suffixes Ignition accepts. */
 const UNIT_TYPES = [
-  ".service", ".socket", ".device", ".mount", ".automount", ".swap", ".target", ".path", ".timer", ".snapshot", ".slice", ".scope",
+  ".service",
+  ".socket",
+  ".device",
+  ".mount",
+  ".automount",
+  ".swap",
+  ".target",
+  ".path",
+  ".timer",
+  ".snapshot",
+  ".slice",
+  ".scope",
 ];
 
 /** Checks a systemd unit name's extension. */

@@ -19,7 +19,12 @@ describe("data URLs", () => {
       ["data:;base64,aGk", "illegal base64 data at input byte 0"],
       ["DATA:,x", "missing data prefix"],
     ];
-    for (const [url, message] of cases) assert.throws(() => decodeDataUrl(url), (e: unknown) => e instanceof DataUrlError && e.message === message, url);
+    for (const [url, message] of cases)
+      assert.throws(
+        () => decodeDataUrl(url),
+        (e: unknown) => e instanceof DataUrlError && e.message === message,
+        url,
+      );
   });
 
   it("round-trips any bytes through the encoder", () => {

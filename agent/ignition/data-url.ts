@@ -37,7 +37,11 @@ export function decodeDataUrl(url: string): DataUrl {
   if (comma < 0) {
     // Go's lexer reads the media type before it looks for the comma.
     const head = url.slice(5);
-    throw new DataUrlError(head !== "" && !head.startsWith(";") && !head.includes("/") ? "missing media type slash" : "missing comma before data");
+    throw new DataUrlError(
+      head !== "" && !head.startsWith(";") && !head.includes("/")
+        ? "missing media type slash"
+        : "missing comma before data",
+    );
   }
   const header = url.slice(5, comma);
   const body = url.slice(comma + 1);
@@ -46,7 +50,8 @@ export function decodeDataUrl(url: string): DataUrl {
   let base64 = false;
   if (type !== "") {
     const slash = type.indexOf("/");
-    if (slash < 0) throw new DataUrlError(/[,;]/.test(type) ? "invalid character for media type" : "missing media type slash");
+    if (slash < 0)
+      throw new DataUrlError(/[,;]/.test(type) ? "invalid character for media type" : "missing media type slash");
     if (!TOKEN.test(type.slice(0, slash)) || !TOKEN.test(type.slice(slash + 1))) {
       throw new DataUrlError("invalid character for media type");
     }

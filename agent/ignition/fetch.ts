@@ -45,7 +45,14 @@ export interface FetchOptions {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
-const DEFAULT_RETRY: RetryPolicy = { attempts: 8, initialDelayMs: 100, maxDelayMs: 5000, headerTimeoutMs: 10_000, attemptTimeoutMs: 600_000, maxBytes: 1024 * 1024 * 1024 };
+const DEFAULT_RETRY: RetryPolicy = {
+  attempts: 8,
+  initialDelayMs: 100,
+  maxDelayMs: 5000,
+  headerTimeoutMs: 10_000,
+  attemptTimeoutMs: 600_000,
+  maxBytes: 1024 * 1024 * 1024,
+};
 
 /** Fetches, decompresses and verifies one resource. A resource without a source yields undefined. */
 export async function resolveResource(r: Resource, options: FetchOptions = {}): Promise<Buffer | undefined> {
@@ -71,17 +78,26 @@ export async function resolveResource(r: Resource, options: FetchOptions = {}): 
     case "bundle": {
       const rel = bundlePath(r.source);
       if (options.bundleRoot === undefined || rel === undefined) {
-        throw new AgentError(AgentErrorCode.FetchFailed, `${where}: ${r.source} needs a content bundle, and none was given`);
+        throw new AgentError(
+          AgentErrorCode.FetchFailed,
+          `${where}: ${r.source} needs a content bundle, and none was given`,
+        );
       }
       try {
         raw = await readFile(join(options.bundleRoot, ...rel.split("/")));
       } catch (e) {
-        throw new AgentError(AgentErrorCode.FetchFailed, `${where}: cannot read ${r.source} from the bundle: ${errorMessage(e)}`);
+        throw new AgentError(
+          AgentErrorCode.FetchFailed,
+          `${where}: cannot read ${r.source} from the bundle: ${errorMessage(e)}`,
+        );
       }
       break;
     }
     default:
-      throw new AgentError(AgentErrorCode.Unsupported, `${where}: the "${scheme}" scheme is not supported by the Windows agent`);
+      throw new AgentError(
+        AgentErrorCode.Unsupported,
+        `${where}: the "${scheme}" scheme is not supported by the Windows agent`,
+      );
   }
   let data = raw;
   if (r.compression === "gzip") {
@@ -138,8 +154,11 @@ async function fetchHttp(r: Resource, policy: RetryPolicy, sleep: (ms: number) =
       }
     } catch (e) {
       if (e instanceof AgentError) throw e;
-      if (e instanceof BodyTooLargeError) throw new AgentError(AgentErrorCode.FetchFailed, `${r.at}.source: GET ${url}: ${e.message}`);
-      const late = headersIn ? `no complete answer within ${policy.attemptTimeoutMs} ms` : `no response headers within ${policy.headerTimeoutMs} ms`;
+      if (e instanceof BodyTooLargeError)
+        throw new AgentError(AgentErrorCode.FetchFailed, `${r.at}.source: GET ${url}: ${e.message}`);
+      const late = headersIn
+        ? `no complete answer within ${policy.attemptTimeoutMs} ms`
+        : `no response headers within ${policy.headerTimeoutMs} ms`;
       last = abort.signal.aborted ? late : errorMessage(e);
     } finally {
       clearTimeout(timer);
@@ -150,5 +169,8 @@ async function fetchHttp(r: Resource, policy: RetryPolicy, sleep: (ms: number) =
       delay = Math.min(delay * 2, policy.maxDelayMs);
     }
   }
-  throw new AgentError(AgentErrorCode.FetchFailed, `${r.at}.source: GET ${url} failed after ${policy.attempts} attempts: ${last}`);
+  throw new AgentError(
+    AgentErrorCode.FetchFailed,
+    `${r.at}.source: GET ${url} failed after ${policy.attempts} attempts: ${last}`,
+  );
 }

@@ -43,7 +43,10 @@ export async function readLedger(path: string): Promise<Ledger> {
 /** Writes a ledger atomically. */
 export async function writeLedger(path: string, ledger: Ledger): Promise<void> {
   const sorted = Object.fromEntries(Object.entries(ledger.files).sort(([a], [b]) => (a < b ? -1 : 1)));
-  await writeFileAtomic(path, `${JSON.stringify({ version: 1, files: sorted }, null, 2)}\n`, { mode: 0o600, makeParents: true });
+  await writeFileAtomic(path, `${JSON.stringify({ version: 1, files: sorted }, null, 2)}\n`, {
+    mode: 0o600,
+    makeParents: true,
+  });
 }
 
 /** SHA-512 hex of bytes. */

@@ -18,7 +18,9 @@ const V2_DIRECTORY_MODE_UNSET = 0o755;
 
 /** Options for 2.2 parsing. */
 export interface V2Options {
-  /** Accept `"filesystem": ""` as the root filesystem (what the 2019 prototype's content does), reporting the repair. */
+  /**
+   * Accept `"filesystem": ""` as the root filesystem (what the 2019 prototype's content does), reporting the repair.
+   */
   readonly lenient: boolean;
 }
 
@@ -47,7 +49,8 @@ export function normalizeV2(doc: ConfigV2, issues: IssueList, options: V2Options
     checkOwnerV2(raw.user, `${at}.user`, issues);
     checkOwnerV2(raw.group, `${at}.group`, issues);
     const append = raw.append ?? false;
-    if (append && raw.overwrite === true) issues.error(`${at}.overwrite`, "cannot set both append and overwrite to true");
+    if (append && raw.overwrite === true)
+      issues.error(`${at}.overwrite`, "cannot set both append and overwrite to true");
     const contents = resourceV2(raw.contents ?? {}, `${at}.contents`, issues, !append);
     if (path === "/") issues.error(`${at}.path`, "a file cannot replace the root directory");
     if (!onRoot || path === undefined) return;
@@ -61,8 +64,24 @@ export function normalizeV2(doc: ConfigV2, issues: IssueList, options: V2Options
     byPath.set(path, files.length);
     files.push(
       append
-        ? { kind: "file", path, overwrite: false, contents: undefined, append: [contents], mode: mode ?? V2_FILE_MODE_UNSET, at }
-        : { kind: "file", path, overwrite: raw.overwrite ?? true, contents, append: [], mode: mode ?? V2_FILE_MODE_UNSET, at },
+        ? {
+            kind: "file",
+            path,
+            overwrite: false,
+            contents: undefined,
+            append: [contents],
+            mode: mode ?? V2_FILE_MODE_UNSET,
+            at,
+          }
+        : {
+            kind: "file",
+            path,
+            overwrite: raw.overwrite ?? true,
+            contents,
+            append: [],
+            mode: mode ?? V2_FILE_MODE_UNSET,
+            at,
+          },
     );
   });
 
@@ -75,7 +94,13 @@ export function normalizeV2(doc: ConfigV2, issues: IssueList, options: V2Options
     checkMode(raw.mode, `${at}.mode`, issues, true);
     checkOwnerV2(raw.user, `${at}.user`, issues);
     if (onRoot && path !== undefined) {
-      directories.push({ kind: "directory", path, overwrite: raw.overwrite ?? false, mode: raw.mode ?? V2_DIRECTORY_MODE_UNSET, at });
+      directories.push({
+        kind: "directory",
+        path,
+        overwrite: raw.overwrite ?? false,
+        mode: raw.mode ?? V2_DIRECTORY_MODE_UNSET,
+        at,
+      });
     }
   });
 
@@ -90,7 +115,14 @@ export function normalizeV2(doc: ConfigV2, issues: IssueList, options: V2Options
     else if (raw.target.includes("\0")) issues.error(`${at}.target`, "link target contains a NUL character");
     else if (path === "/") issues.error(`${at}.path`, "a link cannot replace the root directory");
     else if (onRoot && path !== undefined) {
-      links.push({ kind: "link", path, target: raw.target, hard: raw.hard ?? false, overwrite: raw.overwrite ?? false, at });
+      links.push({
+        kind: "link",
+        path,
+        target: raw.target,
+        hard: raw.hard ?? false,
+        overwrite: raw.overwrite ?? false,
+        at,
+      });
     }
   });
 
@@ -98,8 +130,13 @@ export function normalizeV2(doc: ConfigV2, issues: IssueList, options: V2Options
   return { version: "2.2.0", specLine: "2.2", files, directories, links, notApplicable: otherSectionsV2(doc, issues) };
 }
 
-function checkOwnerV2(owner: { id?: number | null; name?: string | null } | null | undefined, at: string, issues: IssueList): void {
-  if (owner && owner.id !== undefined && owner.id !== null && owner.name) issues.error(at, "cannot set both id and name");
+function checkOwnerV2(
+  owner: { id?: number | null; name?: string | null } | null | undefined,
+  at: string,
+  issues: IssueList,
+): void {
+  if (owner && owner.id !== undefined && owner.id !== null && owner.name)
+    issues.error(at, "cannot set both id and name");
 }
 
 // A 2.x file without a source is written empty (and, like any 2.x write, refused
@@ -118,7 +155,14 @@ function resourceV2(
   const spec = raw.verification?.hash;
   const hash = spec ? checkHash(spec, `${at}.verification.hash`, issues, ["sha512"]) : undefined;
   const source = given ?? (emptyWhenUnset ? "data:," : undefined);
-  return { source, compression: compression === "gzip" ? "gzip" : undefined, httpHeaders: [], hash, at, ...(inline ? { inline } : {}) };
+  return {
+    source,
+    compression: compression === "gzip" ? "gzip" : undefined,
+    httpHeaders: [],
+    hash,
+    at,
+    ...(inline ? { inline } : {}),
+  };
 }
 
 function otherSectionsV2(doc: ConfigV2, issues: IssueList): NotApplicable[] {
@@ -137,6 +181,10 @@ function otherSectionsV2(doc: ConfigV2, issues: IssueList): NotApplicable[] {
   note(doc.storage?.disks, "storage.disks", "disk partitioning is not done by the agent on Windows");
   note(doc.storage?.raid, "storage.raid", "software RAID does not apply on Windows");
   note(doc.storage?.filesystems, "storage.filesystems", "only the root filesystem exists for the agent on Windows");
-  note(doc.ignition?.config?.append, "ignition.config.append", "child configs are composed at build time, not fetched by the agent");
+  note(
+    doc.ignition?.config?.append,
+    "ignition.config.append",
+    "child configs are composed at build time, not fetched by the agent",
+  );
   return out;
 }

@@ -37,7 +37,9 @@ export function parseIgnition(input: unknown, options: ParseOptions = {}): Parse
     try {
       doc = JSON.parse(input);
     } catch (e) {
-      throw new ValidationError(subject, [{ path: "", message: `not valid JSON: ${(e as Error).message}`, severity: "error" }]);
+      throw new ValidationError(subject, [
+        { path: "", message: `not valid JSON: ${(e as Error).message}`, severity: "error" },
+      ]);
     }
   }
   const fail = (message: string, path = "ignition.version"): never => {
@@ -45,7 +47,8 @@ export function parseIgnition(input: unknown, options: ParseOptions = {}): Parse
   };
   if (doc === null || typeof doc !== "object" || Array.isArray(doc)) fail("a config must be a JSON object", "");
   const ignition = (doc as { ignition?: unknown }).ignition;
-  const version = ignition !== null && typeof ignition === "object" ? (ignition as { version?: unknown }).version : undefined;
+  const version =
+    ignition !== null && typeof ignition === "object" ? (ignition as { version?: unknown }).version : undefined;
   if (typeof version !== "string" || !/^\d+\.\d+\.\d+(-experimental)?$/.test(version)) {
     return fail("invalid config version (couldn't parse)");
   }

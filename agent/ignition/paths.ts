@@ -18,7 +18,9 @@ export type LinkTarget =
   | { readonly kind: "absolute" | "relative"; readonly path: string; readonly sameDrive?: boolean }
   | { readonly kind: "refused"; readonly reason: string };
 
-/** A host path as a trusted base directory (a root) and the names below it, each to be opened without following links. */
+/**
+ * A host path as a trusted base directory (a root) and the names below it, each to be opened without following links.
+ */
 export interface HostRef {
   readonly base: string;
   readonly names: readonly string[];

@@ -24,18 +24,32 @@ describe("windowsLinkTarget", () => {
     it(`reads ${JSON.stringify(text)}`, () => assert.deepEqual(windowsLinkTarget(text), expected));
   }
 
-  for (const text of ["\\\\server\\share\\x", "\\\\?\\UNC\\server\\share", "\\??\\UNC\\server\\share", "\\??\\Volume{0b1c2d3e-0000-0000-0000-100000000000}\\x", "\\\\?\\GLOBALROOT\\Device\\HarddiskVolume2", "C:relative"]) {
+  for (const text of [
+    "\\\\server\\share\\x",
+    "\\\\?\\UNC\\server\\share",
+    "\\??\\UNC\\server\\share",
+    "\\??\\Volume{0b1c2d3e-0000-0000-0000-100000000000}\\x",
+    "\\\\?\\GLOBALROOT\\Device\\HarddiskVolume2",
+    "C:relative",
+  ]) {
     it(`refuses ${JSON.stringify(text)}`, () => assert.equal(windowsLinkTarget(text).kind, "refused"));
   }
 });
 
 describe("a walk through junctions and links stays inside the root", () => {
   // A host as data: config path → node.
-  const host = (nodes: Record<string, PathNode>) => (p: string): PathNode => nodes[p] ?? { type: "absent" };
-  const resolve = (path: string, nodes: Record<string, PathNode>): string => resolveInRoot(path, host(nodes), windowsLinkTarget);
+  const host =
+    (nodes: Record<string, PathNode>) =>
+    (p: string): PathNode =>
+      nodes[p] ?? { type: "absent" };
+  const resolve = (path: string, nodes: Record<string, PathNode>): string =>
+    resolveInRoot(path, host(nodes), windowsLinkTarget);
 
   it("re-roots a junction to another drive", () => {
-    assert.equal(resolve("/ProgramData/app/x", { "/ProgramData": { type: "symlink", text: "\\??\\D:\\ProgramData\\" } }), "D:/ProgramData/app/x");
+    assert.equal(
+      resolve("/ProgramData/app/x", { "/ProgramData": { type: "symlink", text: "\\??\\D:\\ProgramData\\" } }),
+      "D:/ProgramData/app/x",
+    );
   });
 
   it("keeps a drive-less absolute target on the link's drive", () => {
@@ -47,12 +61,24 @@ describe("a walk through junctions and links stays inside the root", () => {
   });
 
   it("follows a chain of a link to a junction", () => {
-    const nodes: Record<string, PathNode> = { "/a": { type: "symlink", text: "C:\\b" }, "C:/b": { type: "symlink", text: "\\??\\E:\\c" } };
+    const nodes: Record<string, PathNode> = {
+      "/a": { type: "symlink", text: "C:\\b" },
+      "C:/b": { type: "symlink", text: "\\??\\E:\\c" },
+    };
     assert.equal(resolve("/a/x", nodes), "E:/c/x");
   });
 
   it("refuses a junction to a network share, naming the path", () => {
-    assert.throws(() => resolveInRoot("/a/x", host({ "/a": { type: "symlink", text: "\\\\srv\\share" } }), windowsLinkTarget, "files[0].path"), /files\[0\]\.path: \/a is a link to \\\\srv\\share, which is a network share/);
+    assert.throws(
+      () =>
+        resolveInRoot(
+          "/a/x",
+          host({ "/a": { type: "symlink", text: "\\\\srv\\share" } }),
+          windowsLinkTarget,
+          "files[0].path",
+        ),
+      /files\[0\]\.path: \/a is a link to \\\\srv\\share, which is a network share/,
+    );
   });
 
   it("maps resolved paths to their drives' roots", () => {

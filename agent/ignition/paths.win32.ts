@@ -20,15 +20,20 @@ export function windowsLinkTarget(text: string): LinkTarget {
   if (prefixed) {
     const rest = prefixed[1] ?? "";
     if (/^UNC(?:\\|$)/i.test(rest)) return { kind: "refused", reason: "is a network share, outside any root" };
-    if (!/^[A-Za-z]:(?:\\|$)/.test(rest)) return { kind: "refused", reason: "names a volume or device, not a drive path below the root" };
+    if (!/^[A-Za-z]:(?:\\|$)/.test(rest))
+      return { kind: "refused", reason: "names a volume or device, not a drive path below the root" };
     t = rest;
   }
   if (t.startsWith("\\\\")) return { kind: "refused", reason: "is a network share, outside any root" };
   const drive = /^([A-Za-z]):(.*)$/.exec(t);
   if (drive) {
     const rest = drive[2] ?? "";
-    if (rest !== "" && !rest.startsWith("\\")) return { kind: "refused", reason: "is relative to a drive's current directory, which a root does not have" };
-    return { kind: "absolute", path: `${(drive[1] ?? "").toUpperCase()}:${rest === "" ? "/" : rest.replace(/\\/g, "/")}` };
+    if (rest !== "" && !rest.startsWith("\\"))
+      return { kind: "refused", reason: "is relative to a drive's current directory, which a root does not have" };
+    return {
+      kind: "absolute",
+      path: `${(drive[1] ?? "").toUpperCase()}:${rest === "" ? "/" : rest.replace(/\\/g, "/")}`,
+    };
   }
   if (t.startsWith("\\")) return { kind: "absolute", path: t.replace(/\\/g, "/"), sameDrive: true };
   return { kind: "relative", path: t.replace(/\\/g, "/") };
@@ -49,7 +54,8 @@ export function windowsMapper(systemDrive: string = process.env.SystemDrive ?? "
   return {
     hostPath: map,
     locate,
-    linkText: (target) => (target.startsWith("/") || /^[A-Z]:\//.test(target) ? map(target) : target.replace(/\//g, "\\")),
+    linkText: (target) =>
+      target.startsWith("/") || /^[A-Z]:\//.test(target) ? map(target) : target.replace(/\//g, "\\"),
     linkTarget: windowsLinkTarget,
   };
 }

@@ -75,7 +75,8 @@ class VirtualHost {
   lookup(host: string): NodeState {
     const p = this.planned.get(host);
     if (p) return p;
-    if (this.removed.some((r) => host === r || host.startsWith(`${r}/`) || host.startsWith(`${r}\\`))) return { type: "absent" };
+    if (this.removed.some((r) => host === r || host.startsWith(`${r}/`) || host.startsWith(`${r}\\`)))
+      return { type: "absent" };
     const known = this.disk.get(host);
     if (known) return known;
     const state = this.stat(host);
@@ -111,7 +112,8 @@ class VirtualHost {
   }
 
   remove(host: string): void {
-    for (const key of this.planned.keys()) if (key === host || key.startsWith(`${host}/`) || key.startsWith(`${host}\\`)) this.planned.delete(key);
+    for (const key of this.planned.keys())
+      if (key === host || key.startsWith(`${host}/`) || key.startsWith(`${host}\\`)) this.planned.delete(key);
     this.removed.push(host);
     this.planned.set(host, { type: "absent" });
   }
@@ -121,7 +123,10 @@ class VirtualHost {
 export function creationOrder(config: IgnitionConfig): Entry[] {
   const depth = (e: Entry): number => e.path.split("/").length;
   const all: Entry[] = [...config.directories, ...config.files, ...config.links.filter((l) => !l.hard)];
-  const sorted = all.map((e, i) => ({ e, i })).sort((a, b) => depth(a.e) - depth(b.e) || a.i - b.i).map((x) => x.e);
+  const sorted = all
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => depth(a.e) - depth(b.e) || a.i - b.i)
+    .map((x) => x.e);
   return [...sorted, ...config.links.filter((l) => l.hard)];
 }
 
@@ -180,11 +185,21 @@ function resolvePlaces(entries: readonly Entry[], mapper: PathMapper, view: Virt
   const claimed = new Map<string, string>();
   return entries.map((entry) => {
     const long = entry.path.split("/").find((name) => Buffer.byteLength(name) > NAME_MAX);
-    if (long !== undefined) throw new AgentError(AgentErrorCode.ApplyFailed, `${entry.at}.path: the name ${long.slice(0, 20)}… is longer than ${NAME_MAX} bytes`);
-    const path = resolveInRoot(entry.path, view.nodes(mapper), (text) => mapper.linkTarget(text), `${entry.at}.path (${entry.path})`);
+    if (long !== undefined)
+      throw new AgentError(
+        AgentErrorCode.ApplyFailed,
+        `${entry.at}.path: the name ${long.slice(0, 20)}… is longer than ${NAME_MAX} bytes`,
+      );
+    const path = resolveInRoot(
+      entry.path,
+      view.nodes(mapper),
+      (text) => mapper.linkTarget(text),
+      `${entry.at}.path (${entry.path})`,
+    );
     const place: Place = { host: mapper.hostPath(path), at: mapper.locate(path) };
     const other = claimed.get(place.host);
-    if (other !== undefined) throw conflict(entry, `resolves to ${path} after following links, where ${other} also resolves`);
+    if (other !== undefined)
+      throw conflict(entry, `resolves to ${path} after following links, where ${other} also resolves`);
     claimed.set(place.host, entry.path);
     return [entry, place];
   });
@@ -301,21 +316,29 @@ function planLink(entry: LinkEntry, place: Place, mapper: PathMapper, view: Virt
   if (entry.hard) {
     // The target resolves inside the root as the path does: `..` stops at the
     // root and links in its parents are followed as if the root were `/`.
-    const targetPath = resolveInRoot(entry.target, view.nodes(mapper), (text) => mapper.linkTarget(text), `${entry.at}.target`);
+    const targetPath = resolveInRoot(
+      entry.target,
+      view.nodes(mapper),
+      (text) => mapper.linkTarget(text),
+      `${entry.at}.target`,
+    );
     const targetHost = mapper.hostPath(targetPath);
     // A link to itself: Ignition finds the node the same file as its target and
     // keeps it, unless overwrite removed it first and left nothing to link to.
     if (targetHost === host) {
       if (existing.type === "absent") throw conflict(entry, `hard link target ${entry.target} does not exist`);
-      if (entry.overwrite) throw conflict(entry, `hard link target ${entry.target} is the link's own path, which overwrite removes first`);
+      if (entry.overwrite)
+        throw conflict(entry, `hard link target ${entry.target} is the link's own path, which overwrite removes first`);
       return true;
     }
     const target = view.lookup(targetHost);
     if (target.type === "absent") throw conflict(entry, `hard link target ${entry.target} does not exist`);
     if (target.type === "dir") throw conflict(entry, "hard link target is a directory");
-    if (existing.type === "file" && target.type === "file" && target.ino >= 0 && existing.ino === target.ino) return true;
+    if (existing.type === "file" && target.type === "file" && target.ino >= 0 && existing.ino === target.ino)
+      return true;
     if (existing.type !== "absent") {
-      if (!entry.overwrite) throw conflict(entry, "a file already exists at that path but is not the target and overwrite is false");
+      if (!entry.overwrite)
+        throw conflict(entry, "a file already exists at that path but is not the target and overwrite is false");
       ops.push({ op: "remove", ...place });
       view.remove(host);
     }
@@ -327,7 +350,10 @@ function planLink(entry: LinkEntry, place: Place, mapper: PathMapper, view: Virt
   if (existing.type === "symlink" && existing.text === text) return true;
   if (existing.type !== "absent") {
     if (!entry.overwrite) {
-      const what = existing.type === "symlink" ? `a symlink exists at that path but points to ${existing.text}, not ${text}` : "a non-symlink exists at that path";
+      const what =
+        existing.type === "symlink"
+          ? `a symlink exists at that path but points to ${existing.text}, not ${text}`
+          : "a non-symlink exists at that path";
       throw conflict(entry, `${what} and overwrite is false`);
     }
     ops.push({ op: "remove", ...place });

@@ -9,7 +9,10 @@ import type { IgnitionConfig, Resource } from "./model";
 function resource(r: Resource): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (r.compression) out.compression = r.compression;
-  if (r.httpHeaders.length > 0) out.httpHeaders = r.httpHeaders.map((h) => (h.value === undefined ? { name: h.name } : { name: h.name, value: h.value }));
+  if (r.httpHeaders.length > 0)
+    out.httpHeaders = r.httpHeaders.map((h) =>
+      h.value === undefined ? { name: h.name } : { name: h.name, value: h.value },
+    );
   if (r.source !== undefined) out.source = r.source;
   if (r.hash) out.verification = { hash: `${r.hash.function}-${r.hash.hex}` };
   return out;

@@ -11,7 +11,8 @@ import { AgentError, AgentErrorCode } from "../common";
 import type { LinkTarget } from "./paths";
 
 /** What stands at a config path, as far as resolution needs to know. */
-export type PathNode = { readonly type: "symlink"; readonly text: string } | { readonly type: "absent" | "file" | "dir" | "other" };
+export type PathNode =
+  { readonly type: "symlink"; readonly text: string } | { readonly type: "absent" | "file" | "dir" | "other" };
 
 /** Reads what stands at a config path whose parents are already resolved. */
 export type NodeLookup = (configPath: string) => PathNode;
@@ -45,7 +46,12 @@ export function joinConfigPath(drive: string, names: readonly string[]): string 
  * root; returns the config path of the node `path` names. `what` names the
  * path in errors (a loop, or a link whose target cannot stand below a root).
  */
-export function resolveInRoot(path: string, lookup: NodeLookup, linkTarget: (text: string) => LinkTarget, what: string = path): string {
+export function resolveInRoot(
+  path: string,
+  lookup: NodeLookup,
+  linkTarget: (text: string) => LinkTarget,
+  what: string = path,
+): string {
   const { drive: startDrive, names } = splitConfigPath(path);
   let last = names[names.length - 1] ?? "";
   const todo = names.slice(0, -1);
@@ -70,10 +76,17 @@ export function resolveInRoot(path: string, lookup: NodeLookup, linkTarget: (tex
       out.push(name);
       continue;
     }
-    if (++hops > MAX_LINK_HOPS) throw new AgentError(AgentErrorCode.ApplyFailed, `${what}: more than ${MAX_LINK_HOPS} links in its parent chain (a loop?)`);
+    if (++hops > MAX_LINK_HOPS)
+      throw new AgentError(
+        AgentErrorCode.ApplyFailed,
+        `${what}: more than ${MAX_LINK_HOPS} links in its parent chain (a loop?)`,
+      );
     const target = linkTarget(node.text);
     if (target.kind === "refused") {
-      throw new AgentError(AgentErrorCode.ApplyFailed, `${what}: ${here} is a link to ${node.text}, which ${target.reason}`);
+      throw new AgentError(
+        AgentErrorCode.ApplyFailed,
+        `${what}: ${here} is a link to ${node.text}, which ${target.reason}`,
+      );
     }
     const next = splitConfigPath(target.path);
     if (target.kind === "absolute") {

@@ -12,7 +12,20 @@
  * (Windows, where junctions and symbolic links both read as links, and other
  * POSIX hosts) each parent is checked with lstat just before the operation.
  */
-import { chmodSync, closeSync, existsSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readlinkSync, rmSync, symlinkSync, constants } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fstatSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  constants,
+} from "node:fs";
 import { join } from "node:path";
 import { AgentError, AgentErrorCode } from "../common";
 import { type HostRef, type PathMapper, refPath } from "./paths";
@@ -38,12 +51,25 @@ export interface RootedFs {
 
 // O_PATH opens a directory without needing read permission on it; its value is
 // the generic one on these architectures.
-const O_PATH = process.platform === "linux" && ["x64", "arm64", "arm", "ia32", "riscv64", "ppc64", "s390x", "loong64"].includes(process.arch) ? 0o10000000 : constants.O_RDONLY;
+const O_PATH =
+  process.platform === "linux" &&
+  ["x64", "arm64", "arm", "ia32", "riscv64", "ppc64", "s390x", "loong64"].includes(process.arch)
+    ? 0o10000000
+    : constants.O_RDONLY;
 
 function escaped(ref: HostRef, at: string, cause: unknown): AgentError {
   const code = (cause as NodeJS.ErrnoException).code ?? "";
-  const why = code === "ENOTDIR" || code === "ELOOP" ? "is a link or not a directory" : code === "ENOENT" ? "no longer exists" : `cannot be opened (${code})`;
-  return new AgentError(AgentErrorCode.ApplyFailed, `${refPath(ref)}: ${at} ${why} since planning; nothing is followed out of the root`, { cause });
+  const why =
+    code === "ENOTDIR" || code === "ELOOP"
+      ? "is a link or not a directory"
+      : code === "ENOENT"
+        ? "no longer exists"
+        : `cannot be opened (${code})`;
+  return new AgentError(
+    AgentErrorCode.ApplyFailed,
+    `${refPath(ref)}: ${at} ${why} since planning; nothing is followed out of the root`,
+    { cause },
+  );
 }
 
 /** The Linux implementation: directories opened from the root with O_NOFOLLOW. */
@@ -92,7 +118,11 @@ class ProcFdRoot implements RootedFs {
   chmod(ref: HostRef, mode: number): void {
     const fd = openSync(this.pathOf(ref), O_PATH | constants.O_NOFOLLOW);
     try {
-      if (fstatSync(fd).isSymbolicLink()) throw new AgentError(AgentErrorCode.ApplyFailed, `${refPath(ref)}: became a link since planning; its mode is left alone`);
+      if (fstatSync(fd).isSymbolicLink())
+        throw new AgentError(
+          AgentErrorCode.ApplyFailed,
+          `${refPath(ref)}: became a link since planning; its mode is left alone`,
+        );
       chmodSync(`/proc/self/fd/${fd}`, mode);
     } finally {
       closeSync(fd);
@@ -145,7 +175,8 @@ class CheckedRoot implements RootedFs {
 
   chmod(ref: HostRef, mode: number): void {
     const path = this.pathOf(ref);
-    if (lstatSync(path).isSymbolicLink()) throw new AgentError(AgentErrorCode.ApplyFailed, `${path}: became a link since planning; its mode is left alone`);
+    if (lstatSync(path).isSymbolicLink())
+      throw new AgentError(AgentErrorCode.ApplyFailed, `${path}: became a link since planning; its mode is left alone`);
     chmodSync(path, mode);
   }
 

@@ -56,14 +56,20 @@ export interface PlanPreview {
 }
 
 /** Reads the content and plans, changing nothing. */
-export async function previewApply(req: ApplyRequest, deps: Pick<EngineDeps, "root" | "variables" | "secrets" | "verifyContent">): Promise<PlanPreview> {
+export async function previewApply(
+  req: ApplyRequest,
+  deps: Pick<EngineDeps, "root" | "variables" | "secrets" | "verifyContent">,
+): Promise<PlanPreview> {
   const journal = await readJournal(deps.root);
   const { catalog, target } = await loadTarget(req, deps);
   const installed = await installedComponents(deps.root, journal);
   const plan = planLifecycle(installed, target.components);
   const run = journal.run;
   const unfinished = run ? { run, resumes: sameRun(run, "apply", target, catalog.digest) } : undefined;
-  const missing = missingVariables(planComponents(plan, target, installed), { variables: { ...target.template.variables, ...deps.variables }, secrets: deps.secrets });
+  const missing = missingVariables(planComponents(plan, target, installed), {
+    variables: { ...target.template.variables, ...deps.variables },
+    secrets: deps.secrets,
+  });
   return { target, contentDigest: catalog.digest, installed, plan, ...(unfinished ? { unfinished } : {}), missing };
 }
 
@@ -81,15 +87,32 @@ export async function apply(req: ApplyRequest, deps: EngineDeps): Promise<RunOut
     const installed = await installedComponents(deps.root, journal);
     const plan = planLifecycle(installed, target.components);
     const given = { ...target.template.variables, ...deps.variables };
-    const names = declaredSecretNames([...target.components.map((d) => d.metadata), ...installed.map((c) => c.metadata)]);
+    const names = declaredSecretNames([
+      ...target.components.map((d) => d.metadata),
+      ...installed.map((c) => c.metadata),
+    ]);
     const { variables } = splitDeclaredSecrets(given, names);
-    refuseMissing(missingVariables(planComponents(plan, target, installed), { variables: given, secrets: deps.secrets }));
+    refuseMissing(
+      missingVariables(planComponents(plan, target, installed), { variables: given, secrets: deps.secrets }),
+    );
     const at = (deps.now ?? (() => new Date()))().toISOString();
     const ref = { name: target.template.name, version: target.template.version };
     if (plan.steps.length === 0) {
-      const already = journal.applied?.template.name === ref.name && journal.applied.template.version === ref.version && journal.applied.contentDigest === catalog.digest;
+      const already =
+        journal.applied?.template.name === ref.name &&
+        journal.applied.template.version === ref.version &&
+        journal.applied.contentDigest === catalog.digest;
       if (!already) {
-        journal = remember({ ...journal, applied: { template: ref, contentDigest: catalog.digest, variables, at }, uninstalledAt: undefined }, "converged", `${ref.name} ${ref.version} (nothing to change)`, at);
+        journal = remember(
+          {
+            ...journal,
+            applied: { template: ref, contentDigest: catalog.digest, variables, at },
+            uninstalledAt: undefined,
+          },
+          "converged",
+          `${ref.name} ${ref.version} (nothing to change)`,
+          at,
+        );
         await writeJournal(deps.root, journal);
       }
       deps.observer.event({ type: "apply-converged", at, template: ref, changed: false });
@@ -114,7 +137,12 @@ export async function apply(req: ApplyRequest, deps: EngineDeps): Promise<RunOut
       rebootRequests: [],
       results: [],
     };
-    journal = remember({ ...journal, run }, "apply-planned", `${ref.name} ${ref.version}: ${plan.steps.length} steps`, at);
+    journal = remember(
+      { ...journal, run },
+      "apply-planned",
+      `${ref.name} ${ref.version}: ${plan.steps.length} steps`,
+      at,
+    );
     await writeJournal(deps.root, journal);
     return await executeRun(journal, { ...deps, variables: given });
   } finally {
@@ -137,8 +165,27 @@ export async function uninstall(deps: EngineDeps): Promise<RunOutcome> {
     const given = { ...(journal.applied?.variables ?? {}), ...deps.variables };
     const { variables } = splitDeclaredSecrets(given, declaredSecretNames(installed.map((c) => c.metadata)));
     const at = (deps.now ?? (() => new Date()))().toISOString();
-    const run: Run = { id: runId(at), kind: "uninstall", target: null, contentDir: null, contentDigest: null, variables, startedAt: at, order: [], steps: [...plan.steps], next: 0, status: "running", rebootRequests: [], results: [] };
-    journal = remember({ ...journal, run }, "uninstall-planned", `${plan.steps.length} steps for ${installed.length} components`, at);
+    const run: Run = {
+      id: runId(at),
+      kind: "uninstall",
+      target: null,
+      contentDir: null,
+      contentDigest: null,
+      variables,
+      startedAt: at,
+      order: [],
+      steps: [...plan.steps],
+      next: 0,
+      status: "running",
+      rebootRequests: [],
+      results: [],
+    };
+    journal = remember(
+      { ...journal, run },
+      "uninstall-planned",
+      `${plan.steps.length} steps for ${installed.length} components`,
+      at,
+    );
     await writeJournal(deps.root, journal);
     return await executeRun(journal, { ...deps, variables: given });
   } finally {
@@ -155,7 +202,15 @@ export async function repair(components: readonly string[], deps: EngineDeps): P
     const installed = await installedComponents(deps.root, journal);
     const steps = installed
       .filter((c) => components.includes(c.name) && c.pending === undefined)
-      .map((c) => ({ kind: "files" as const, phase: "files" as const, component: c.name, version: c.version, priority: 0, next: "install" as const, finalizes: "installed" as const }));
+      .map((c) => ({
+        kind: "files" as const,
+        phase: "files" as const,
+        component: c.name,
+        version: c.version,
+        priority: 0,
+        next: "install" as const,
+        finalizes: "installed" as const,
+      }));
     if (steps.length === 0) return undefined;
     const at = (deps.now ?? (() => new Date()))().toISOString();
     const run: Run = {
@@ -181,7 +236,10 @@ export async function repair(components: readonly string[], deps: EngineDeps): P
   }
 }
 
-async function loadTarget(req: ApplyRequest, deps: Pick<EngineDeps, "verifyContent">): Promise<{ catalog: Catalog; target: Target }> {
+async function loadTarget(
+  req: ApplyRequest,
+  deps: Pick<EngineDeps, "verifyContent">,
+): Promise<{ catalog: Catalog; target: Target }> {
   const signed = await deps.verifyContent?.(req.content);
   const catalog = await loadCatalog(req.content, { lenient: req.lenient, ...(signed ? { signed } : {}) });
   const template = pickTemplate(catalog, { name: req.template, version: req.templateVersion, build: windowsBuild() });
@@ -189,7 +247,12 @@ async function loadTarget(req: ApplyRequest, deps: Pick<EngineDeps, "verifyConte
 }
 
 function sameRun(run: Run, kind: Run["kind"], target: Target, digest: string): boolean {
-  return run.kind === kind && run.target?.name === target.template.name && run.target.version === target.template.version && run.contentDigest === digest;
+  return (
+    run.kind === kind &&
+    run.target?.name === target.template.name &&
+    run.target.version === target.template.version &&
+    run.contentDigest === digest
+  );
 }
 
 /**
@@ -197,7 +260,11 @@ function sameRun(run: Run, kind: Run["kind"], target: Target, digest: string): b
  * otherwise superseded (the planner continues from what the host recorded),
  * once a reboot it asked for has happened.
  */
-async function settleEarlierRun(journal: Journal, deps: EngineDeps, resume: boolean): Promise<{ journal: Journal; outcome?: RunOutcome }> {
+async function settleEarlierRun(
+  journal: Journal,
+  deps: EngineDeps,
+  resume: boolean,
+): Promise<{ journal: Journal; outcome?: RunOutcome }> {
   const run = journal.run as Run;
   if (resume) return { journal, outcome: await executeRun(journal, deps) };
   const at = (deps.now ?? (() => new Date()))().toISOString();
@@ -205,16 +272,27 @@ async function settleEarlierRun(journal: Journal, deps: EngineDeps, resume: bool
     return { journal, outcome: await executeRun(journal, deps) }; // asks for the reboot again
   }
   const what = run.target ? `${run.kind} of ${run.target.name} ${run.target.version}` : run.kind;
-  const next = remember({ ...journal, run: undefined }, "superseded", `${what} stopped at step ${run.next + 1} of ${run.steps.length} (${run.status}); planning afresh`, at);
+  const next = remember(
+    { ...journal, run: undefined },
+    "superseded",
+    `${what} stopped at step ${run.next + 1} of ${run.steps.length} (${run.status}); planning afresh`,
+    at,
+  );
   await writeJournal(deps.root, next);
   return { journal: next };
 }
 
-function planComponents(plan: Plan, target: Target, installed: readonly InstalledComponent[]): InstalledComponent["metadata"][] {
+function planComponents(
+  plan: Plan,
+  target: Target,
+  installed: readonly InstalledComponent[],
+): InstalledComponent["metadata"][] {
   const out: InstalledComponent["metadata"][] = [];
   for (const s of plan.steps) {
     if (s.kind !== "command") continue;
-    const m = target.components.find((d) => d.name === s.component && d.version === s.version)?.metadata ?? installed.find((c) => c.name === s.component && c.version === s.version)?.metadata;
+    const m =
+      target.components.find((d) => d.name === s.component && d.version === s.version)?.metadata ??
+      installed.find((c) => c.name === s.component && c.version === s.version)?.metadata;
     if (m && !out.includes(m)) out.push(m);
   }
   return out;
@@ -222,7 +300,10 @@ function planComponents(plan: Plan, target: Target, installed: readonly Installe
 
 function refuseMissing(missing: readonly string[]): void {
   if (missing.length === 0) return;
-  throw new AgentError(AgentErrorCode.InvalidInput, `required variables have no value (set them in the template's variables, or the agent config's variables or secrets); nothing was changed:\n  ${missing.join("\n  ")}`);
+  throw new AgentError(
+    AgentErrorCode.InvalidInput,
+    `required variables have no value (set them in the template's variables, or the agent config's variables or secrets); nothing was changed:\n  ${missing.join("\n  ")}`,
+  );
 }
 
 function runId(at: string): string {

@@ -26,9 +26,15 @@ export interface HostFacts {
 }
 
 /** The environment for one command step. */
-export function stepEnvironment(step: CommandStep, metadata: ComponentMetadata, values: RunValues, facts: HostFacts): Record<string, string> {
+export function stepEnvironment(
+  step: CommandStep,
+  metadata: ComponentMetadata,
+  values: RunValues,
+  facts: HostFacts,
+): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [name, spec] of Object.entries(metadata.variables)) if (spec.default !== undefined) env[name] = spec.default;
+  for (const [name, spec] of Object.entries(metadata.variables))
+    if (spec.default !== undefined) env[name] = spec.default;
   Object.assign(env, values.variables, values.secrets);
   env.WINFLEET_ROOT = facts.root;
   env.WINFLEET_NODE_NAME = facts.nodeName;
@@ -55,7 +61,9 @@ export function missingVariables(components: readonly ComponentMetadata[], value
       seen.add(key);
       const value = values.secrets[name] ?? values.variables[name] ?? spec.default;
       if (spec.required && (value === undefined || value === "")) {
-        out.push(`${m.name} ${m.version} needs ${name}${spec.description ? ` (${spec.description})` : ""}${spec.secret ? ", a secret" : ""}`);
+        out.push(
+          `${m.name} ${m.version} needs ${name}${spec.description ? ` (${spec.description})` : ""}${spec.secret ? ", a secret" : ""}`,
+        );
       }
     }
   }
@@ -87,7 +95,10 @@ export function declaredSecretNames(components: readonly ComponentMetadata[]): S
  * declares secret (whichever way they were given: template, agent config,
  * `--var`), which are handled as secrets and never written down.
  */
-export function splitDeclaredSecrets(variables: Readonly<Record<string, string>>, names: ReadonlySet<string>): { variables: Record<string, string>; secrets: Record<string, string> } {
+export function splitDeclaredSecrets(
+  variables: Readonly<Record<string, string>>,
+  names: ReadonlySet<string>,
+): { variables: Record<string, string>; secrets: Record<string, string> } {
   const plain: Record<string, string> = {};
   const secret: Record<string, string> = {};
   for (const [k, v] of Object.entries(variables)) (names.has(k) ? secret : plain)[k] = v;

@@ -41,11 +41,23 @@ export type AgentState = "idle" | "applying" | "converged" | "failed" | "reboot-
 
 /** Every event; `at` is an ISO-8601 time. */
 export type LifecycleEvent =
-  | { readonly type: "apply-started"; readonly at: string; readonly template: TemplateRef; readonly steps: number; readonly resumed: boolean }
+  | {
+      readonly type: "apply-started";
+      readonly at: string;
+      readonly template: TemplateRef;
+      readonly steps: number;
+      readonly resumed: boolean;
+    }
   | { readonly type: "step-started"; readonly at: string; readonly step: StepSummary }
   | { readonly type: "step-finished"; readonly at: string; readonly step: StepSummary; readonly durationMs: number }
   | { readonly type: "component-installed"; readonly at: string; readonly component: string; readonly version: string }
-  | { readonly type: "component-upgraded"; readonly at: string; readonly component: string; readonly from: string; readonly to: string }
+  | {
+      readonly type: "component-upgraded";
+      readonly at: string;
+      readonly component: string;
+      readonly from: string;
+      readonly to: string;
+    }
   | { readonly type: "component-removed"; readonly at: string; readonly component: string; readonly version: string }
   | { readonly type: "reboot-required"; readonly at: string; readonly reasons: readonly string[] }
   | { readonly type: "reboot-done"; readonly at: string }
@@ -63,7 +75,10 @@ export type LifecycleEvent =
   | { readonly type: "drift-found"; readonly at: string; readonly items: readonly DriftItem[] }
   | { readonly type: "drift-corrected"; readonly at: string; readonly components: readonly string[] }
   | {
-      /** A signed bundle older than the one accepted before (or unversioned) was accepted because the operator allowed it. */
+      /**
+       * A signed bundle older than the one accepted before (or unversioned) was accepted because the operator allowed
+       * it.
+       */
       readonly type: "downgrade-allowed";
       readonly at: string;
       readonly kind: "agent" | "content";

@@ -11,7 +11,14 @@ import type { ShellKind } from "../content";
 import type { FetchOptions, PathMapper } from "../ignition";
 import type { Shell } from "../shell";
 import type { LifecycleObserver } from "./events";
-import { type HostFacts, type RunValues, declaredSecretNames, masker, secretValues, splitDeclaredSecrets } from "./environment";
+import {
+  type HostFacts,
+  type RunValues,
+  declaredSecretNames,
+  masker,
+  secretValues,
+  splitDeclaredSecrets,
+} from "./environment";
 import { type Journal, type Run, remember, writeJournal } from "./journal";
 import { type DesiredComponent, type InstalledComponent, type Step, describeStep, groupOf } from "./model";
 import { applyEffect } from "./planner";
@@ -61,7 +68,10 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
   // A journal written before declared secrets were kept out of it may still hold some: out they go.
   const fromRun = splitDeclaredSecrets(run.variables, names);
   run = { ...run, variables: fromRun.variables };
-  const values: RunValues = { variables: fromRun.variables, secrets: { ...fromRun.secrets, ...splitDeclaredSecrets(deps.variables ?? {}, names).secrets, ...deps.secrets } };
+  const values: RunValues = {
+    variables: fromRun.variables,
+    secrets: { ...fromRun.secrets, ...splitDeclaredSecrets(deps.variables ?? {}, names).secrets, ...deps.secrets },
+  };
   const mask = masker(secretValues(metadata, values));
 
   const save = async (): Promise<void> => {
@@ -71,7 +81,12 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
   const requestReboot = async (reasons: readonly string[], step: number, isStatic: boolean): Promise<RunOutcome> => {
     const at = now();
     const bootId = await deps.reboot.bootId();
-    run = { ...run, status: "reboot-pending", current: undefined, reboot: { step, static: isStatic, reasons: [...reasons], requestedAt: at, ...(bootId ? { bootId } : {}) } };
+    run = {
+      ...run,
+      status: "reboot-pending",
+      current: undefined,
+      reboot: { step, static: isStatic, reasons: [...reasons], requestedAt: at, ...(bootId ? { bootId } : {}) },
+    };
     journal = remember(journal, "reboot-required", reasons.join("; "), at);
     await save(); // on disk before the machine is asked to go down
     emit({ type: "reboot-required", at, reasons });
@@ -87,11 +102,22 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
     journal = remember(journal, "reboot-done", `continuing at step ${run.next + 1} of ${run.steps.length}`, now());
     emit({ type: "reboot-done", at: now() });
   } else if (run.current) {
-    journal = remember(journal, "step-interrupted", `step ${run.current.step + 1} (${describeStep(run.steps[run.current.step] as Step)}) did not finish; running it again`, now());
+    journal = remember(
+      journal,
+      "step-interrupted",
+      `step ${run.current.step + 1} (${describeStep(run.steps[run.current.step] as Step)}) did not finish; running it again`,
+      now(),
+    );
   }
   run = { ...run, status: "running", current: undefined, failure: undefined };
   await save();
-  emit({ type: "apply-started", at: now(), template: run.target ?? { name: "", version: "" }, steps: run.steps.length, resumed: run.next > 0 });
+  emit({
+    type: "apply-started",
+    at: now(),
+    template: run.target ?? { name: "", version: "" },
+    steps: run.steps.length,
+    resumed: run.next > 0,
+  });
 
   const shells = new Map<ShellKind, Shell>();
   const shellFor = (kind: ShellKind): Shell => {
@@ -110,39 +136,123 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
         return { kind: "interrupted", journal };
       }
       // A group that asked for a reboot (exit 3010) gets it before the next group starts.
-      if (run.rebootRequests.some((r) => r.group !== groupOf(step))) return await requestReboot(run.rebootRequests.map((r) => r.reason), i, false);
-      if (step.kind === "reboot") return await requestReboot([...step.reasons, ...run.rebootRequests.map((r) => r.reason)], i, true);
+      if (run.rebootRequests.some((r) => r.group !== groupOf(step)))
+        return await requestReboot(
+          run.rebootRequests.map((r) => r.reason),
+          i,
+          false,
+        );
+      if (step.kind === "reboot")
+        return await requestReboot([...step.reasons, ...run.rebootRequests.map((r) => r.reason)], i, true);
 
       installed = applyEffect(installed, step, "before", desired);
       run = { ...run, current: { step: i, startedAt: now() } };
       await save();
-      const summary = { id: i, component: step.component, version: step.version, phase: step.phase, title: describeStep(step) };
+      const summary = {
+        id: i,
+        component: step.component,
+        version: step.version,
+        phase: step.phase,
+        title: describeStep(step),
+      };
       emit({ type: "step-started", at: now(), step: summary });
       const started = performance.now();
-      const result = await runStep(step, i, { root: deps.root, mapper: deps.mapper, facts: deps.facts, values, runId: run.id, contentDir: run.contentDir, fetch: deps.fetch ?? {}, installed, desired, shell: shellFor, mask });
+      const result = await runStep(step, i, {
+        root: deps.root,
+        mapper: deps.mapper,
+        facts: deps.facts,
+        values,
+        runId: run.id,
+        contentDir: run.contentDir,
+        fetch: deps.fetch ?? {},
+        installed,
+        desired,
+        shell: shellFor,
+        mask,
+      });
       const durationMs = Math.round(performance.now() - started);
       const at = now();
       changed = true;
-      run = { ...run, results: [...run.results, { step: i, exitCode: result.exitCode, durationMs, stdoutTail: result.stdoutTail, stderrTail: result.stderrTail, at }] };
+      run = {
+        ...run,
+        results: [
+          ...run.results,
+          {
+            step: i,
+            exitCode: result.exitCode,
+            durationMs,
+            stdoutTail: result.stdoutTail,
+            stderrTail: result.stderrTail,
+            at,
+          },
+        ],
+      };
       if (!result.ok) {
-        const failure = { step: i, component: step.component, version: step.version, phase: step.phase, command: result.command, exitCode: result.exitCode, timedOut: result.timedOut, errorTail: result.stderrTail, at };
+        const failure = {
+          step: i,
+          component: step.component,
+          version: step.version,
+          phase: step.phase,
+          command: result.command,
+          exitCode: result.exitCode,
+          timedOut: result.timedOut,
+          errorTail: result.stderrTail,
+          at,
+        };
         run = { ...run, status: "failed", current: undefined, failure };
-        journal = remember(journal, "apply-failed", `${step.component} ${step.version} ${step.phase}: ${describeStep(step)} ${result.timedOut ? "timed out" : `exited ${String(result.exitCode)}`}`, at);
+        journal = remember(
+          journal,
+          "apply-failed",
+          `${step.component} ${step.version} ${step.phase}: ${describeStep(step)} ${result.timedOut ? "timed out" : `exited ${String(result.exitCode)}`}`,
+          at,
+        );
         await save();
-        emit({ type: "apply-failed", at, component: step.component, phase: step.phase, command: result.command, exitCode: result.exitCode, errorTail: result.stderrTail });
+        emit({
+          type: "apply-failed",
+          at,
+          component: step.component,
+          phase: step.phase,
+          command: result.command,
+          exitCode: result.exitCode,
+          errorTail: result.stderrTail,
+        });
         return { kind: "failed", journal };
       }
       installed = applyEffect(installed, step, "after", desired);
-      if (result.rebootAsked) run = { ...run, rebootRequests: [...run.rebootRequests, { group: groupOf(step), reason: `${step.component} ${step.version} ${describeStep(step)} asked for a reboot (exit ${step.kind === "command" ? rebootExitFor(step.shell) : REBOOT_EXIT})` }] };
+      if (result.rebootAsked)
+        run = {
+          ...run,
+          rebootRequests: [
+            ...run.rebootRequests,
+            {
+              group: groupOf(step),
+              reason: `${step.component} ${step.version} ${describeStep(step)} asked for a reboot (exit ${step.kind === "command" ? rebootExitFor(step.shell) : REBOOT_EXIT})`,
+            },
+          ],
+        };
       run = { ...run, next: i + 1, current: undefined };
-      if (step.finalizes) journal = remember(journal, `component-${step.finalizes}`, `${step.component} ${step.version}${step.from && step.from !== step.version ? ` (from ${step.from})` : ""}`, at);
+      if (step.finalizes)
+        journal = remember(
+          journal,
+          `component-${step.finalizes}`,
+          `${step.component} ${step.version}${step.from && step.from !== step.version ? ` (from ${step.from})` : ""}`,
+          at,
+        );
       await save();
       emit({ type: "step-finished", at, step: summary, durationMs });
-      if (step.finalizes === "installed") emit({ type: "component-installed", at, component: step.component, version: step.version });
-      else if (step.finalizes === "upgraded") emit({ type: "component-upgraded", at, component: step.component, from: step.from ?? "", to: step.version });
-      else if (step.finalizes === "removed") emit({ type: "component-removed", at, component: step.component, version: step.version });
+      if (step.finalizes === "installed")
+        emit({ type: "component-installed", at, component: step.component, version: step.version });
+      else if (step.finalizes === "upgraded")
+        emit({ type: "component-upgraded", at, component: step.component, from: step.from ?? "", to: step.version });
+      else if (step.finalizes === "removed")
+        emit({ type: "component-removed", at, component: step.component, version: step.version });
     }
-    if (run.rebootRequests.length > 0) return await requestReboot(run.rebootRequests.map((r) => r.reason), run.steps.length, false);
+    if (run.rebootRequests.length > 0)
+      return await requestReboot(
+        run.rebootRequests.map((r) => r.reason),
+        run.steps.length,
+        false,
+      );
   } finally {
     for (const s of shells.values()) await s.close();
   }
@@ -152,8 +262,18 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
   installed = [...installed].sort((a, b) => (order.get(a.name) ?? order.size) - (order.get(b.name) ?? order.size));
   journal = { ...journal, installed: toJournal(installed, journal, at), run: undefined };
   if (run.kind === "uninstall") journal = { ...journal, applied: undefined, uninstalledAt: at };
-  else if (run.target) journal = { ...journal, applied: { template: run.target, contentDigest: run.contentDigest, variables: run.variables, at }, uninstalledAt: undefined };
-  journal = remember(journal, run.kind === "uninstall" ? "uninstalled" : run.kind === "repair" ? "repaired" : "converged", run.target ? `${run.target.name} ${run.target.version}` : "", at);
+  else if (run.target)
+    journal = {
+      ...journal,
+      applied: { template: run.target, contentDigest: run.contentDigest, variables: run.variables, at },
+      uninstalledAt: undefined,
+    };
+  journal = remember(
+    journal,
+    run.kind === "uninstall" ? "uninstalled" : run.kind === "repair" ? "repaired" : "converged",
+    run.target ? `${run.target.name} ${run.target.version}` : "",
+    at,
+  );
   await writeJournal(deps.root, journal);
   await pruneRecords(deps.root, journal);
   if (run.target) emit({ type: "apply-converged", at, template: run.target, changed });

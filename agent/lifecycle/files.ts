@@ -7,7 +7,15 @@
  */
 import { lstat, rm, rmdir } from "node:fs/promises";
 import { AgentError } from "../common";
-import { type FetchOptions, type PathMapper, applyIgnition, locateInRoot, openRootedFs, readLedger, writeLedger } from "../ignition";
+import {
+  type FetchOptions,
+  type PathMapper,
+  applyIgnition,
+  locateInRoot,
+  openRootedFs,
+  readLedger,
+  writeLedger,
+} from "../ignition";
 import { ledgerPath } from "./journal";
 import type { Recorded } from "./store";
 
@@ -32,24 +40,54 @@ export async function applyComponentFiles(
 ): Promise<{ changed: number }> {
   if (previous) {
     const keep = new Set([...next.paths, ...next.metadata.files.map(ownedPath), ...othersOwn]);
-    await removePaths(root, mapper, previous.paths.filter((p) => !keep.has(p)), false);
-    await removePaths(root, mapper, previous.metadata.files.map(ownedPath).filter((p) => !keep.has(p)), true);
+    await removePaths(
+      root,
+      mapper,
+      previous.paths.filter((p) => !keep.has(p)),
+      false,
+    );
+    await removePaths(
+      root,
+      mapper,
+      previous.metadata.files.map(ownedPath).filter((p) => !keep.has(p)),
+      true,
+    );
   }
   const report = await applyIgnition(next.config, { ...fetch, mapper, ledgerPath: ledgerPath(root) });
   return { changed: report.changed.length };
 }
 
 /** Removes a version's files and its metadata's `files` entries, except paths `othersOwn`. */
-export async function removeComponentFiles(root: string, mapper: PathMapper, version: Recorded, othersOwn: ReadonlySet<string>): Promise<void> {
-  await removePaths(root, mapper, version.paths.filter((p) => !othersOwn.has(p)), false);
-  await removePaths(root, mapper, version.metadata.files.map(ownedPath).filter((p) => !othersOwn.has(p)), true);
+export async function removeComponentFiles(
+  root: string,
+  mapper: PathMapper,
+  version: Recorded,
+  othersOwn: ReadonlySet<string>,
+): Promise<void> {
+  await removePaths(
+    root,
+    mapper,
+    version.paths.filter((p) => !othersOwn.has(p)),
+    false,
+  );
+  await removePaths(
+    root,
+    mapper,
+    version.metadata.files.map(ownedPath).filter((p) => !othersOwn.has(p)),
+    true,
+  );
 }
 
 // Ignition paths go one by one (a directory only when empty); a metadata `files`
 // entry is the component's own (a log or state directory) and goes with what it holds.
 // Each path is found as the apply found it, links in its parents followed inside
 // the root, and reached without following a link: a removal never leaves the root.
-async function removePaths(root: string, mapper: PathMapper, paths: readonly string[], recursive: boolean): Promise<void> {
+async function removePaths(
+  root: string,
+  mapper: PathMapper,
+  paths: readonly string[],
+  recursive: boolean,
+): Promise<void> {
   // Deepest first, so a directory is empty by the time it is reached.
   const ordered = [...new Set(paths)].sort((a, b) => b.split("/").length - a.split("/").length || (a < b ? 1 : -1));
   const rooted = openRootedFs();
@@ -65,7 +103,8 @@ async function removePaths(root: string, mapper: PathMapper, paths: readonly str
       const s = await lstat(host).catch(() => undefined);
       if (!s) continue;
       if (s.isDirectory() && recursive) await rm(host, { recursive: true, force: true });
-      else if (s.isDirectory()) await rmdir(host).catch(() => undefined); // not empty: something else lives there
+      else if (s.isDirectory())
+        await rmdir(host).catch(() => undefined); // not empty: something else lives there
       else await rm(host, { force: true });
     } finally {
       rooted.release();

@@ -4,7 +4,14 @@
  */
 export { apply, type EngineDeps, previewApply, repair, uninstall } from "./engine";
 export { missingVariables, WITHHELD } from "./environment";
-export { type AgentState, type DriftItem, fanOut, type LifecycleEvent, type LifecycleObserver, type TemplateRef } from "./events";
+export {
+  type AgentState,
+  type DriftItem,
+  fanOut,
+  type LifecycleEvent,
+  type LifecycleObserver,
+  type TemplateRef,
+} from "./events";
 export type { RunOutcome } from "./executor";
 export { readJournal, stateDir } from "./journal";
 export { describeStep } from "./model";

@@ -84,8 +84,18 @@ const runSchema = z.object({
   current: z.object({ step: z.number().int(), startedAt: z.string() }).optional(),
   status: z.enum(["running", "failed", "reboot-pending", "interrupted"]),
   failure: failureSchema.optional(),
-  /** A requested reboot: `static` for a plan's reboot step (done = step + 1), else one asked by exit 3010 before `step`. */
-  reboot: z.object({ step: z.number().int(), static: z.boolean(), reasons: z.array(z.string()), requestedAt: z.string(), bootId: z.string().optional() }).optional(),
+  /**
+   * A requested reboot: `static` for a plan's reboot step (done = step + 1), else one asked by exit 3010 before `step`.
+   */
+  reboot: z
+    .object({
+      step: z.number().int(),
+      static: z.boolean(),
+      reasons: z.array(z.string()),
+      requestedAt: z.string(),
+      bootId: z.string().optional(),
+    })
+    .optional(),
   /** Reboots asked for by a command's exit code 3010, per reboot group. */
   rebootRequests: z.array(z.object({ group: z.string(), reason: z.string() })).default([]),
   /** The last results, newest last (bounded). */
@@ -105,7 +115,14 @@ const journalSchema = z.object({
     }),
   ),
   /** The template the host last converged to. */
-  applied: z.object({ template: templateRef, contentDigest: z.string().nullable(), variables: z.record(z.string(), z.string()), at: z.string() }).optional(),
+  applied: z
+    .object({
+      template: templateRef,
+      contentDigest: z.string().nullable(),
+      variables: z.record(z.string(), z.string()),
+      at: z.string(),
+    })
+    .optional(),
   run: runSchema.optional(),
   /** Set by `uninstall` when it finished. */
   uninstalledAt: z.string().optional(),
@@ -179,7 +196,10 @@ export async function writeJournal(root: string, journal: Journal): Promise<void
     history: journal.history.slice(-HISTORY_LIMIT),
     ...(journal.run ? { run: { ...journal.run, results: journal.run.results.slice(-RESULTS_LIMIT) } } : {}),
   };
-  await writeFileAtomic(join(stateDir(root), "journal.json"), `${JSON.stringify(bounded, null, 1)}\n`, { mode: 0o600, makeParents: true });
+  await writeFileAtomic(join(stateDir(root), "journal.json"), `${JSON.stringify(bounded, null, 1)}\n`, {
+    mode: 0o600,
+    makeParents: true,
+  });
   crashSeam(++writes);
 }
 

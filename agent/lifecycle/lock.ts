@@ -43,7 +43,11 @@ export interface Lock {
  * spellings of one root share one lock; case-folded on Windows).
  */
 export function lockEndpoint(realStateDir: string, key: string, platform: NodeJS.Platform = process.platform): string {
-  const digest = createHash("sha256").update(key).update("\0").update(platform === "win32" ? realStateDir.toLowerCase() : realStateDir).digest("hex");
+  const digest = createHash("sha256")
+    .update(key)
+    .update("\0")
+    .update(platform === "win32" ? realStateDir.toLowerCase() : realStateDir)
+    .digest("hex");
   return platform === "win32" ? `\\\\.\\pipe\\winfleet-lock-${digest}` : `\0winfleet-lock-${digest}`;
 }
 
@@ -66,8 +70,18 @@ export async function acquireLock(root: string, command: string, probe: ProcessP
   const server = await listen(lockEndpoint(await realpath(dir), await lockKey(dir))).catch((e: unknown) => {
     throw new AgentError(AgentErrorCode.ApplyFailed, `cannot take the lock for ${dir}: ${errorMessage(e)}`);
   });
-  if (!server) throw new AgentError(AgentErrorCode.AlreadyExists, `another winfleet-agent holds ${file}: ${await describeHolder(file, probe)}. Wait for it to finish, or stop it.`);
-  const me: Holder = { pid: process.pid, identity: await probe.identity(process.pid), command, host: hostname(), since: new Date().toISOString() };
+  if (!server)
+    throw new AgentError(
+      AgentErrorCode.AlreadyExists,
+      `another winfleet-agent holds ${file}: ${await describeHolder(file, probe)}. Wait for it to finish, or stop it.`,
+    );
+  const me: Holder = {
+    pid: process.pid,
+    identity: await probe.identity(process.pid),
+    command,
+    host: hostname(),
+    since: new Date().toISOString(),
+  };
   const text = `${JSON.stringify(me)}\n`;
   try {
     await writeFileAtomic(file, text, { mode: 0o600 });
@@ -107,7 +121,12 @@ async function lockKey(dir: string): Promise<string> {
 /** The holder as its record names it, when that record is its (it may be a dead one's, not yet replaced). */
 async function describeHolder(file: string, probe: ProcessProbe): Promise<string> {
   const h = parseHolder(await readFile(file, "utf8").catch(() => ""));
-  if (h && h.host === hostname() && (await probe.identity(h.pid)) !== undefined && (h.identity === undefined || h.identity === (await probe.identity(h.pid)))) {
+  if (
+    h &&
+    h.host === hostname() &&
+    (await probe.identity(h.pid)) !== undefined &&
+    (h.identity === undefined || h.identity === (await probe.identity(h.pid)))
+  ) {
     return `pid ${h.pid} (${h.command}) on ${h.host} since ${h.since}`;
   }
   return "a process that has not recorded itself yet";

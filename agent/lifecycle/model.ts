@@ -68,7 +68,10 @@ export interface CommandStep extends StepBase {
   readonly timeoutSeconds: number;
 }
 
-/** Lays down a version's Ignition files; for an upgrade in place, first removes the old version's files the new one no longer has. */
+/**
+ * Lays down a version's Ignition files; for an upgrade in place, first removes the old version's files the new one no
+ * longer has.
+ */
 export interface FilesStep extends StepBase {
   readonly kind: "files";
   /** The section that completes the component once its files are down. */

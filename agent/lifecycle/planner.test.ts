@@ -6,9 +6,20 @@ import { PHASES } from "./events";
 import { type DesiredComponent, type InstalledComponent, type Step, describeStep, groupOf } from "./model";
 import { applyEffect, inTemplateOrder, planLifecycle } from "./planner";
 
-type SectionInput = { priority?: number; commands?: string[]; lprecmds?: string[]; lpstcmds?: string[]; reboot?: boolean; uninstall?: boolean };
+type SectionInput = {
+  priority?: number;
+  commands?: string[];
+  lprecmds?: string[];
+  lpstcmds?: string[];
+  reboot?: boolean;
+  uninstall?: boolean;
+};
 
-function meta(name: string, version: string, sections: Partial<Record<"install" | "uninstall" | "pre_upgrade" | "post_upgrade", SectionInput>> = {}): ComponentMetadata {
+function meta(
+  name: string,
+  version: string,
+  sections: Partial<Record<"install" | "uninstall" | "pre_upgrade" | "post_upgrade", SectionInput>> = {},
+): ComponentMetadata {
   const def = (s: string): SectionInput => ({ commands: [`${s} ${name} ${version}`] });
   return metadataSchema.parse({
     name,
@@ -20,12 +31,24 @@ function meta(name: string, version: string, sections: Partial<Record<"install" 
   });
 }
 
-const want = (m: ComponentMetadata): DesiredComponent => ({ name: m.name, version: m.version, metadata: m, paths: [`/opt/${m.name}/${m.version}`] });
-const have = (m: ComponentMetadata, pending?: InstalledComponent["pending"]): InstalledComponent => ({ ...want(m), ...(pending ? { pending } : {}) });
-const show = (steps: readonly Step[]): string[] => steps.map((s) => `${s.phase} ${s.component}${s.component ? ` ${s.version}` : ""}: ${describeStep(s)}`);
+const want = (m: ComponentMetadata): DesiredComponent => ({
+  name: m.name,
+  version: m.version,
+  metadata: m,
+  paths: [`/opt/${m.name}/${m.version}`],
+});
+const have = (m: ComponentMetadata, pending?: InstalledComponent["pending"]): InstalledComponent => ({
+  ...want(m),
+  ...(pending ? { pending } : {}),
+});
+const show = (steps: readonly Step[]): string[] =>
+  steps.map((s) => `${s.phase} ${s.component}${s.component ? ` ${s.version}` : ""}: ${describeStep(s)}`);
 
 /** Runs a plan's effects, as the executor records them. */
-function simulate(installed: readonly InstalledComponent[], desired: readonly DesiredComponent[]): InstalledComponent[] {
+function simulate(
+  installed: readonly InstalledComponent[],
+  desired: readonly DesiredComponent[],
+): InstalledComponent[] {
   const index = new Map(desired.map((d) => [d.name, d]));
   let state = [...installed];
   for (const step of planLifecycle(installed, desired).steps) {
@@ -37,7 +60,9 @@ function simulate(installed: readonly InstalledComponent[], desired: readonly De
 
 describe("the planner", () => {
   it("installs new components: files first, then install sections by priority, ties in template order, lprecmds → commands → lpstcmds", () => {
-    const a = meta("a", "1", { install: { priority: 50, lprecmds: ["pre a"], commands: ["cmd a"], lpstcmds: ["post a"] } });
+    const a = meta("a", "1", {
+      install: { priority: 50, lprecmds: ["pre a"], commands: ["cmd a"], lpstcmds: ["post a"] },
+    });
     const b = meta("b", "1", { install: { priority: 10 } });
     const c = meta("c", "1", { install: { priority: 50 } });
     const plan = planLifecycle([], [want(a), want(b), want(c)]);
@@ -81,7 +106,10 @@ describe("the planner", () => {
 
   it("upgrades through uninstall with the old version's recorded metadata, then installs fresh", () => {
     const old = meta("s", "1", { uninstall: { commands: ["recorded uninstall of 1"] } });
-    const next = meta("s", "2", { pre_upgrade: { uninstall: true }, uninstall: { commands: ["uninstall of 2 (must not run)"] } });
+    const next = meta("s", "2", {
+      pre_upgrade: { uninstall: true },
+      uninstall: { commands: ["uninstall of 2 (must not run)"] },
+    });
     assert.deepEqual(show(planLifecycle([have(old)], [want(next)]).steps), [
       "pre_upgrade s 2: pre_upgrade.commands[0]: pre_upgrade s 2",
       "pre_upgrade s 1: uninstall.commands[0]: recorded uninstall of 1",
@@ -97,8 +125,14 @@ describe("the planner", () => {
       [want(meta("new", "1")), want(meta("up", "2")), want(meta("same", "1"))],
     );
     const phases = plan.steps.map((s) => PHASES.indexOf(s.phase));
-    assert.deepEqual(phases, [...phases].sort((x, y) => x - y));
-    assert.deepEqual([...new Set(plan.steps.map((s) => s.phase))], ["uninstall", "pre_upgrade", "files", "install", "post_upgrade"]);
+    assert.deepEqual(
+      phases,
+      [...phases].sort((x, y) => x - y),
+    );
+    assert.deepEqual(
+      [...new Set(plan.steps.map((s) => s.phase))],
+      ["uninstall", "pre_upgrade", "files", "install", "post_upgrade"],
+    );
     assert.equal(plan.steps.filter((s) => s.component === "same").length, 0, "an unchanged component got a step");
   });
 
@@ -124,19 +158,37 @@ describe("the planner", () => {
     const old = meta("s", "1", { uninstall: { reboot: true } });
     const next = meta("s", "2", { pre_upgrade: { uninstall: true, priority: 5 } });
     const reboot = planLifecycle([have(old)], [want(next)]).steps.find((s) => s.kind === "reboot");
-    assert.deepEqual(reboot && { phase: reboot.phase, priority: reboot.priority }, { phase: "pre_upgrade", priority: 5 });
+    assert.deepEqual(reboot && { phase: reboot.phase, priority: reboot.priority }, {
+      phase: "pre_upgrade",
+      priority: 5,
+    });
   });
 
   it("plans nothing when the host already runs the template", () => {
     const t = [meta("a", "1"), meta("b", "2")].map(want);
-    assert.deepEqual(planLifecycle(t.map((d) => ({ ...d })), t).steps, []);
+    assert.deepEqual(
+      planLifecycle(
+        t.map((d) => ({ ...d })),
+        t,
+      ).steps,
+      [],
+    );
   });
 
   it("finishes a lifecycle a failed run left part-way", () => {
     const m = meta("a", "1");
-    assert.deepEqual(show(planLifecycle([have(m, "install")], [want(m)]).steps), ["files a 1: files", "install a 1: install.commands[0]: install a 1"]);
-    assert.deepEqual(show(planLifecycle([have(m, "post_upgrade")], [want(m)]).steps), ["files a 1: files", "post_upgrade a 1: post_upgrade.commands[0]: post_upgrade a 1"]);
-    assert.deepEqual(show(planLifecycle([have(m, "remove")], [want(m)]).steps), ["files a 1: files", "install a 1: install.commands[0]: install a 1"]);
+    assert.deepEqual(show(planLifecycle([have(m, "install")], [want(m)]).steps), [
+      "files a 1: files",
+      "install a 1: install.commands[0]: install a 1",
+    ]);
+    assert.deepEqual(show(planLifecycle([have(m, "post_upgrade")], [want(m)]).steps), [
+      "files a 1: files",
+      "post_upgrade a 1: post_upgrade.commands[0]: post_upgrade a 1",
+    ]);
+    assert.deepEqual(show(planLifecycle([have(m, "remove")], [want(m)]).steps), [
+      "files a 1: files",
+      "install a 1: install.commands[0]: install a 1",
+    ]);
   });
 
   it("uninstalls everything when nothing is desired", () => {
@@ -150,9 +202,16 @@ describe("the planner", () => {
   });
 
   it("marks each component's last step with what it completes", () => {
-    const steps = planLifecycle([have(meta("gone", "1")), have(meta("up", "1"))], [want(meta("up", "2")), want(meta("new", "1", { install: { commands: [] } }))]).steps;
+    const steps = planLifecycle(
+      [have(meta("gone", "1")), have(meta("up", "1"))],
+      [want(meta("up", "2")), want(meta("new", "1", { install: { commands: [] } }))],
+    ).steps;
     const finals = steps.filter((s) => s.finalizes).map((s) => `${s.component} ${s.finalizes} at ${describeStep(s)}`);
-    assert.deepEqual(finals, ["gone removed at remove files", "new installed at files", "up upgraded at post_upgrade.commands[0]: post_upgrade up 2"]);
+    assert.deepEqual(finals, [
+      "gone removed at remove files",
+      "new installed at files",
+      "up upgraded at post_upgrade.commands[0]: post_upgrade up 2",
+    ]);
   });
 });
 
@@ -166,21 +225,42 @@ const section = fc.record({
   uninstall: fc.boolean(),
 });
 const component = (name: string): fc.Arbitrary<ComponentMetadata> =>
-  fc.record({ version: fc.constantFrom("1", "2", "3"), install: section, uninstall: section, pre_upgrade: section, post_upgrade: section }).map((r) => {
-    // Only pre_upgrade has an `uninstall` switch.
-    const plain = ({ uninstall: _u, ...s }: SectionInput): SectionInput => s;
-    return meta(name, r.version, { install: plain(r.install), uninstall: plain(r.uninstall), pre_upgrade: r.pre_upgrade, post_upgrade: plain(r.post_upgrade) });
-  });
-const template = fc.shuffledSubarray(NAMES).chain((names) => fc.tuple(...names.map(component)).map((ms) => ms.map(want)));
+  fc
+    .record({
+      version: fc.constantFrom("1", "2", "3"),
+      install: section,
+      uninstall: section,
+      pre_upgrade: section,
+      post_upgrade: section,
+    })
+    .map((r) => {
+      // Only pre_upgrade has an `uninstall` switch.
+      const plain = ({ uninstall: _u, ...s }: SectionInput): SectionInput => s;
+      return meta(name, r.version, {
+        install: plain(r.install),
+        uninstall: plain(r.uninstall),
+        pre_upgrade: r.pre_upgrade,
+        post_upgrade: plain(r.post_upgrade),
+      });
+    });
+const template = fc
+  .shuffledSubarray(NAMES)
+  .chain((names) => fc.tuple(...names.map(component)).map((ms) => ms.map(want)));
 
 describe("the planner's properties (fast-check)", () => {
   it("any template A then any template B ends with exactly B's components at B's versions", () => {
     fc.assert(
       fc.property(template, template, (a, b) => {
         const afterA = simulate([], a);
-        assert.deepEqual(afterA.map((c) => `${c.name}@${c.version}${c.pending ?? ""}`), a.map((d) => `${d.name}@${d.version}`));
+        assert.deepEqual(
+          afterA.map((c) => `${c.name}@${c.version}${c.pending ?? ""}`),
+          a.map((d) => `${d.name}@${d.version}`),
+        );
         const afterB = simulate(afterA, b);
-        assert.deepEqual(afterB.map((c) => `${c.name}@${c.version}${c.pending ?? ""}`), b.map((d) => `${d.name}@${d.version}`));
+        assert.deepEqual(
+          afterB.map((c) => `${c.name}@${c.version}${c.pending ?? ""}`),
+          b.map((d) => `${d.name}@${d.version}`),
+        );
       }),
       { numRuns: 500, seed: 9 },
     );
@@ -191,7 +271,8 @@ describe("the planner's properties (fast-check)", () => {
       fc.property(template, template, (a, b) => {
         const steps = planLifecycle(simulate([], a), b).steps;
         for (const d of b) {
-          if (a.some((x) => x.name === d.name && x.version === d.version)) assert.equal(steps.filter((s) => s.component === d.name).length, 0, `${d.name} is unchanged`);
+          if (a.some((x) => x.name === d.name && x.version === d.version))
+            assert.equal(steps.filter((s) => s.component === d.name).length, 0, `${d.name} is unchanged`);
         }
         assert.deepEqual(planLifecycle(simulate(simulate([], a), b), b).steps, []);
       }),
@@ -204,10 +285,17 @@ describe("the planner's properties (fast-check)", () => {
       fc.property(template, template, (a, b) => {
         const steps = planLifecycle(simulate([], a), b).steps;
         const phases = steps.map((s) => PHASES.indexOf(s.phase));
-        assert.deepEqual(phases, [...phases].sort((x, y) => x - y));
+        assert.deepEqual(
+          phases,
+          [...phases].sort((x, y) => x - y),
+        );
         for (const phase of PHASES) {
           const priorities = steps.filter((s) => s.phase === phase && s.kind !== "remove-files").map((s) => s.priority);
-          assert.deepEqual(priorities, [...priorities].sort((x, y) => x - y), `${phase} priorities`);
+          assert.deepEqual(
+            priorities,
+            [...priorities].sort((x, y) => x - y),
+            `${phase} priorities`,
+          );
         }
         const reboots = steps.filter((s) => s.kind === "reboot").map(groupOf);
         assert.equal(new Set(reboots).size, reboots.length);
@@ -233,7 +321,10 @@ describe("the planner after a run that failed part-way (fast-check)", () => {
           if (i < failAt) state = applyEffect(state, step, "after", index);
         });
         const end = simulate(state, c);
-        assert.deepEqual(end.map((x) => `${x.name}@${x.version}${x.pending ?? ""}`), c.map((d) => `${d.name}@${d.version}`));
+        assert.deepEqual(
+          end.map((x) => `${x.name}@${x.version}${x.pending ?? ""}`),
+          c.map((d) => `${d.name}@${d.version}`),
+        );
       }),
       { numRuns: 500, seed: 12 },
     );

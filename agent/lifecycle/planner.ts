@@ -21,14 +21,28 @@
  */
 import type { ComponentMetadata } from "../content";
 import type { Phase } from "./events";
-import { type CommandStep, type DesiredComponent, type InstalledComponent, type Plan, type RebootStep, type SectionName, type Step, ROLES } from "./model";
+import {
+  type CommandStep,
+  type DesiredComponent,
+  type InstalledComponent,
+  type Plan,
+  type RebootStep,
+  type SectionName,
+  type Step,
+  ROLES,
+} from "./model";
 
 type Lifecycle =
   | { readonly kind: "fresh"; readonly d: DesiredComponent }
   | { readonly kind: "in-place"; readonly c: InstalledComponent; readonly d: DesiredComponent }
   | { readonly kind: "through-uninstall"; readonly c: InstalledComponent; readonly d: DesiredComponent }
   /** Same version, but its last lifecycle did not finish: lay the files down and run that section again. */
-  | { readonly kind: "resume"; readonly c: InstalledComponent; readonly d: DesiredComponent; readonly section: "install" | "post_upgrade" };
+  | {
+      readonly kind: "resume";
+      readonly c: InstalledComponent;
+      readonly d: DesiredComponent;
+      readonly section: "install" | "post_upgrade";
+    };
 
 interface Entry {
   readonly component: string;
@@ -39,7 +53,11 @@ interface Entry {
   readonly order: number;
   readonly from?: string;
   /** Extra sections run right after, in the same group (an old version's uninstall). */
-  readonly then?: readonly { readonly version: string; readonly metadata: ComponentMetadata; readonly section: SectionName }[];
+  readonly then?: readonly {
+    readonly version: string;
+    readonly metadata: ComponentMetadata;
+    readonly section: SectionName;
+  }[];
   /** Steps appended after the entry's commands, in the same group. */
   readonly tail?: readonly Step[];
 }
@@ -52,7 +70,10 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
   for (const d of desired) {
     const c = have.get(d.name);
     if (!c) lifecycles.push({ kind: "fresh", d });
-    else if (c.version !== d.version) lifecycles.push(d.metadata.pre_upgrade.uninstall ? { kind: "through-uninstall", c, d } : { kind: "in-place", c, d });
+    else if (c.version !== d.version)
+      lifecycles.push(
+        d.metadata.pre_upgrade.uninstall ? { kind: "through-uninstall", c, d } : { kind: "in-place", c, d },
+      );
     else if (c.pending === "post_upgrade") lifecycles.push({ kind: "resume", c, d, section: "post_upgrade" });
     else if (c.pending !== undefined) lifecycles.push({ kind: "resume", c, d, section: "install" });
   }
@@ -64,11 +85,23 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
   steps.push(
     ...phaseSteps(
       "uninstall",
-      dropped.map(({ c, i }) => ({ component: c.name, version: c.version, metadata: c.metadata, section: "uninstall" as const, order: -i })),
+      dropped.map(({ c, i }) => ({
+        component: c.name,
+        version: c.version,
+        metadata: c.metadata,
+        section: "uninstall" as const,
+        order: -i,
+      })),
     ),
   );
   for (const { c } of reversedByUninstall(dropped)) {
-    steps.push({ kind: "remove-files", phase: "uninstall", component: c.name, version: c.version, priority: c.metadata.uninstall.priority });
+    steps.push({
+      kind: "remove-files",
+      phase: "uninstall",
+      component: c.name,
+      version: c.version,
+      priority: c.metadata.uninstall.priority,
+    });
   }
 
   steps.push(
@@ -76,21 +109,48 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
       "pre_upgrade",
       lifecycles.flatMap((l): Entry[] => {
         if (l.kind !== "in-place" && l.kind !== "through-uninstall") return [];
-        const base = { component: l.d.name, version: l.d.version, metadata: l.d.metadata, section: "pre_upgrade" as const, order: position(l.d.name), from: l.c.version };
+        const base = {
+          component: l.d.name,
+          version: l.d.version,
+          metadata: l.d.metadata,
+          section: "pre_upgrade" as const,
+          order: position(l.d.name),
+          from: l.c.version,
+        };
         if (l.kind === "in-place") return [base];
-        const remove: Step = { kind: "remove-files", phase: "pre_upgrade", component: l.c.name, version: l.c.version, priority: l.d.metadata.pre_upgrade.priority, from: l.c.version };
-        return [{ ...base, then: [{ version: l.c.version, metadata: l.c.metadata, section: "uninstall" }], tail: [remove] }];
+        const remove: Step = {
+          kind: "remove-files",
+          phase: "pre_upgrade",
+          component: l.c.name,
+          version: l.c.version,
+          priority: l.d.metadata.pre_upgrade.priority,
+          from: l.c.version,
+        };
+        return [
+          { ...base, then: [{ version: l.c.version, metadata: l.c.metadata, section: "uninstall" }], tail: [remove] },
+        ];
       }),
     ),
   );
 
   for (const l of [...lifecycles].sort((a, b) => position(a.d.name) - position(b.d.name))) {
     const from = l.kind === "in-place" ? l.c.version : undefined;
-    const next = l.kind === "in-place" || (l.kind === "resume" && l.section === "post_upgrade") ? "post_upgrade" : "install";
-    steps.push({ kind: "files", phase: "files", component: l.d.name, version: l.d.version, priority: 0, next, ...(from ? { from } : {}) });
+    const next =
+      l.kind === "in-place" || (l.kind === "resume" && l.section === "post_upgrade") ? "post_upgrade" : "install";
+    steps.push({
+      kind: "files",
+      phase: "files",
+      component: l.d.name,
+      version: l.d.version,
+      priority: 0,
+      next,
+      ...(from ? { from } : {}),
+    });
   }
 
-  const installs = lifecycles.filter((l) => l.kind === "fresh" || l.kind === "through-uninstall" || (l.kind === "resume" && l.section === "install"));
+  const installs = lifecycles.filter(
+    (l) => l.kind === "fresh" || l.kind === "through-uninstall" || (l.kind === "resume" && l.section === "install"),
+  );
   steps.push(
     ...phaseSteps(
       "install",
@@ -104,7 +164,9 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
       })),
     ),
   );
-  const posts = lifecycles.filter((l) => l.kind === "in-place" || (l.kind === "resume" && l.section === "post_upgrade"));
+  const posts = lifecycles.filter(
+    (l) => l.kind === "in-place" || (l.kind === "resume" && l.section === "post_upgrade"),
+  );
   steps.push(
     ...phaseSteps(
       "post_upgrade",
@@ -118,38 +180,50 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
       })),
     ),
   );
-  return { steps: markFinal(steps, lifecycles, dropped.map(({ c }) => c.name)) };
+  return {
+    steps: markFinal(
+      steps,
+      lifecycles,
+      dropped.map(({ c }) => c.name),
+    ),
+  };
 }
 
-function reversedByUninstall(dropped: readonly { c: InstalledComponent; i: number }[]): { c: InstalledComponent; i: number }[] {
+function reversedByUninstall(
+  dropped: readonly { c: InstalledComponent; i: number }[],
+): { c: InstalledComponent; i: number }[] {
   return [...dropped].sort((a, b) => a.c.metadata.uninstall.priority - b.c.metadata.uninstall.priority || b.i - a.i);
 }
 
 /** The commands of a section, in role order. */
-function sectionSteps(phase: Phase, e: { component: string; version: string; metadata: ComponentMetadata; section: SectionName; from?: string }, priority: number): CommandStep[] {
+function sectionSteps(
+  phase: Phase,
+  e: { component: string; version: string; metadata: ComponentMetadata; section: SectionName; from?: string },
+  priority: number,
+): CommandStep[] {
   const s = e.metadata[e.section];
   return ROLES.flatMap((role) =>
-    s[role].map(
-      (command, index): CommandStep => ({
-        kind: "command",
-        phase,
-        component: e.component,
-        version: e.version,
-        priority,
-        section: e.section,
-        role,
-        index,
-        command,
-        shell: e.metadata.shell,
-        isolated: e.metadata.isolated,
-        timeoutSeconds: e.metadata.timeout_seconds,
-        ...(e.from !== undefined ? { from: e.from } : {}),
-      }),
-    ),
+    s[role].map((command, index): CommandStep => ({
+      kind: "command",
+      phase,
+      component: e.component,
+      version: e.version,
+      priority,
+      section: e.section,
+      role,
+      index,
+      command,
+      shell: e.metadata.shell,
+      isolated: e.metadata.isolated,
+      timeoutSeconds: e.metadata.timeout_seconds,
+      ...(e.from !== undefined ? { from: e.from } : {}),
+    })),
   );
 }
 
-/** Steps of one phase: grouped by priority (ties by `order`), each group closed by a reboot if one of its sections asks. */
+/**
+ * Steps of one phase: grouped by priority (ties by `order`), each group closed by a reboot if one of its sections asks.
+ */
 function phaseSteps(phase: Phase, entries: readonly Entry[]): Step[] {
   const priorityOf = (e: Entry): number => e.metadata[e.section].priority;
   const sorted = [...entries].sort((a, b) => priorityOf(a) - priorityOf(b) || a.order - b.order);
@@ -163,7 +237,13 @@ function phaseSteps(phase: Phase, entries: readonly Entry[]): Step[] {
       out.push(...sectionSteps(phase, e, priority));
       if (e.metadata[e.section].reboot) reasons.push(`${e.component} ${e.version} ${e.section} asks for a reboot`);
       for (const t of e.then ?? []) {
-        out.push(...sectionSteps(phase, { component: e.component, version: t.version, metadata: t.metadata, section: t.section, from: t.version }, priority));
+        out.push(
+          ...sectionSteps(
+            phase,
+            { component: e.component, version: t.version, metadata: t.metadata, section: t.section, from: t.version },
+            priority,
+          ),
+        );
         if (t.metadata[t.section].reboot) reasons.push(`${e.component} ${t.version} ${t.section} asks for a reboot`);
       }
       out.push(...(e.tail ?? []));
@@ -180,7 +260,8 @@ function phaseSteps(phase: Phase, entries: readonly Entry[]): Step[] {
 function markFinal(steps: Step[], lifecycles: readonly Lifecycle[], dropped: readonly string[]): Step[] {
   const outcome = new Map<string, "installed" | "upgraded" | "removed">();
   for (const name of dropped) outcome.set(name, "removed");
-  for (const l of lifecycles) outcome.set(l.d.name, l.kind === "fresh" || l.kind === "resume" ? "installed" : "upgraded");
+  for (const l of lifecycles)
+    outcome.set(l.d.name, l.kind === "fresh" || l.kind === "resume" ? "installed" : "upgraded");
   const last = new Map<string, number>();
   steps.forEach((s, i) => {
     if (s.kind !== "reboot") last.set(s.component, i);
@@ -198,7 +279,12 @@ export type DesiredIndex = ReadonlyMap<string, DesiredComponent>;
  * What the host records once `step` has run: the lifecycle state the planner
  * reads back. `before` marks a lifecycle as started; `after` records its result.
  */
-export function applyEffect(installed: readonly InstalledComponent[], step: Step, when: "before" | "after", desired: DesiredIndex): InstalledComponent[] {
+export function applyEffect(
+  installed: readonly InstalledComponent[],
+  step: Step,
+  when: "before" | "after",
+  desired: DesiredIndex,
+): InstalledComponent[] {
   if (step.kind === "reboot") return [...installed];
   const i = installed.findIndex((c) => c.name === step.component);
   const current = i >= 0 ? installed[i] : undefined;
@@ -217,8 +303,10 @@ export function applyEffect(installed: readonly InstalledComponent[], step: Step
   if (when === "before") {
     if (step.kind !== "command" || !current) return [...installed];
     // pre_upgrade runs the new version's section while the old version is still the one on the host.
-    if (step.section === "pre_upgrade" && current.pending === undefined) return replace({ ...current, pending: "upgrade" });
-    if (step.section === "uninstall" && current.version === step.version && current.pending !== "remove") return replace({ ...current, pending: "remove" });
+    if (step.section === "pre_upgrade" && current.pending === undefined)
+      return replace({ ...current, pending: "upgrade" });
+    if (step.section === "uninstall" && current.version === step.version && current.pending !== "remove")
+      return replace({ ...current, pending: "remove" });
     return [...installed];
   }
   switch (step.kind) {
@@ -227,7 +315,9 @@ export function applyEffect(installed: readonly InstalledComponent[], step: Step
     case "files": {
       const d = desired.get(step.component);
       if (!d) return [...installed];
-      return replace(settle({ name: d.name, version: d.version, metadata: d.metadata, paths: d.paths, pending: step.next }));
+      return replace(
+        settle({ name: d.name, version: d.version, metadata: d.metadata, paths: d.paths, pending: step.next }),
+      );
     }
     case "command":
       return current && current.version === step.version ? replace(settle(current)) : [...installed];
@@ -235,7 +325,10 @@ export function applyEffect(installed: readonly InstalledComponent[], step: Step
 }
 
 /** Puts installed components in template order (components the template does not name keep their place at the end). */
-export function inTemplateOrder(installed: readonly InstalledComponent[], desired: readonly DesiredComponent[]): InstalledComponent[] {
+export function inTemplateOrder(
+  installed: readonly InstalledComponent[],
+  desired: readonly DesiredComponent[],
+): InstalledComponent[] {
   const order = new Map(desired.map((d, i) => [d.name, i]));
   return installed
     .map((c, i) => ({ c, i }))

@@ -15,7 +15,16 @@ const COMMENT_LIMIT = 512;
 /** argv that restarts the machine in `delaySeconds`, saying why. */
 export function shutdownCommand(reasons: readonly string[], delaySeconds = 10): string[] {
   const comment = `winfleet: ${reasons.join("; ")}`.replace(/[\r\n"]+/g, " ");
-  return ["shutdown.exe", "/r", "/t", String(Math.max(0, Math.trunc(delaySeconds))), "/d", "p:4:1", "/c", comment.slice(0, COMMENT_LIMIT)];
+  return [
+    "shutdown.exe",
+    "/r",
+    "/t",
+    String(Math.max(0, Math.trunc(delaySeconds))),
+    "/d",
+    "p:4:1",
+    "/c",
+    comment.slice(0, COMMENT_LIMIT),
+  ];
 }
 
 /** The Windows executor: a real restart; done once the boot time has changed. */

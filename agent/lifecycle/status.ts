@@ -27,19 +27,33 @@ export interface StatusReport {
     readonly done: number;
     readonly total: number;
     /** The step running now or interrupted, or the next one. */
-    readonly step?: { readonly index: number; readonly component: string; readonly phase: string; readonly title: string };
+    readonly step?: {
+      readonly index: number;
+      readonly component: string;
+      readonly phase: string;
+      readonly title: string;
+    };
   };
   readonly failure?: Failure;
   readonly reboot?: { readonly reasons: readonly string[]; readonly requestedAt: string };
   readonly history: Journal["history"];
 }
 
-const PENDING_STATE = { install: "installing", post_upgrade: "upgrading", upgrade: "upgrading", remove: "removing" } as const;
+const PENDING_STATE = {
+  install: "installing",
+  post_upgrade: "upgrading",
+  upgrade: "upgrading",
+  remove: "removing",
+} as const;
 
 /** Derives the status from a journal. */
 export function statusOf(journal: Journal, historyLimit = 10): StatusReport {
   const run = journal.run;
-  const components = journal.installed.map((c): ComponentStatus => ({ name: c.name, version: c.version, state: c.pending ? PENDING_STATE[c.pending] : "installed" }));
+  const components = journal.installed.map((c): ComponentStatus => ({
+    name: c.name,
+    version: c.version,
+    state: c.pending ? PENDING_STATE[c.pending] : "installed",
+  }));
   let state: AgentState;
   if (run) state = run.status === "failed" ? "failed" : run.status === "reboot-pending" ? "reboot-pending" : "applying";
   else if (journal.applied) state = "converged";
@@ -60,12 +74,16 @@ export function statusOf(journal: Journal, historyLimit = 10): StatusReport {
             target: run.target,
             done: run.next,
             total: run.steps.length,
-            ...(step && index !== undefined ? { step: { index, component: step.component, phase: step.phase, title: describeStep(step) } } : {}),
+            ...(step && index !== undefined
+              ? { step: { index, component: step.component, phase: step.phase, title: describeStep(step) } }
+              : {}),
           },
         }
       : {}),
     ...(run?.failure ? { failure: run.failure } : {}),
-    ...(run?.status === "reboot-pending" && run.reboot ? { reboot: { reasons: run.reboot.reasons, requestedAt: run.reboot.requestedAt } } : {}),
+    ...(run?.status === "reboot-pending" && run.reboot
+      ? { reboot: { reasons: run.reboot.reasons, requestedAt: run.reboot.requestedAt } }
+      : {}),
     history: journal.history.slice(-historyLimit),
   };
 }

@@ -59,7 +59,9 @@ export interface StepContext {
 /** Runs step `index`. */
 export async function runStep(step: Step, index: number, ctx: StepContext): Promise<StepRun> {
   const others = (name: string): Set<string> =>
-    new Set(ctx.installed.filter((c) => c.name !== name).flatMap((c) => [...c.paths, ...c.metadata.files.map(ownedPath)]));
+    new Set(
+      ctx.installed.filter((c) => c.name !== name).flatMap((c) => [...c.paths, ...c.metadata.files.map(ownedPath)]),
+    );
   try {
     switch (step.kind) {
       case "command":
@@ -72,24 +74,44 @@ export async function runStep(step: Step, index: number, ctx: StepContext): Prom
         return done("files", `${r.changed} changed`);
       }
       case "remove-files":
-        await removeComponentFiles(ctx.root, ctx.mapper, await recorded(ctx.root, step.component, step.version), others(step.component));
+        await removeComponentFiles(
+          ctx.root,
+          ctx.mapper,
+          await recorded(ctx.root, step.component, step.version),
+          others(step.component),
+        );
         return done("remove files", "");
       case "reboot":
         return done("reboot", "");
     }
   } catch (e) {
-    return { ok: false, command: step.kind === "command" ? step.command : describeStep(step), exitCode: null, timedOut: false, stdoutTail: "", stderrTail: ctx.mask(errorMessage(e)), rebootAsked: false };
+    return {
+      ok: false,
+      command: step.kind === "command" ? step.command : describeStep(step),
+      exitCode: null,
+      timedOut: false,
+      stdoutTail: "",
+      stderrTail: ctx.mask(errorMessage(e)),
+      rebootAsked: false,
+    };
   }
 }
 
 async function runCommand(step: CommandStep, index: number, ctx: StepContext): Promise<StepRun> {
   const wanted = ctx.desired.get(step.component);
-  const metadata = wanted?.version === step.version ? wanted.metadata : (await recorded(ctx.root, step.component, step.version)).metadata;
+  const metadata =
+    wanted?.version === step.version
+      ? wanted.metadata
+      : (await recorded(ctx.root, step.component, step.version)).metadata;
   const env = stepEnvironment(step, metadata, ctx.values, ctx.facts);
-  const envelope = await ctx.shell(step.shell).run({ command: step.command, env, timeoutMs: step.timeoutSeconds * 1000, isolated: step.isolated, cwd: ctx.root });
+  const envelope = await ctx
+    .shell(step.shell)
+    .run({ command: step.command, env, timeoutMs: step.timeoutSeconds * 1000, isolated: step.isolated, cwd: ctx.root });
   const stdout = ctx.mask(envelope.stdout.toString("utf8"));
   const records = envelope.errorRecords.map(ctx.mask);
-  const timeoutNote = envelope.timedOut ? `\nwinfleet: timed out after ${step.timeoutSeconds} s; the command and everything it started were killed\n` : "";
+  const timeoutNote = envelope.timedOut
+    ? `\nwinfleet: timed out after ${step.timeoutSeconds} s; the command and everything it started were killed\n`
+    : "";
   const stderr = ctx.mask(envelope.stderr.toString("utf8")) + timeoutNote;
   await writeLog(ctx, index, step, envelope.exitCode, stdout, stderr, records);
   const reboot = rebootExitFor(step.shell);
@@ -106,7 +128,15 @@ async function runCommand(step: CommandStep, index: number, ctx: StepContext): P
   };
 }
 
-async function writeLog(ctx: StepContext, index: number, step: CommandStep, exitCode: number | null, stdout: string, stderr: string, records: readonly string[]): Promise<void> {
+async function writeLog(
+  ctx: StepContext,
+  index: number,
+  step: CommandStep,
+  exitCode: number | null,
+  stdout: string,
+  stderr: string,
+  records: readonly string[],
+): Promise<void> {
   const dir = join(stateDir(ctx.root), "logs", ctx.runId);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const text = [

@@ -38,9 +38,15 @@ export async function recorded(root: string, name: string, version: string): Pro
   let ignition: string;
   let metadataText: string;
   try {
-    [ignition, metadataText] = await Promise.all([readFile(join(d, "component.ign"), "utf8"), readFile(join(d, "metadata.json"), "utf8")]);
+    [ignition, metadataText] = await Promise.all([
+      readFile(join(d, "component.ign"), "utf8"),
+      readFile(join(d, "metadata.json"), "utf8"),
+    ]);
   } catch (e) {
-    throw new AgentError(AgentErrorCode.NotFound, `the record of ${name} ${version} is missing from ${d} (${(e as Error).message}); the agent cannot uninstall or upgrade it without its metadata`);
+    throw new AgentError(
+      AgentErrorCode.NotFound,
+      `the record of ${name} ${version} is missing from ${d} (${(e as Error).message}); the agent cannot uninstall or upgrade it without its metadata`,
+    );
   }
   const { config } = parseIgnition(ignition, { subject: join(d, "component.ign") });
   const metadata = parseMetadata(metadataText, join(d, "metadata.json")).value;
@@ -52,7 +58,13 @@ export async function installedComponents(root: string, journal: Journal): Promi
   return Promise.all(
     journal.installed.map(async (i) => {
       const r = await recorded(root, i.name, i.version);
-      return { name: i.name, version: i.version, metadata: r.metadata, paths: r.paths, ...(i.pending ? { pending: i.pending } : {}) };
+      return {
+        name: i.name,
+        version: i.version,
+        metadata: r.metadata,
+        paths: r.paths,
+        ...(i.pending ? { pending: i.pending } : {}),
+      };
     }),
   );
 }

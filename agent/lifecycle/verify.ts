@@ -25,14 +25,19 @@ const PARALLEL = 4;
 async function sha512Of(path: string, size: number): Promise<string> {
   // WebCrypto digests in libuv's thread pool where createHash blocks the one JS thread: with
   // PARALLEL checks in flight, files hash on every core.
-  if (size <= WHOLE_FILE_LIMIT) return Buffer.from(await webcrypto.subtle.digest("SHA-512", await readFile(path))).toString("hex");
+  if (size <= WHOLE_FILE_LIMIT)
+    return Buffer.from(await webcrypto.subtle.digest("SHA-512", await readFile(path))).toString("hex");
   const hash = createHash("sha512");
   for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
   return hash.digest("hex");
 }
 
 /** Compares the host with what the installed components applied. */
-export async function verifyHost(root: string, mapper: PathMapper, platform: NodeJS.Platform = process.platform): Promise<VerifyReport> {
+export async function verifyHost(
+  root: string,
+  mapper: PathMapper,
+  platform: NodeJS.Platform = process.platform,
+): Promise<VerifyReport> {
   const journal = await readJournal(root);
   const ledger = await readLedger(ledgerPath(root));
   const checks: (() => Promise<DriftItem | undefined>)[] = [];

@@ -16,7 +16,15 @@ const READY = { type: "Ready", status: "True" };
 const LABELS = { "kubernetes.io/os": "windows", "winfleet.io/pool": "win" };
 const UPGRADER = {
   metadata: { name: "winfleet-agent-upgrader-win" },
-  spec: { template: { spec: { nodeSelector: LABELS, securityContext: { windowsOptions: { hostProcess: true } }, initContainers: [{ name: "upgrade", image: "registry/winfleet:1", command: ["powershell.exe"] }] } } },
+  spec: {
+    template: {
+      spec: {
+        nodeSelector: LABELS,
+        securityContext: { windowsOptions: { hostProcess: true } },
+        initContainers: [{ name: "upgrade", image: "registry/winfleet:1", command: ["powershell.exe"] }],
+      },
+    },
+  },
 };
 
 interface Cluster {
@@ -38,10 +46,15 @@ function fakeApi(c: Cluster) {
     json<T>(method: string, path: string, body?: unknown): Promise<T> {
       calls.push(`${method} ${path.split("?")[0] ?? ""}`);
       const ok = (v: unknown) => Promise.resolve(v as T);
-      if (path === "/api/v1/nodes/n1") return c.node ? ok(c.node) : Promise.reject(new KubeError(404, "nodes \"n1\" not found"));
+      if (path === "/api/v1/nodes/n1")
+        return c.node ? ok(c.node) : Promise.reject(new KubeError(404, 'nodes "n1" not found'));
       if (path === "/api/v1/nodes") return ok({ items: [{ metadata: { name: "n2" } }, { metadata: { name: "n3" } }] });
-      if (path.startsWith("/apis/apps/v1/namespaces/winfleet-system/daemonsets")) return ok({ items: c.daemonSets ?? [UPGRADER] });
-      if (method === "POST") return c.forbidPods ? Promise.reject(new KubeError(403, "pods is forbidden")) : ok({ metadata: { name: (body as { metadata: { name: string } }).metadata.name } });
+      if (path.startsWith("/apis/apps/v1/namespaces/winfleet-system/daemonsets"))
+        return ok({ items: c.daemonSets ?? [UPGRADER] });
+      if (method === "POST")
+        return c.forbidPods
+          ? Promise.reject(new KubeError(403, "pods is forbidden"))
+          : ok({ metadata: { name: (body as { metadata: { name: string } }).metadata.name } });
       if (method === "GET") {
         const phases = c.phases ?? [{ phase: "Succeeded" }];
         return ok({ metadata: { name: "p" }, status: phases[Math.min(reads++, phases.length - 1)] });
@@ -60,10 +73,18 @@ function fakeApi(c: Cluster) {
 const run = (c: Cluster, o: { timeoutMs?: number; signal?: AbortSignal } = {}) => {
   const { api, calls } = fakeApi(c);
   const out = join(dir, `${randomBytes(4).toString("hex")}.tar.gz`);
-  const result = diagnoseNode({ api, node: "n1", namespace: "winfleet-system", timeoutMs: o.timeoutMs ?? 10_000, out, signal: o.signal ?? new AbortController().signal });
+  const result = diagnoseNode({
+    api,
+    node: "n1",
+    namespace: "winfleet-system",
+    timeoutMs: o.timeoutMs ?? 10_000,
+    out,
+    signal: o.signal ?? new AbortController().signal,
+  });
   return { result, calls, out };
 };
-const deleted = (calls: string[]) => calls.some((c) => c.startsWith("DELETE /api/v1/namespaces/winfleet-system/pods/winfleet-diagnose-n1-"));
+const deleted = (calls: string[]) =>
+  calls.some((c) => c.startsWith("DELETE /api/v1/namespaces/winfleet-system/pods/winfleet-diagnose-n1-"));
 const node = { metadata: { name: "n1", labels: LABELS }, status: { conditions: [READY] } };
 
 describe("winfleet diagnose NODE", () => {
@@ -77,16 +98,34 @@ describe("winfleet diagnose NODE", () => {
   });
 
   it("runs the host's agent as SYSTEM in a HostProcess pod bound to the node, ending by itself", () => {
-    const pod = diagnosePod({ node: "n1", namespace: "ns", image: "img", sandbox: false, timeoutMs: 300_000, since: "2h" }) as { spec: Record<string, unknown> & { containers: { command: string[] }[] } };
+    const pod = diagnosePod({
+      node: "n1",
+      namespace: "ns",
+      image: "img",
+      sandbox: false,
+      timeoutMs: 300_000,
+      since: "2h",
+    }) as { spec: Record<string, unknown> & { containers: { command: string[] }[] } };
     assert.equal(pod.spec.nodeName, "n1");
     assert.equal(pod.spec.restartPolicy, "Never");
     assert.equal(pod.spec.activeDeadlineSeconds, 300);
     assert.equal(pod.spec.automountServiceAccountToken, false);
-    assert.deepEqual(pod.spec.securityContext, { windowsOptions: { hostProcess: true, runAsUserName: "NT AUTHORITY\\SYSTEM" } });
+    assert.deepEqual(pod.spec.securityContext, {
+      windowsOptions: { hostProcess: true, runAsUserName: "NT AUTHORITY\\SYSTEM" },
+    });
     assert.deepEqual(pod.spec.tolerations, [{ operator: "Exists" }]);
     assert.deepEqual(pod.spec.containers[0]?.command, [
-      "C:\\ProgramData\\winfleet\\node\\package\\bin\\node.exe", "C:\\ProgramData\\winfleet\\current\\bin\\winfleet-agent.js",
-      "diagnose", "--out", "-", "--timeout", "30s", "--since", "2h", "--config", "C:\\ProgramData\\winfleet\\agent.json",
+      "C:\\ProgramData\\winfleet\\node\\package\\bin\\node.exe",
+      "C:\\ProgramData\\winfleet\\current\\bin\\winfleet-agent.js",
+      "diagnose",
+      "--out",
+      "-",
+      "--timeout",
+      "30s",
+      "--since",
+      "2h",
+      "--config",
+      "C:\\ProgramData\\winfleet\\agent.json",
     ]);
   });
 
@@ -97,35 +136,92 @@ describe("winfleet diagnose NODE", () => {
   });
 
   it("refuses a NotReady node with the kubelet's reason", async () => {
-    const r = run({ node: { ...node, status: { conditions: [{ type: "Ready", status: "Unknown", reason: "NodeStatusUnknown", message: "Kubelet stopped posting node status." }] } } });
-    await assert.rejects(r.result, /node n1 is NotReady: Ready is Unknown \(NodeStatusUnknown: Kubelet stopped posting node status\.\)\. .*winfleet-agent diagnose/);
+    const r = run({
+      node: {
+        ...node,
+        status: {
+          conditions: [
+            {
+              type: "Ready",
+              status: "Unknown",
+              reason: "NodeStatusUnknown",
+              message: "Kubelet stopped posting node status.",
+            },
+          ],
+        },
+      },
+    });
+    await assert.rejects(
+      r.result,
+      /node n1 is NotReady: Ready is Unknown \(NodeStatusUnknown: Kubelet stopped posting node status\.\)\. .*winfleet-agent diagnose/,
+    );
   });
 
   it("refuses a node no winfleet upgrader selects, and one whose pool runs in wins mode", async () => {
-    await assert.rejects(run({ node: { ...node, metadata: { name: "n1", labels: { "kubernetes.io/os": "linux" } } } }).result, /no winfleet agent upgrader in namespace winfleet-system selects node n1 \(upgraders there: winfleet-agent-upgrader-win\)/);
+    await assert.rejects(
+      run({ node: { ...node, metadata: { name: "n1", labels: { "kubernetes.io/os": "linux" } } } }).result,
+      /no winfleet agent upgrader in namespace winfleet-system selects node n1 \(upgraders there: winfleet-agent-upgrader-win\)/,
+    );
     const wins = { ...UPGRADER, spec: { template: { spec: { ...UPGRADER.spec.template.spec, securityContext: {} } } } };
     await assert.rejects(run({ node, daemonSets: [wins] }).result, /runs in wins mode, without HostProcess containers/);
   });
 
   it("says which permission is missing when the API refuses", async () => {
-    await assert.rejects(run({ node, forbidPods: true }).result, /creating the diagnose pod in winfleet-system: forbidden — the kubeconfig's identity needs: .*create\/get\/delete pods and get pods\/log/);
+    await assert.rejects(
+      run({ node, forbidPods: true }).result,
+      /creating the diagnose pod in winfleet-system: forbidden — the kubeconfig's identity needs: .*create\/get\/delete pods and get pods\/log/,
+    );
   });
 
   it("reports a failed pod with its status and what the agent said, and deletes it", async () => {
-    const r = run({ node, phases: [{ phase: "Failed", reason: "DeadlineExceeded", message: "Pod was active on the node longer than the specified deadline", containerStatuses: [{ state: { terminated: { exitCode: 137 } } }] }], log: "error: --config C:\\x: no such file\n" });
-    await assert.rejects(r.result, /pod winfleet-system\/winfleet-diagnose-n1-\w+ on n1 failed: DeadlineExceeded — Pod was active .* \(the agent exited 137\); it said:\n {2}error: --config C:\\x: no such file/);
+    const r = run({
+      node,
+      phases: [
+        {
+          phase: "Failed",
+          reason: "DeadlineExceeded",
+          message: "Pod was active on the node longer than the specified deadline",
+          containerStatuses: [{ state: { terminated: { exitCode: 137 } } }],
+        },
+      ],
+      log: "error: --config C:\\x: no such file\n",
+    });
+    await assert.rejects(
+      r.result,
+      /pod winfleet-system\/winfleet-diagnose-n1-\w+ on n1 failed: DeadlineExceeded — Pod was active .* \(the agent exited 137\); it said:\n {2}error: --config C:\\x: no such file/,
+    );
     assert.ok(deleted(r.calls));
   });
 
   it("reports a pod that cannot start (its image) without waiting for the deadline", async () => {
-    const r = run({ node, phases: [{ phase: "Pending", containerStatuses: [{ state: { waiting: { reason: "ImagePullBackOff", message: "Back-off pulling image" } } }] }] });
+    const r = run({
+      node,
+      phases: [
+        {
+          phase: "Pending",
+          containerStatuses: [
+            { state: { waiting: { reason: "ImagePullBackOff", message: "Back-off pulling image" } } },
+          ],
+        },
+      ],
+    });
     await assert.rejects(r.result, /on n1 cannot start: ImagePullBackOff — Back-off pulling image/);
     assert.ok(deleted(r.calls));
   });
 
   it("says when the API server cannot reach the node's kubelet for the log", async () => {
-    const r = run({ node, phases: [{ phase: "Running" }], streamError: new KubeError(500, "GET log: 500 Get \"https://10.0.0.5:10250/containerLogs/…\": dial tcp 10.0.0.5:10250: i/o timeout") });
-    await assert.rejects(r.result, /could not read it from the kubelet of n1 \(kubectl logs fails the same way; is the kubelet's port, 10250 by default, reachable from the control plane\?\): .*i\/o timeout/);
+    const r = run({
+      node,
+      phases: [{ phase: "Running" }],
+      streamError: new KubeError(
+        500,
+        'GET log: 500 Get "https://10.0.0.5:10250/containerLogs/…": dial tcp 10.0.0.5:10250: i/o timeout',
+      ),
+    });
+    await assert.rejects(
+      r.result,
+      /could not read it from the kubelet of n1 \(kubectl logs fails the same way; is the kubelet's port, 10250 by default, reachable from the control plane\?\): .*i\/o timeout/,
+    );
     assert.ok(deleted(r.calls));
   });
 
@@ -141,7 +237,10 @@ describe("winfleet diagnose NODE", () => {
   it("gives up at --timeout and on Ctrl-C, deleting the pod either way", async () => {
     const pending = { node, phases: [{ phase: "Pending" }] };
     const t = run(pending, { timeoutMs: 1200 });
-    await assert.rejects(t.result, /timed out after 1 s while waiting for the pod to start \(pod winfleet-system\/\S+ was Pending; --timeout gives more time\)/);
+    await assert.rejects(
+      t.result,
+      /timed out after 1 s while waiting for the pod to start \(pod winfleet-system\/\S+ was Pending; --timeout gives more time\)/,
+    );
     assert.ok(deleted(t.calls));
     const stop = new AbortController();
     const i = run(pending, { signal: stop.signal });

@@ -40,27 +40,57 @@ export interface DiagnoseNodeResult {
 }
 
 type Labels = Record<string, string>;
-type Node = { metadata: { name: string; labels?: Labels }; status?: { conditions?: { type: string; status: string; reason?: string; message?: string; lastTransitionTime?: string }[] } };
+type Node = {
+  metadata: { name: string; labels?: Labels };
+  status?: {
+    conditions?: { type: string; status: string; reason?: string; message?: string; lastTransitionTime?: string }[];
+  };
+};
 type Container = { name: string; image?: string; command?: string[] };
-type PodSpec = { nodeSelector?: Labels; securityContext?: { windowsOptions?: { hostProcess?: boolean } }; initContainers?: Container[]; containers?: Container[] };
+type PodSpec = {
+  nodeSelector?: Labels;
+  securityContext?: { windowsOptions?: { hostProcess?: boolean } };
+  initContainers?: Container[];
+  containers?: Container[];
+};
 type DaemonSet = { metadata: { name: string }; spec: { template: { spec: PodSpec } } };
-type ContainerState = { waiting?: { reason?: string; message?: string }; terminated?: { exitCode: number; reason?: string; message?: string } };
+type ContainerState = {
+  waiting?: { reason?: string; message?: string };
+  terminated?: { exitCode: number; reason?: string; message?: string };
+};
 type Pod = {
   metadata: { name: string };
-  status?: { phase?: string; reason?: string; message?: string; conditions?: { type: string; status: string; reason?: string; message?: string }[]; containerStatuses?: { state?: ContainerState }[] };
+  status?: {
+    phase?: string;
+    reason?: string;
+    message?: string;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    containerStatuses?: { state?: ContainerState }[];
+  };
 };
 
 const CONTAINER = "diagnose";
 /** Waiting reasons after which the pod will not start by itself. */
-const STUCK = new Set(["ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"]);
+const STUCK = new Set([
+  "ErrImagePull",
+  "ImagePullBackOff",
+  "InvalidImageName",
+  "CreateContainerConfigError",
+  "CreateContainerError",
+  "RunContainerError",
+]);
 const enc = encodeURIComponent;
 
-const failure = (message: string, code: AgentErrorCode = AgentErrorCode.Unavailable): AgentError => new AgentError(code, message);
+const failure = (message: string, code: AgentErrorCode = AgentErrorCode.Unavailable): AgentError =>
+  new AgentError(code, message);
 
 /** The API's refusal, with what the operator's credential needs when it is a 403. */
 function refused(e: unknown, what: string): never {
   if (e instanceof KubeError && e.status === 403) {
-    throw failure(`${what}: forbidden — the kubeconfig's identity needs: get nodes; list daemonsets.apps, create/get/delete pods and get pods/log in the namespace (see docs/troubleshooting.md): ${e.message}`, AgentErrorCode.PermissionDenied);
+    throw failure(
+      `${what}: forbidden — the kubeconfig's identity needs: get nodes; list daemonsets.apps, create/get/delete pods and get pods/log in the namespace (see docs/troubleshooting.md): ${e.message}`,
+      AgentErrorCode.PermissionDenied,
+    );
   }
   throw e instanceof AgentError ? e : failure(`${what}: ${errorMessage(e)}`);
 }
@@ -72,25 +102,50 @@ async function readyNode(api: OperatorApi, name: string): Promise<Node> {
     node = await api.json<Node>("GET", `/api/v1/nodes/${enc(name)}`);
   } catch (e) {
     if (e instanceof KubeError && e.status === 404) {
-      const names = await api.json<{ items: Node[] }>("GET", "/api/v1/nodes").then((l) => l.items.map((n) => n.metadata.name).sort().join(", "), () => undefined);
-      throw failure(`node ${name} not found in the cluster at ${api.server}${names !== undefined ? ` (nodes: ${names || "none"})` : ""}`, AgentErrorCode.NotFound);
+      const names = await api.json<{ items: Node[] }>("GET", "/api/v1/nodes").then(
+        (l) =>
+          l.items
+            .map((n) => n.metadata.name)
+            .sort()
+            .join(", "),
+        () => undefined,
+      );
+      throw failure(
+        `node ${name} not found in the cluster at ${api.server}${names !== undefined ? ` (nodes: ${names || "none"})` : ""}`,
+        AgentErrorCode.NotFound,
+      );
     }
     refused(e, `reading node ${name}`);
   }
   const ready = node.status?.conditions?.find((c) => c.type === "Ready");
   if (ready?.status !== "True") {
-    const why = ready ? `Ready is ${ready.status}${ready.reason ? ` (${ready.reason}${ready.message ? `: ${ready.message}` : ""})` : ""}${ready.lastTransitionTime ? ` since ${ready.lastTransitionTime}` : ""}` : "it has no Ready condition";
-    throw failure(`node ${name} is NotReady: ${why}. Its kubelet cannot run the diagnose pod; on the node itself, run winfleet-agent diagnose (docs/troubleshooting.md)`);
+    const why = ready
+      ? `Ready is ${ready.status}${ready.reason ? ` (${ready.reason}${ready.message ? `: ${ready.message}` : ""})` : ""}${ready.lastTransitionTime ? ` since ${ready.lastTransitionTime}` : ""}`
+      : "it has no Ready condition";
+    throw failure(
+      `node ${name} is NotReady: ${why}. Its kubelet cannot run the diagnose pod; on the node itself, run winfleet-agent diagnose (docs/troubleshooting.md)`,
+    );
   }
   return node;
 }
 
 /** The node's agent upgrader: the image and the way its pods reach the host's agent. */
-async function upgraderFor(api: OperatorApi, namespace: string, node: Node): Promise<{ daemonSet: string; image: string; sandbox: boolean }> {
+async function upgraderFor(
+  api: OperatorApi,
+  namespace: string,
+  node: Node,
+): Promise<{ daemonSet: string; image: string; sandbox: boolean }> {
   const selector = enc("app.kubernetes.io/name=winfleet-upgrader,app.kubernetes.io/component=agent");
-  const list = await api.json<{ items: DaemonSet[] }>("GET", `/apis/apps/v1/namespaces/${enc(namespace)}/daemonsets?labelSelector=${selector}`).catch((e: unknown) => refused(e, `listing the upgraders in ${namespace}`));
+  const list = await api
+    .json<{ items: DaemonSet[] }>(
+      "GET",
+      `/apis/apps/v1/namespaces/${enc(namespace)}/daemonsets?labelSelector=${selector}`,
+    )
+    .catch((e: unknown) => refused(e, `listing the upgraders in ${namespace}`));
   const labels = node.metadata.labels ?? {};
-  const mine = list.items.find((d) => Object.entries(d.spec.template.spec.nodeSelector ?? {}).every(([k, v]) => labels[k] === v));
+  const mine = list.items.find((d) =>
+    Object.entries(d.spec.template.spec.nodeSelector ?? {}).every(([k, v]) => labels[k] === v),
+  );
   if (!mine) {
     throw failure(
       `no winfleet agent upgrader in namespace ${namespace} selects node ${node.metadata.name} (upgraders there: ${list.items.map((d) => d.metadata.name).join(", ") || "none"}): the node is in no winfleet pool, or winfleet runs in another namespace (--namespace)`,
@@ -104,13 +159,22 @@ async function upgraderFor(api: OperatorApi, namespace: string, node: Node): Pro
   // The local fleet's upgraders call the host's agent by name; a Windows pool's by its install path.
   const sandbox = init?.command?.[0] === "winfleet-agent";
   if (!sandbox && spec.securityContext?.windowsOptions?.hostProcess !== true) {
-    throw failure(`node ${node.metadata.name} is in a pool whose upgrader (${mine.metadata.name}) runs in wins mode, without HostProcess containers: the diagnose pod cannot reach the host there; on the node itself, run winfleet-agent diagnose`);
+    throw failure(
+      `node ${node.metadata.name} is in a pool whose upgrader (${mine.metadata.name}) runs in wins mode, without HostProcess containers: the diagnose pod cannot reach the host there; on the node itself, run winfleet-agent diagnose`,
+    );
   }
   return { daemonSet: mine.metadata.name, image, sandbox };
 }
 
 /** The pod: bound to the node, as SYSTEM on the host, ending by itself, seeing nothing of the API. */
-export function diagnosePod(o: { node: string; namespace: string; image: string; sandbox: boolean; since?: string; timeoutMs: number }): Record<string, unknown> {
+export function diagnosePod(o: {
+  node: string;
+  namespace: string;
+  image: string;
+  sandbox: boolean;
+  since?: string;
+  timeoutMs: number;
+}): Record<string, unknown> {
   const deadline = Math.max(30, Math.ceil(o.timeoutMs / 1000));
   // Each source gets a share of the time, so the agent finishes, with what it has, before the deadline:
   // some 26 sources on Windows, four at a time, are seven rounds at most.
@@ -119,7 +183,10 @@ export function diagnosePod(o: { node: string; namespace: string; image: string;
   const command = o.sandbox
     ? ["winfleet-agent", ...agentArgs, "--config", "$(WINFLEET_AGENT_CONFIG)"]
     : [HOST_NODE, HOST_AGENT, ...agentArgs, "--config", `${INSTALL}\\agent.json`];
-  const node = o.node.slice(0, 30).replace(/[^a-z0-9-]/g, "-").replace(/-+$/, "");
+  const node = o.node
+    .slice(0, 30)
+    .replace(/[^a-z0-9-]/g, "-")
+    .replace(/-+$/, "");
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -139,7 +206,14 @@ export function diagnosePod(o: { node: string; namespace: string; image: string;
       hostNetwork: true,
       securityContext: { windowsOptions: { hostProcess: true, runAsUserName: "NT AUTHORITY\\SYSTEM" } },
       tolerations: [{ operator: "Exists" }],
-      containers: [{ name: CONTAINER, image: o.image, command, resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "1Gi" } } }],
+      containers: [
+        {
+          name: CONTAINER,
+          image: o.image,
+          command,
+          resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "1Gi" } },
+        },
+      ],
     },
   };
 }
@@ -155,7 +229,8 @@ function podTrouble(pod: Pod): string | undefined {
   const unschedulable = s.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False");
   if (unschedulable) return `is unschedulable: ${unschedulable.reason ?? ""} ${unschedulable.message ?? ""}`.trim();
   const waiting = state?.waiting;
-  if (waiting?.reason && STUCK.has(waiting.reason)) return `cannot start: ${waiting.reason}${waiting.message ? ` — ${waiting.message}` : ""}`;
+  if (waiting?.reason && STUCK.has(waiting.reason))
+    return `cannot start: ${waiting.reason}${waiting.message ? ` — ${waiting.message}` : ""}`;
   return undefined;
 }
 
@@ -182,16 +257,29 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
   // A refusal before the pod exists must not leave the process waiting for this.
   timer.unref();
   const signal = AbortSignal.any([o.signal, timeout.signal]);
-  const spec = diagnosePod({ node: o.node, namespace, image: upgrader.image, sandbox: upgrader.sandbox, timeoutMs: o.timeoutMs, ...(o.since ? { since: o.since } : {}) });
+  const spec = diagnosePod({
+    node: o.node,
+    namespace,
+    image: upgrader.image,
+    sandbox: upgrader.sandbox,
+    timeoutMs: o.timeoutMs,
+    ...(o.since ? { since: o.since } : {}),
+  });
   if (o.signal.aborted) throw failure("interrupted before the diagnose pod was made");
-  const created = await api.json<Pod>("POST", `/api/v1/namespaces/${enc(namespace)}/pods`, spec).catch((e: unknown) => refused(e, `creating the diagnose pod in ${namespace}`));
+  const created = await api
+    .json<Pod>("POST", `/api/v1/namespaces/${enc(namespace)}/pods`, spec)
+    .catch((e: unknown) => refused(e, `creating the diagnose pod in ${namespace}`));
   const name = created.metadata.name;
   const podPath = `/api/v1/namespaces/${enc(namespace)}/pods/${enc(name)}`;
   say(`pod ${namespace}/${name} on ${o.node} (image ${upgrader.image}, from ${upgrader.daemonSet})`);
   let phase = "Pending";
   const stopped = (what: string): AgentError => {
-    if (o.signal.aborted) return failure(`interrupted while ${what}; pod ${namespace}/${name} deleted`, AgentErrorCode.Unavailable);
-    return failure(`timed out after ${Math.round(o.timeoutMs / 1000)} s while ${what} (pod ${namespace}/${name} was ${phase}; --timeout gives more time)`, AgentErrorCode.Unavailable);
+    if (o.signal.aborted)
+      return failure(`interrupted while ${what}; pod ${namespace}/${name} deleted`, AgentErrorCode.Unavailable);
+    return failure(
+      `timed out after ${Math.round(o.timeoutMs / 1000)} s while ${what} (pod ${namespace}/${name} was ${phase}; --timeout gives more time)`,
+      AgentErrorCode.Unavailable,
+    );
   };
   try {
     // Until the agent runs (or has run): the pod's troubles are reported as they appear.
@@ -211,20 +299,26 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
       const reading = new AbortController();
       const both = AbortSignal.any([signal, reading.signal]);
       await api
-        .stream(`${podPath}/log?container=${CONTAINER}&follow=true`, (text) => {
-          try {
-            reader.push(text);
-            if (reader.done) reading.abort();
-          } catch (e) {
-            frameError = e;
-            reading.abort();
-          }
-        }, both)
+        .stream(
+          `${podPath}/log?container=${CONTAINER}&follow=true`,
+          (text) => {
+            try {
+              reader.push(text);
+              if (reader.done) reading.abort();
+            } catch (e) {
+              frameError = e;
+              reading.abort();
+            }
+          },
+          both,
+        )
         .catch((e: unknown) => {
           if (both.aborted) return;
           // The API server reads logs from the kubelet itself: a 5xx is almost always that connection.
           if (e instanceof KubeError && e.status >= 500) {
-            throw failure(`reading the log of pod ${name}: the API server could not read it from the kubelet of ${o.node} (kubectl logs fails the same way; is the kubelet's port, 10250 by default, reachable from the control plane?): ${e.message}`);
+            throw failure(
+              `reading the log of pod ${name}: the API server could not read it from the kubelet of ${o.node} (kubectl logs fails the same way; is the kubelet's port, 10250 by default, reachable from the control plane?): ${e.message}`,
+            );
           }
           refused(e, `reading the log of pod ${name}`);
         });
@@ -234,10 +328,15 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
         try {
           data = reader.result();
         } catch (e) {
-          throw failure(`the archive from ${o.node} is damaged: ${e instanceof FrameError ? e.message : errorMessage(e)}; nothing was written`);
+          throw failure(
+            `the archive from ${o.node} is damaged: ${e instanceof FrameError ? e.message : errorMessage(e)}; nothing was written`,
+          );
         }
         await writeFileAtomic(o.out, data, { mode: 0o600 }).catch((e: unknown) => {
-          throw failure(`cannot write ${o.out} (${(e as NodeJS.ErrnoException).code ?? errorMessage(e)}); nothing was written`, AgentErrorCode.InvalidInput);
+          throw failure(
+            `cannot write ${o.out} (${(e as NodeJS.ErrnoException).code ?? errorMessage(e)}); nothing was written`,
+            AgentErrorCode.InvalidInput,
+          );
         });
         return { out: o.out, bytes: data.length, sha256: reader.announced?.sha256 ?? "", pod: `${namespace}/${name}` };
       }
@@ -251,12 +350,19 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
       }
       const said = reader.other.slice(-5).join("\n  ");
       const trouble = podTrouble(pod) ?? `ended (${phase}) without printing the archive`;
-      throw failure(`the diagnose pod ${namespace}/${name} on ${o.node} ${trouble}${said ? `; it said:\n  ${said}` : ""}`);
+      throw failure(
+        `the diagnose pod ${namespace}/${name} on ${o.node} ${trouble}${said ? `; it said:\n  ${said}` : ""}`,
+      );
     }
   } finally {
     clearTimeout(timer);
-    await api.json("DELETE", podPath, { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background" }).catch((e: unknown) => {
-      if (!(e instanceof KubeError && e.status === 404)) say(`warning: pod ${namespace}/${name} was not deleted (${errorMessage(e)}): delete it with kubectl -n ${namespace} delete pod ${name}`);
-    });
+    await api
+      .json("DELETE", podPath, { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background" })
+      .catch((e: unknown) => {
+        if (!(e instanceof KubeError && e.status === 404))
+          say(
+            `warning: pod ${namespace}/${name} was not deleted (${errorMessage(e)}): delete it with kubectl -n ${namespace} delete pod ${name}`,
+          );
+      });
   }
 }

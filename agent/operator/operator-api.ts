@@ -28,23 +28,46 @@ export async function operatorApi(file: string, timeoutMs = 30_000): Promise<Ope
   const exec = kc.exec && new ExecCredentials(kc.exec, { cluster: execClusterInfo(kc), timeoutMs });
   const base = kc.server.pathname.replace(/\/+$/, "");
 
-  const open = async (method: string, path: string, headers: Record<string, string | number>, timeout: number): Promise<{ url: URL; options: https.RequestOptions }> => {
+  const open = async (
+    method: string,
+    path: string,
+    headers: Record<string, string | number>,
+    timeout: number,
+  ): Promise<{ url: URL; options: https.RequestOptions }> => {
     const url = new URL(kc.server);
     const [p, q] = path.split("?");
     url.pathname = `${base}${p ?? ""}`;
     url.search = q ? `?${q}` : "";
     const c = credentialsFor(kc, exec && (await exec.get()));
     const all = { ...c.headers, ...headers };
-    const tls: ServerTls = { ...(c.ca ? { ca: c.ca } : {}), ...(c.cert ? { cert: c.cert, key: c.key } : {}), ...(c.servername ? { servername: c.servername } : {}), rejectUnauthorized: c.rejectUnauthorized };
-    const options = kc.proxy ? proxied(url, kc.proxy, tls, { method, headers: all, timeout }, timeout || timeoutMs) : { method, headers: all, timeout, ...tls };
+    const tls: ServerTls = {
+      ...(c.ca ? { ca: c.ca } : {}),
+      ...(c.cert ? { cert: c.cert, key: c.key } : {}),
+      ...(c.servername ? { servername: c.servername } : {}),
+      rejectUnauthorized: c.rejectUnauthorized,
+    };
+    const options = kc.proxy
+      ? proxied(url, kc.proxy, tls, { method, headers: all, timeout }, timeout || timeoutMs)
+      : { method, headers: all, timeout, ...tls };
     return { url, options };
   };
 
   /** Sends one request; the response is handed over unread. */
-  const send = async (method: string, path: string, headers: Record<string, string | number>, payload: Buffer | undefined, timeout: number, signal?: AbortSignal): Promise<http.IncomingMessage> => {
+  const send = async (
+    method: string,
+    path: string,
+    headers: Record<string, string | number>,
+    payload: Buffer | undefined,
+    timeout: number,
+    signal?: AbortSignal,
+  ): Promise<http.IncomingMessage> => {
     const { url, options } = await open(method, path, headers, timeout);
     return new Promise((resolve, reject) => {
-      const req = (url.protocol === "https:" ? https : http).request(url, { ...options, ...(signal ? { signal } : {}) }, resolve);
+      const req = (url.protocol === "https:" ? https : http).request(
+        url,
+        { ...options, ...(signal ? { signal } : {}) },
+        resolve,
+      );
       req.on("timeout", () => req.destroy(new Error(`${method} ${path}: no answer within ${timeout} ms`)));
       req.on("error", (e) => reject(new Error(`${method} ${kc.server.origin}${path}: ${e.message}`)));
       req.end(payload);
@@ -75,9 +98,17 @@ export async function operatorApi(file: string, timeoutMs = 30_000): Promise<Ope
     return new KubeError(res.statusCode ?? 0, `${what}: ${res.statusCode ?? 0} ${message}`);
   };
 
-  const attempt = async <T>(method: string, path: string, payload: Buffer | undefined, contentType: string): Promise<{ status: number; value?: T; error?: KubeError }> => {
+  const attempt = async <T>(
+    method: string,
+    path: string,
+    payload: Buffer | undefined,
+    contentType: string,
+  ): Promise<{ status: number; value?: T; error?: KubeError }> => {
     const what = `${method} ${path}`;
-    const headers = { accept: "application/json", ...(payload ? { "content-type": contentType, "content-length": payload.length } : {}) };
+    const headers = {
+      accept: "application/json",
+      ...(payload ? { "content-type": contentType, "content-length": payload.length } : {}),
+    };
     const res = await send(method, path, headers, payload, timeoutMs);
     const status = res.statusCode ?? 0;
     if (status < 200 || status >= 300) return { status, error: await refusal(res, what) };

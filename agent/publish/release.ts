@@ -17,7 +17,15 @@
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { archiveDirectory, renderServiceRegistrationScript, DEFAULT_NODE_RUNTIME } from "../../components";
-import { canonicalJson, type OutputShape, assertReplaceable, replaceDirectory, LINUX_AGENT_CONFIG, LINUX_INSTALL_DIR, WINDOWS_INSTALL_DIR } from "../common";
+import {
+  canonicalJson,
+  type OutputShape,
+  assertReplaceable,
+  replaceDirectory,
+  LINUX_AGENT_CONFIG,
+  LINUX_INSTALL_DIR,
+  WINDOWS_INSTALL_DIR,
+} from "../common";
 import { buildContent } from "../content";
 import { renderSystemdUnit } from "../upgrade";
 import { buildBundles, SIGNATURE_FILE, signBundle } from "../release";
@@ -26,7 +34,10 @@ import { buildBundles, SIGNATURE_FILE, signBundle } from "../release";
 export const RELEASE_SHAPE: OutputShape = {
   what: "a release",
   marker: `agent/${SIGNATURE_FILE}`,
-  owns: (e) => (e.isDirectory() ? e.name === "agent" || e.name === "content" : e.isFile() && /^agent-.+\.tgz(\.sha256)?$/.test(e.name)),
+  owns: (e) =>
+    e.isDirectory()
+      ? e.name === "agent" || e.name === "content"
+      : e.isFile() && /^agent-.+\.tgz(\.sha256)?$/.test(e.name),
 };
 
 /** What to release. */
@@ -57,8 +68,18 @@ export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
     const agent = join(staging, "release", "agent");
     await cp(join(staging, "build", "agent"), agent, { recursive: true });
     await mkdir(join(agent, "service"), { recursive: true });
-    await writeFile(join(agent, "service", "winfleet-agent.service"), renderSystemdUnit({ installDir: LINUX_INSTALL_DIR, node: "/usr/bin/node", args: ["serve", "--config", LINUX_AGENT_CONFIG] }));
-    await writeFile(join(agent, "service", "register-winfleet-agent.ps1"), renderServiceRegistrationScript(DEFAULT_NODE_RUNTIME.exe, WINDOWS_INSTALL_DIR));
+    await writeFile(
+      join(agent, "service", "winfleet-agent.service"),
+      renderSystemdUnit({
+        installDir: LINUX_INSTALL_DIR,
+        node: "/usr/bin/node",
+        args: ["serve", "--config", LINUX_AGENT_CONFIG],
+      }),
+    );
+    await writeFile(
+      join(agent, "service", "register-winfleet-agent.ps1"),
+      renderServiceRegistrationScript(DEFAULT_NODE_RUNTIME.exe, WINDOWS_INSTALL_DIR),
+    );
     await writeFile(join(agent, "node-runtime.json"), `${canonicalJson(DEFAULT_NODE_RUNTIME)}\n`);
     const content = join(staging, "release", "content");
     await buildContent(options.contentDir, content);
@@ -72,7 +93,13 @@ export async function release(options: ReleaseOptions): Promise<ReleaseResult> {
     await writeFile(join(staging, "release", file), archived.data);
     await writeFile(join(staging, "release", `${file}.sha256`), `${archived.sha256}  ${file}\n`);
     await replaceDirectory(join(staging, "release"), options.out, RELEASE_SHAPE);
-    return { version, keyId: signedAgent.keyId, agentFiles: signedAgent.files, contentFiles: signedContent.files, archive: { file, sha256: archived.sha256 } };
+    return {
+      version,
+      keyId: signedAgent.keyId,
+      agentFiles: signedAgent.files,
+      contentFiles: signedContent.files,
+      archive: { file, sha256: archived.sha256 },
+    };
   } finally {
     await rm(staging, { recursive: true, force: true });
   }

@@ -18,7 +18,8 @@ import { writeFileAtomic, canonicalJson, AgentError, AgentErrorCode } from "../c
 export const ACCEPTED_VERSIONS_FILE = "accepted-versions.json";
 
 /** A release version: semantic versioning's `MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]`. */
-export const RELEASE_VERSION = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
+export const RELEASE_VERSION =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
 
 /** What a bundle is; each kind has its own record, since a node may take content and agent upgrades apart. */
 export type BundleKind = "agent" | "content";
@@ -27,7 +28,10 @@ const version = z.string().regex(RELEASE_VERSION, "expected a release version su
 const recordSchema = z.strictObject({
   format: z.literal(1),
   /** By signing key id (SHA-256 of the public key, hex). */
-  keys: z.record(z.string().regex(/^[0-9a-f]{64}$/), z.strictObject({ agent: version.optional(), content: version.optional() })),
+  keys: z.record(
+    z.string().regex(/^[0-9a-f]{64}$/),
+    z.strictObject({ agent: version.optional(), content: version.optional() }),
+  ),
 });
 type Record_ = z.infer<typeof recordSchema>;
 
@@ -48,9 +52,13 @@ export interface AllowedDowngrade {
 
 /** A refused downgrade. */
 export class DowngradeRefusedError extends AgentError {
-  constructor(readonly downgrade: AllowedDowngrade, dir: string) {
+  constructor(
+    readonly downgrade: AllowedDowngrade,
+    dir: string,
+  ) {
     const key = `key ${downgrade.keyId.slice(0, 16)}…`;
-    const what = downgrade.to === undefined ? `its signature carries no release version` : `it is version ${downgrade.to}`;
+    const what =
+      downgrade.to === undefined ? `its signature carries no release version` : `it is version ${downgrade.to}`;
     super(
       AgentErrorCode.PermissionDenied,
       `${dir} is refused as a downgrade: ${what}, and this node has already accepted ${downgrade.kind} version ${downgrade.from} signed with ${key}; pass --allow-downgrade (allowDowngrade in the agent config) to accept it anyway`,
@@ -104,12 +112,18 @@ async function readRecord(root: string): Promise<Record_> {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    throw new AgentError(AgentErrorCode.InvalidInput, `${file} is corrupt: not valid JSON (${(e as Error).message}); nothing was accepted`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${file} is corrupt: not valid JSON (${(e as Error).message}); nothing was accepted`,
+    );
   }
   const parsed = recordSchema.safeParse(doc);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
-    throw new AgentError(AgentErrorCode.InvalidInput, `${file} is corrupt at ${first?.path.join(".") || "(root)"}: ${first?.message ?? "unexpected shape"}; nothing was accepted`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${file} is corrupt at ${first?.path.join(".") || "(root)"}: ${first?.message ?? "unexpected shape"}; nothing was accepted`,
+    );
   }
   return parsed.data;
 }
@@ -125,10 +139,16 @@ export async function assertAgentVersion(dir: string, signed: SignedRelease): Pr
   try {
     version = (JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as { version?: unknown }).version;
   } catch (e) {
-    throw new AgentError(AgentErrorCode.InvalidInput, `${dir}: package.json cannot be read as JSON (${(e as Error).message})`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${dir}: package.json cannot be read as JSON (${(e as Error).message})`,
+    );
   }
   if (version !== signed.version) {
-    throw new AgentError(AgentErrorCode.InvalidInput, `${dir} is signed as release ${signed.version}, but its package.json version is ${JSON.stringify(version)}; it is refused`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${dir} is signed as release ${signed.version}, but its package.json version is ${JSON.stringify(version)}; it is refused`,
+    );
   }
 }
 
@@ -142,7 +162,13 @@ export async function acceptedVersion(root: string, kind: BundleKind, keyId: str
  * {@link DowngradeRefusedError} for an older (or unversioned) bundle unless
  * `allowDowngrade`; returns the downgrade it let through, if it let one through.
  */
-export async function checkRelease(root: string, kind: BundleKind, dir: string, signed: SignedRelease, allowDowngrade: boolean): Promise<AllowedDowngrade | undefined> {
+export async function checkRelease(
+  root: string,
+  kind: BundleKind,
+  dir: string,
+  signed: SignedRelease,
+  allowDowngrade: boolean,
+): Promise<AllowedDowngrade | undefined> {
   const recorded = await acceptedVersion(root, kind, signed.keyId);
   if (recorded === undefined) return undefined;
   if (signed.version !== undefined && compareVersions(signed.version, recorded) >= 0) return undefined;
@@ -157,7 +183,12 @@ export async function checkRelease(root: string, kind: BundleKind, dir: string, 
  * one would ask for the override on every later run). An unversioned bundle
  * records nothing.
  */
-export async function recordRelease(root: string, kind: BundleKind, signed: SignedRelease, downgraded: boolean): Promise<void> {
+export async function recordRelease(
+  root: string,
+  kind: BundleKind,
+  signed: SignedRelease,
+  downgraded: boolean,
+): Promise<void> {
   if (signed.version === undefined) return;
   const record = await readRecord(root);
   const current = record.keys[signed.keyId]?.[kind];

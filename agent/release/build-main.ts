@@ -10,9 +10,13 @@ const started = performance.now();
 buildBundles(repositoryRoot()).then(
   (result) => {
     for (const b of result.bundles) {
-      process.stdout.write(`built ${relative(process.cwd(), b.lib)} (${(b.bytes / 1024).toFixed(0)} KiB; ${b.sources} files tracked for staleness)\n`);
+      process.stdout.write(
+        `built ${relative(process.cwd(), b.lib)} (${(b.bytes / 1024).toFixed(0)} KiB; ${b.sources} files tracked for staleness)\n`,
+      );
     }
-    process.stdout.write(`winfleet ${result.version} bundled in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+    process.stdout.write(
+      `winfleet ${result.version} bundled in ${((performance.now() - started) / 1000).toFixed(1)} s\n`,
+    );
   },
   (e: unknown) => {
     process.stderr.write(`build failed: ${errorMessage(e)}\n`);

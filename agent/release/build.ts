@@ -105,7 +105,12 @@ export interface BuildRecord {
 export interface BuildResult {
   readonly outDir: string;
   readonly version: string;
-  readonly bundles: readonly { readonly name: string; readonly lib: string; readonly bytes: number; readonly sources: number }[];
+  readonly bundles: readonly {
+    readonly name: string;
+    readonly lib: string;
+    readonly bytes: number;
+    readonly sources: number;
+  }[];
 }
 
 // zod re-exports all of its 40-odd locales as `z.locales` (300 KB in a bundle);
@@ -114,9 +119,15 @@ const zodEnglishOnly: Plugin = {
   name: "zod-english-only",
   setup(b) {
     b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      args.importer.includes(`${sep}node_modules${sep}zod${sep}`) ? { path: join(dirname(args.importer), "..", "locales"), namespace: "zod-locales" } : undefined,
+      args.importer.includes(`${sep}node_modules${sep}zod${sep}`)
+        ? { path: join(dirname(args.importer), "..", "locales"), namespace: "zod-locales" }
+        : undefined,
     );
-    b.onLoad({ filter: /.*/, namespace: "zod-locales" }, (args) => ({ contents: 'export { default as en } from "./en.js";\n', resolveDir: args.path, loader: "js" }));
+    b.onLoad({ filter: /.*/, namespace: "zod-locales" }, (args) => ({
+      contents: 'export { default as en } from "./en.js";\n',
+      resolveDir: args.path,
+      loader: "js",
+    }));
   },
 };
 
@@ -144,7 +155,9 @@ export async function assertAscii(file: string): Promise<void> {
   if (at < 0) return;
   const line = text.slice(0, at).split("\n").length;
   const context = Buffer.from(text.slice(Math.max(0, at - 40), at + 20), "latin1").toString("utf8");
-  throw new Error(`${file}:${line}: a non-ASCII character at byte ${at}, in ${JSON.stringify(context)}: write it as a \\u escape in the source (esbuild leaves regular expression literals as they are)`);
+  throw new Error(
+    `${file}:${line}: a non-ASCII character at byte ${at}, in ${JSON.stringify(context)}: write it as a \\u escape in the source (esbuild leaves regular expression literals as they are)`,
+  );
 }
 
 /** Makes each of `parts` (other than `self`) an external require of its own file, relative to `fromLib`. */
@@ -166,7 +179,10 @@ function splitParts(repo: string, spec: BundleSpec, fromLib: string, self: strin
 
 function libOptions(repo: string, spec: BundleSpec, entry: string, lib: string, outDir: string): BuildOptions {
   // The checkout, relative to where the bundle will lie (for agent/common/project-root.ts).
-  const root = relative(join(outDir, spec.name, dirname(lib)), repo).split(sep).join("/") || ".";
+  const root =
+    relative(join(outDir, spec.name, dirname(lib)), repo)
+      .split(sep)
+      .join("/") || ".";
   return {
     ...COMMON,
     absWorkingDir: repo,
@@ -200,7 +216,9 @@ function binOptions(repo: string, spec: BundleSpec, outFile: string): BuildOptio
 async function record(repo: string, spec: BundleSpec, metas: readonly Metafile[]): Promise<BuildRecord> {
   const inputs: Record<string, { size: number; mtimeMs: number }> = {};
   // Packages are tracked through npm's record of the installed tree, one file instead of hundreds.
-  const files = metas.flatMap((m) => Object.keys(m.inputs)).filter((f) => !f.includes(":") && !f.split(/[\\/]/).includes("node_modules"));
+  const files = metas
+    .flatMap((m) => Object.keys(m.inputs))
+    .filter((f) => !f.includes(":") && !f.split(/[\\/]/).includes("node_modules"));
   for (const rel of [...new Set([...files, ...EXTRA_INPUTS])].sort()) {
     const s = await stat(join(repo, rel)).catch(() => undefined);
     if (s) inputs[rel.split(sep).join("/")] = { size: s.size, mtimeMs: s.mtimeMs };
@@ -223,10 +241,19 @@ async function swapIn(staged: string, target: string): Promise<void> {
  * Builds the bundles of the repository at `repo` into `outDir` (all of
  * {@link BUNDLES} unless `only` names some).
  */
-export async function buildBundles(repo: string, outDir = join(repo, "dist"), only: readonly BundleSpec["name"][] = BUNDLES.map((b) => b.name)): Promise<BuildResult> {
+export async function buildBundles(
+  repo: string,
+  outDir = join(repo, "dist"),
+  only: readonly BundleSpec["name"][] = BUNDLES.map((b) => b.name),
+): Promise<BuildResult> {
   // Loaded here: esbuild is a native binary the operator bundle keeps external.
   const { default: esbuild } = await importExternal<{ default: typeof Esbuild }>("esbuild");
-  const pkg = JSON.parse(await readFile(join(repo, "package.json"), "utf8")) as { name: string; version: string; description?: string; license?: string };
+  const pkg = JSON.parse(await readFile(join(repo, "package.json"), "utf8")) as {
+    name: string;
+    version: string;
+    description?: string;
+    license?: string;
+  };
   await mkdir(outDir, { recursive: true });
   const staging = await mkdtemp(join(outDir, ".staging-"));
   try {
@@ -237,9 +264,15 @@ export async function buildBundles(repo: string, outDir = join(repo, "dist"), on
       const lib = join(staging, spec.name, spec.lib);
       const bin = join(staging, spec.name, spec.bin);
       const metas: Metafile[] = [];
-      for (const [entry, file] of [[spec.entry, spec.lib], ...spec.parts.map((p) => [p.entry, p.lib] as const)] as const) {
+      for (const [entry, file] of [
+        [spec.entry, spec.lib],
+        ...spec.parts.map((p) => [p.entry, p.lib] as const),
+      ] as const) {
         // Built for where it will lie (`outDir`), written to the staging copy.
-        const result = await esbuild.build({ ...libOptions(repo, spec, entry, file, outDir), outfile: join(staging, spec.name, file) });
+        const result = await esbuild.build({
+          ...libOptions(repo, spec, entry, file, outDir),
+          outfile: join(staging, spec.name, file),
+        });
         if (!result.metafile) throw new Error(`esbuild could not bundle ${entry}`);
         await assertAscii(join(staging, spec.name, file));
         metas.push(result.metafile);
@@ -250,18 +283,31 @@ export async function buildBundles(repo: string, outDir = join(repo, "dist"), on
       metas.push(binResult.metafile);
       await chmod(bin, 0o755);
       // The version the bundle reports (agent/version.ts reads the nearest winfleet package.json).
-      const manifest = { name: pkg.name, version: pkg.version, description: pkg.description, license: pkg.license, private: true };
+      const manifest = {
+        name: pkg.name,
+        version: pkg.version,
+        description: pkg.description,
+        license: pkg.license,
+        private: true,
+      };
       await writeFile(join(staging, spec.name, "package.json"), `${canonicalJson(manifest)}\n`);
       const rec = await record(repo, spec, metas);
       records.push([spec.name, rec]);
-      made.push({ name: spec.name, lib: join(outDir, spec.name, spec.lib), bytes: (await stat(lib)).size, sources: Object.keys(rec.inputs).length });
+      made.push({
+        name: spec.name,
+        lib: join(outDir, spec.name, spec.lib),
+        bytes: (await stat(lib)).size,
+        sources: Object.keys(rec.inputs).length,
+      });
     }
     await mkdir(join(staging, ".build"));
-    for (const [name, rec] of records) await writeFile(join(staging, ".build", `${name}.json`), `${canonicalJson(rec)}\n`);
+    for (const [name, rec] of records)
+      await writeFile(join(staging, ".build", `${name}.json`), `${canonicalJson(rec)}\n`);
     for (const spec of specs) await swapIn(join(staging, spec.name), join(outDir, spec.name));
     // Build records sit side by side: replace only those of the bundles made here.
     await mkdir(join(outDir, ".build"), { recursive: true });
-    for (const [name] of records) await rename(join(staging, ".build", `${name}.json`), join(outDir, ".build", `${name}.json`));
+    for (const [name] of records)
+      await rename(join(staging, ".build", `${name}.json`), join(outDir, ".build", `${name}.json`));
     return { outDir, version: pkg.version, bundles: made };
   } finally {
     await rm(staging, { recursive: true, force: true });

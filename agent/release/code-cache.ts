@@ -25,7 +25,21 @@
  * read, so a start writes nothing to the disk it did not have to.
  */
 import { isAscii } from "node:buffer";
-import { closeSync, fstatSync, futimesSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  fstatSync,
+  futimesSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
@@ -36,7 +50,10 @@ import { IMPORT_EXTERNAL } from "../common/import-external";
 export type CacheUse = "off" | "missing" | "consumed" | "rejected";
 
 /** The cache directory for this user, or undefined when caching is off or unsafe. */
-export function codeCacheDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string | undefined {
+export function codeCacheDir(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): string | undefined {
   const chosen = env.WINFLEET_CODE_CACHE;
   if (chosen === "off" || chosen === "0") return undefined;
   if (chosen) return chosen;
@@ -193,7 +210,8 @@ function readSource(lib: string): string {
  * wrapper is concatenated around 1.3 MB of source, which V8 would then copy
  * into one flat string on every start (5 ms here).
  */
-export const BUNDLE_HEAD = '(typeof arguments === "object" ? (f) => f.apply(this, arguments) : (f) => f)((function (exports, require, module, __filename, __dirname) {';
+export const BUNDLE_HEAD =
+  '(typeof arguments === "object" ? (f) => f.apply(this, arguments) : (f) => f)((function (exports, require, module, __filename, __dirname) {';
 /** The last line of a bundle the build made (its footer); see {@link BUNDLE_HEAD}. */
 export const BUNDLE_TAIL = "}));";
 
@@ -242,7 +260,13 @@ export function runBundle(lib: string, command: string, env: NodeJS.ProcessEnv =
   }
   // import() inside a vm.Script has no loader; the bundle reaches this one (agent/common/import-external.ts).
   (globalThis as { [IMPORT_EXTERNAL]?: (s: string) => Promise<unknown> })[IMPORT_EXTERNAL] = (s) => import(s);
-  const wrapper = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void;
+  const wrapper = script.runInThisContext() as (
+    exports: object,
+    require: NodeJS.Require,
+    module: object,
+    filename: string,
+    dirname: string,
+  ) => void;
   const module = { exports: {}, filename: lib, id: lib, loaded: false };
   wrapper.call(module.exports, module.exports, createRequire(lib), module, lib, dirname(lib));
   module.loaded = true;

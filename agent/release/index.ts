@@ -4,4 +4,11 @@
  */
 export { type AllowedDowngrade, assertAgentVersion, checkRelease, recordRelease } from "./anti-rollback";
 export { buildBundles } from "./build";
-export { BundleVerificationError, generateKeys, SIGNATURE_FILE, signBundle, type VerifiedBundle, verifyBundle } from "./signing";
+export {
+  BundleVerificationError,
+  generateKeys,
+  SIGNATURE_FILE,
+  signBundle,
+  type VerifiedBundle,
+  verifyBundle,
+} from "./signing";

@@ -16,7 +16,18 @@ import { createRequire } from "node:module";
 import type { Plugin } from "esbuild";
 
 /** The built-ins loaded on first use: each costs a start measurable time and none is needed to parse a command line. */
-export const LAZY_BUILTINS = ["child_process", "crypto", "dgram", "dns", "http", "http2", "https", "net", "tls", "zlib"] as const;
+export const LAZY_BUILTINS = [
+  "child_process",
+  "crypto",
+  "dgram",
+  "dns",
+  "http",
+  "http2",
+  "https",
+  "net",
+  "tls",
+  "zlib",
+] as const;
 
 const NAMESPACE = "lazy-builtin";
 
@@ -41,8 +52,15 @@ export function lazyBuiltins(lazy: readonly string[] = LAZY_BUILTINS): Plugin {
     name: "lazy-builtins",
     setup(b) {
       // The stand-in's own require of the built-in is left to Node (external), never resolved again here.
-      b.onResolve({ filter }, (args) => (args.namespace === NAMESPACE ? { path: args.path, external: true } : { path: args.path.replace(/^node:/, ""), namespace: NAMESPACE }));
-      b.onLoad({ filter: /.*/, namespace: NAMESPACE }, (args) => ({ contents: lazyModuleSource(args.path, Object.keys(real(`node:${args.path}`) as object)), loader: "js" }));
+      b.onResolve({ filter }, (args) =>
+        args.namespace === NAMESPACE
+          ? { path: args.path, external: true }
+          : { path: args.path.replace(/^node:/, ""), namespace: NAMESPACE },
+      );
+      b.onLoad({ filter: /.*/, namespace: NAMESPACE }, (args) => ({
+        contents: lazyModuleSource(args.path, Object.keys(real(`node:${args.path}`) as object)),
+        loader: "js",
+      }));
     },
   };
 }

@@ -48,7 +48,10 @@ export interface VerifiedBundle {
 
 /** A refused bundle: `kind` says which of the three ways. */
 export class BundleVerificationError extends AgentError {
-  constructor(readonly kind: VerifyFailure, message: string) {
+  constructor(
+    readonly kind: VerifyFailure,
+    message: string,
+  ) {
     super(AgentErrorCode.InvalidInput, message);
     this.name = "BundleVerificationError";
   }
@@ -117,7 +120,11 @@ async function digests(dir: string, files: readonly string[]): Promise<Record<st
   const out: Record<string, string> = {};
   for (const rel of files.filter((f) => f !== SIGNATURE_FILE).sort()) {
     const bytes = await readRegular(join(dir, ...rel.split("/")));
-    if (bytes === undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} stopped being a regular file while it was read`);
+    if (bytes === undefined)
+      throw new BundleVerificationError(
+        "tampered",
+        `${dir} was tampered with: ${rel} stopped being a regular file while it was read`,
+      );
     out[rel] = createHash("sha256").update(bytes).digest("hex");
   }
   return out;
@@ -132,14 +139,24 @@ async function digests(dir: string, files: readonly string[]): Promise<Record<st
 export async function digestTree(dir: string): Promise<Record<string, string>> {
   const tree = await walk(dir);
   const odd = tree.special[0];
-  if (odd !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `${dir}: ${odd.rel} is ${odd.kind}; a bundle holds only regular files and directories`);
+  if (odd !== undefined)
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${dir}: ${odd.rel} is ${odd.kind}; a bundle holds only regular files and directories`,
+    );
   const empty = emptyDirectory(tree.dirs, tree.files);
-  if (empty !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `${dir}: ${empty}/ holds no file, and a signature covers only files; remove it or put its file in`);
+  if (empty !== undefined)
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${dir}: ${empty}/ holds no file, and a signature covers only files; remove it or put its file in`,
+    );
   return digests(dir, tree.files);
 }
 
 function keyId(publicKeyPem: string): string {
-  return createHash("sha256").update(createPublicKey(publicKeyPem).export({ type: "spki", format: "der" })).digest("hex");
+  return createHash("sha256")
+    .update(createPublicKey(publicKeyPem).export({ type: "spki", format: "der" }))
+    .digest("hex");
 }
 
 /**
@@ -147,14 +164,25 @@ function keyId(publicKeyPem: string): string {
  * signature file; with a `version`, the release version is signed too (format
  * 2), so a node can refuse an older release replayed to it.
  */
-export async function signBundle(dir: string, privateKeyPem: string, version?: string): Promise<{ files: number; keyId: string }> {
+export async function signBundle(
+  dir: string,
+  privateKeyPem: string,
+  version?: string,
+): Promise<{ files: number; keyId: string }> {
   const problem = ed25519PrivateKeyProblem(privateKeyPem);
   if (problem !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `the signing key ${problem}`);
-  if (version !== undefined && !RELEASE_VERSION.test(version)) throw new AgentError(AgentErrorCode.InvalidInput, `release version ${JSON.stringify(version)} is not a version such as 1.4.0`);
+  if (version !== undefined && !RELEASE_VERSION.test(version))
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `release version ${JSON.stringify(version)} is not a version such as 1.4.0`,
+    );
   const key = createPrivateKey(privateKeyPem);
   const files = await digestTree(dir);
   const id = keyId(createPublicKey(key).export({ type: "spki", format: "pem" }).toString());
-  const body = version === undefined ? { format: 1 as const, files, keyId: id } : { format: 2 as const, version, files, keyId: id };
+  const body =
+    version === undefined
+      ? { format: 1 as const, files, keyId: id }
+      : { format: 2 as const, version, files, keyId: id };
   const signature = sign(null, Buffer.from(canonicalJson(body)), key).toString("base64");
   await writeFileAtomic(join(dir, SIGNATURE_FILE), `${canonicalJson({ ...body, signature })}\n`);
   return { files: Object.keys(files).length, keyId: id };
@@ -172,9 +200,13 @@ export async function verifyBundle(dir: string, publicKeyPem: string): Promise<V
   try {
     bytes = await readRegular(join(dir, SIGNATURE_FILE));
   } catch {
-    throw new BundleVerificationError("unsigned", `${dir} is unsigned (no ${SIGNATURE_FILE}), and this agent accepts only bundles signed with its pinned key`);
+    throw new BundleVerificationError(
+      "unsigned",
+      `${dir} is unsigned (no ${SIGNATURE_FILE}), and this agent accepts only bundles signed with its pinned key`,
+    );
   }
-  if (bytes === undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${SIGNATURE_FILE} is not a regular file`);
+  if (bytes === undefined)
+    throw new BundleVerificationError("tampered", `${dir} was tampered with: ${SIGNATURE_FILE} is not a regular file`);
   const text = bytes.toString("utf8");
   let parsed: z.infer<typeof signatureSchema>;
   try {
@@ -184,25 +216,50 @@ export async function verifyBundle(dir: string, publicKeyPem: string): Promise<V
   }
   const { signature, ...body } = parsed;
   const pinned = keyId(publicKeyPem);
-  const ok = verify(null, Buffer.from(canonicalJson(body)), createPublicKey(publicKeyPem), Buffer.from(signature, "base64"));
+  const ok = verify(
+    null,
+    Buffer.from(canonicalJson(body)),
+    createPublicKey(publicKeyPem),
+    Buffer.from(signature, "base64"),
+  );
   if (!ok) {
-    if (body.keyId === pinned) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${SIGNATURE_FILE} no longer matches its signature`);
-    throw new BundleVerificationError("wrongly signed", `${dir} is wrongly signed: it is signed by key ${body.keyId.slice(0, 16)}…, not the pinned key ${pinned.slice(0, 16)}…`);
+    if (body.keyId === pinned)
+      throw new BundleVerificationError(
+        "tampered",
+        `${dir} was tampered with: ${SIGNATURE_FILE} no longer matches its signature`,
+      );
+    throw new BundleVerificationError(
+      "wrongly signed",
+      `${dir} is wrongly signed: it is signed by key ${body.keyId.slice(0, 16)}…, not the pinned key ${pinned.slice(0, 16)}…`,
+    );
   }
   const tree = await walk(dir);
   const odd = tree.special[0];
-  if (odd !== undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${odd.rel} is ${odd.kind}, which no signed bundle holds`);
+  if (odd !== undefined)
+    throw new BundleVerificationError(
+      "tampered",
+      `${dir} was tampered with: ${odd.rel} is ${odd.kind}, which no signed bundle holds`,
+    );
   const actual = await digests(dir, tree.files);
   for (const [rel, digest] of Object.entries(body.files)) {
-    if (actual[rel] === undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} is missing`);
-    if (actual[rel] !== digest) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} differs from what was signed`);
+    if (actual[rel] === undefined)
+      throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} is missing`);
+    if (actual[rel] !== digest)
+      throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} differs from what was signed`);
   }
   const extra = Object.keys(actual).find((rel) => !(rel in body.files));
-  if (extra !== undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${extra} was added after signing`);
+  if (extra !== undefined)
+    throw new BundleVerificationError("tampered", `${dir} was tampered with: ${extra} was added after signing`);
   // A signed bundle's directories are exactly those its files are in.
   const addedDir = emptyDirectory(tree.dirs, Object.keys(body.files));
-  if (addedDir !== undefined) throw new BundleVerificationError("tampered", `${dir} was tampered with: ${addedDir}/ was added after signing`);
-  return { files: Object.keys(body.files).length, digests: body.files, keyId: pinned, version: body.format === 2 ? body.version : undefined };
+  if (addedDir !== undefined)
+    throw new BundleVerificationError("tampered", `${dir} was tampered with: ${addedDir}/ was added after signing`);
+  return {
+    files: Object.keys(body.files).length,
+    digests: body.files,
+    keyId: pinned,
+    version: body.format === 2 ? body.version : undefined,
+  };
 }
 
 /** Writes a new ed25519 key pair: `<prefix>.key` (PKCS#8 PEM, mode 0600) and `<prefix>.pub` (SPKI PEM). */
@@ -211,10 +268,14 @@ export async function generateKeys(prefix: string): Promise<{ privateKey: string
   const pub = publicKey.export({ type: "spki", format: "pem" }).toString();
   const files = { privateKey: `${prefix}.key`, publicKey: `${prefix}.pub` };
   // Both or neither: a half-written pair would be refused on the next try anyway, but confusingly.
-  for (const f of Object.values(files)) if (existsSync(f)) throw Object.assign(new Error(`${f} exists`), { code: "EEXIST" });
+  for (const f of Object.values(files))
+    if (existsSync(f)) throw Object.assign(new Error(`${f} exists`), { code: "EEXIST" });
   // A new folder for keys is private to its owner, like the key itself.
   await mkdir(dirname(files.privateKey), { recursive: true, mode: 0o700 });
-  await writeFile(files.privateKey, privateKey.export({ type: "pkcs8", format: "pem" }).toString(), { mode: 0o600, flag: "wx" });
+  await writeFile(files.privateKey, privateKey.export({ type: "pkcs8", format: "pem" }).toString(), {
+    mode: 0o600,
+    flag: "wx",
+  });
   await writeFile(files.publicKey, pub, { flag: "wx" });
   return { ...files, keyId: keyId(pub) };
 }

@@ -20,14 +20,26 @@ export const execConfigSchema = z
     command: z.string().min(1),
     args: z.array(z.string()).nullish(),
     env: z.array(z.object({ name: z.string().min(1), value: z.string() })).nullish(),
-    apiVersion: z.enum(API_VERSIONS, { error: `must be one of ${API_VERSIONS.join(", ")} (v1alpha1 was removed in Kubernetes 1.24)` }),
+    apiVersion: z.enum(API_VERSIONS, {
+      error: `must be one of ${API_VERSIONS.join(", ")} (v1alpha1 was removed in Kubernetes 1.24)`,
+    }),
     installHint: z.string().nullish(),
     provideClusterInfo: z.boolean().nullish(),
     interactiveMode: z.enum(["Never", "IfAvailable", "Always"]).nullish(),
   })
   .superRefine((e, ctx) => {
-    if (e.apiVersion === "client.authentication.k8s.io/v1" && !e.interactiveMode) ctx.addIssue({ code: "custom", path: ["interactiveMode"], message: "required by client.authentication.k8s.io/v1 (Never or IfAvailable here)" });
-    if (e.interactiveMode === "Always") ctx.addIssue({ code: "custom", path: ["interactiveMode"], message: "Always needs a terminal, and the agent runs as a service: use Never or IfAvailable" });
+    if (e.apiVersion === "client.authentication.k8s.io/v1" && !e.interactiveMode)
+      ctx.addIssue({
+        code: "custom",
+        path: ["interactiveMode"],
+        message: "required by client.authentication.k8s.io/v1 (Never or IfAvailable here)",
+      });
+    if (e.interactiveMode === "Always")
+      ctx.addIssue({
+        code: "custom",
+        path: ["interactiveMode"],
+        message: "Always needs a terminal, and the agent runs as a service: use Never or IfAvailable",
+      });
   });
 
 /** An exec plugin's settings, as the kubeconfig gives them. */
@@ -59,8 +71,16 @@ export interface ExecResult {
   readonly stderr: string;
 }
 
-/** Starts `command` and collects its output; rejects when it cannot start (with the spawn error's code) or outlives `timeoutMs`. */
-export type ExecRunner = (command: string, args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs: number) => Promise<ExecResult>;
+/**
+ * Starts `command` and collects its output; rejects when it cannot start (with the spawn error's code) or outlives
+ * `timeoutMs`.
+ */
+export type ExecRunner = (
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+) => Promise<ExecResult>;
 
 /** Output past this is not a credential; the plugin is stopped. */
 const MAX_OUTPUT = 1024 * 1024;
@@ -116,7 +136,13 @@ export class ExecCredentials {
 
   constructor(
     private readonly exec: ExecConfig,
-    private readonly o: { readonly cluster?: ExecClusterInfo; readonly timeoutMs: number; readonly run?: ExecRunner; readonly now?: () => number; readonly env?: NodeJS.ProcessEnv },
+    private readonly o: {
+      readonly cluster?: ExecClusterInfo;
+      readonly timeoutMs: number;
+      readonly run?: ExecRunner;
+      readonly now?: () => number;
+      readonly env?: NodeJS.ProcessEnv;
+    },
   ) {}
 
   /** The current credential, running the plugin when there is none or it has expired. */
@@ -136,7 +162,14 @@ export class ExecCredentials {
 
   private async fetch(): Promise<ExecCredential> {
     const { command, args, env, apiVersion, installHint } = this.exec;
-    const info = { apiVersion, kind: "ExecCredential", spec: { interactive: false, ...(this.exec.provideClusterInfo && this.o.cluster ? { cluster: this.o.cluster } : {}) } };
+    const info = {
+      apiVersion,
+      kind: "ExecCredential",
+      spec: {
+        interactive: false,
+        ...(this.exec.provideClusterInfo && this.o.cluster ? { cluster: this.o.cluster } : {}),
+      },
+    };
     const childEnv: NodeJS.ProcessEnv = { ...(this.o.env ?? process.env) };
     for (const e of env ?? []) childEnv[e.name] = e.value;
     childEnv.KUBERNETES_EXEC_INFO = JSON.stringify(info);
@@ -146,24 +179,39 @@ export class ExecCredentials {
       r = await (this.o.run ?? spawnExec)(command, args ?? [], childEnv, this.o.timeoutMs);
     } catch (e) {
       const missing = (e as NodeJS.ErrnoException).code === "ENOENT";
-      throw new Error(`${what}: ${missing ? "not found" : errorMessage(e)}${missing && installHint ? `\n${installHint}` : ""}`);
+      throw new Error(
+        `${what}: ${missing ? "not found" : errorMessage(e)}${missing && installHint ? `\n${installHint}` : ""}`,
+      );
     }
-    if (r.code !== 0) throw new Error(`${what} exited ${r.code ?? "on a signal"}${r.stderr.trim() ? `: ${r.stderr.trim().slice(0, 500)}` : ""}`);
+    if (r.code !== 0)
+      throw new Error(
+        `${what} exited ${r.code ?? "on a signal"}${r.stderr.trim() ? `: ${r.stderr.trim().slice(0, 500)}` : ""}`,
+      );
     let parsed: z.infer<typeof credentialSchema>;
     try {
       const result = credentialSchema.safeParse(JSON.parse(r.stdout));
-      if (!result.success) throw new Error(zodIssues(result.error).map((i) => `${i.path || "(root)"}: ${i.message}`).join("; "));
+      if (!result.success)
+        throw new Error(
+          zodIssues(result.error)
+            .map((i) => `${i.path || "(root)"}: ${i.message}`)
+            .join("; "),
+        );
       parsed = result.data;
     } catch (e) {
       throw new Error(`${what} printed no valid ExecCredential: ${errorMessage(e)}`);
     }
-    if (parsed.apiVersion !== apiVersion) throw new Error(`${what} answered in ${parsed.apiVersion}; the kubeconfig asks for ${apiVersion}`);
+    if (parsed.apiVersion !== apiVersion)
+      throw new Error(`${what} answered in ${parsed.apiVersion}; the kubeconfig asks for ${apiVersion}`);
     const s = parsed.status;
-    if ((s.clientCertificateData === undefined) !== (s.clientKeyData === undefined)) throw new Error(`${what} returned a client certificate without its key, or a key without its certificate`);
-    if (s.token === undefined && s.clientCertificateData === undefined) throw new Error(`${what} returned neither a token nor a client certificate and key`);
+    if ((s.clientCertificateData === undefined) !== (s.clientKeyData === undefined))
+      throw new Error(`${what} returned a client certificate without its key, or a key without its certificate`);
+    if (s.token === undefined && s.clientCertificateData === undefined)
+      throw new Error(`${what} returned neither a token nor a client certificate and key`);
     return {
       ...(s.token !== undefined ? { token: s.token } : {}),
-      ...(s.clientCertificateData !== undefined ? { cert: Buffer.from(s.clientCertificateData, "utf8"), key: Buffer.from(s.clientKeyData!, "utf8") } : {}),
+      ...(s.clientCertificateData !== undefined
+        ? { cert: Buffer.from(s.clientCertificateData, "utf8"), key: Buffer.from(s.clientKeyData!, "utf8") }
+        : {}),
       ...(s.expirationTimestamp !== undefined ? { expiresAt: Date.parse(s.expirationTimestamp) } : {}),
     };
   }

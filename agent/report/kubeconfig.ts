@@ -54,13 +54,22 @@ const userSchema = z.looseObject({
   "as-groups": z.array(z.string().min(1)).optional(),
   "as-user-extra": z.record(z.string(), z.array(z.string())).optional(),
   exec: execConfigSchema.optional(),
-  "auth-provider": z.never({ error: "auth-provider is not supported: use client certificates, a token, or an exec plugin" }).optional(),
+  "auth-provider": z
+    .never({ error: "auth-provider is not supported: use client certificates, a token, or an exec plugin" })
+    .optional(),
 });
 
 const kubeconfigSchema = z.looseObject({
   clusters: z.array(z.looseObject({ name: z.string().min(1), cluster: clusterSchema })).default([]),
   users: z.array(z.looseObject({ name: z.string().min(1), user: userSchema.default({}) })).default([]),
-  contexts: z.array(z.looseObject({ name: z.string().min(1), context: z.looseObject({ cluster: z.string().min(1), user: z.string().min(1).optional() }) })).default([]),
+  contexts: z
+    .array(
+      z.looseObject({
+        name: z.string().min(1),
+        context: z.looseObject({ cluster: z.string().min(1), user: z.string().min(1).optional() }),
+      }),
+    )
+    .default([]),
   "current-context": z.string().optional(),
 });
 
@@ -117,9 +126,17 @@ export function loadKubeconfig(file: string, text: string = readFileSync(file, "
   if (contextAt < 0) return fail("current-context", `names ${JSON.stringify(current)}, which contexts does not hold`);
   const context = k.contexts[contextAt]!.context;
   const clusterAt = k.clusters.findIndex((c) => c.name === context.cluster);
-  if (clusterAt < 0) return fail(formatPath(["contexts", contextAt, "context", "cluster"]), `names ${JSON.stringify(context.cluster)}, which clusters does not hold`);
+  if (clusterAt < 0)
+    return fail(
+      formatPath(["contexts", contextAt, "context", "cluster"]),
+      `names ${JSON.stringify(context.cluster)}, which clusters does not hold`,
+    );
   const userAt = context.user === undefined ? -1 : k.users.findIndex((u) => u.name === context.user);
-  if (context.user !== undefined && userAt < 0) return fail(formatPath(["contexts", contextAt, "context", "user"]), `names ${JSON.stringify(context.user)}, which users does not hold`);
+  if (context.user !== undefined && userAt < 0)
+    return fail(
+      formatPath(["contexts", contextAt, "context", "user"]),
+      `names ${JSON.stringify(context.user)}, which users does not hold`,
+    );
 
   const at = (...p: (string | number)[]): string => formatPath(p);
   const cluster = { ...k.clusters[clusterAt]!.cluster };
@@ -133,20 +150,33 @@ export function loadKubeconfig(file: string, text: string = readFileSync(file, "
   } catch {
     return fail(cp("server"), `${JSON.stringify(cluster.server)} is not a URL`);
   }
-  if (server.protocol !== "https:" && server.protocol !== "http:") fail(cp("server"), `${server.protocol} is not http: or https:`);
-  const proxy = cluster["proxy-url"] === undefined ? undefined : proxyUrl(cluster["proxy-url"], (message) => fail(cp("proxy-url"), message));
-  if (cluster["insecure-skip-tls-verify"] && (cluster["certificate-authority"] || cluster["certificate-authority-data"]))
-    fail(cp("insecure-skip-tls-verify"), "set together with a certificate authority: trust one or skip verification, not both (as kubectl)");
+  if (server.protocol !== "https:" && server.protocol !== "http:")
+    fail(cp("server"), `${server.protocol} is not http: or https:`);
+  const proxy =
+    cluster["proxy-url"] === undefined
+      ? undefined
+      : proxyUrl(cluster["proxy-url"], (message) => fail(cp("proxy-url"), message));
+  if (
+    cluster["insecure-skip-tls-verify"] &&
+    (cluster["certificate-authority"] || cluster["certificate-authority-data"])
+  )
+    fail(
+      cp("insecure-skip-tls-verify"),
+      "set together with a certificate authority: trust one or skip verification, not both (as kubectl)",
+    );
   const both = (a: keyof User, b: keyof User, where: (...p: string[]) => string): void => {
     if (user[a] !== undefined && user[b] !== undefined) fail(where(b), `set together with ${a}: give one`);
   };
   both("client-certificate", "client-certificate-data", up);
   both("client-key", "client-key-data", up);
-  if (cluster["certificate-authority"] && cluster["certificate-authority-data"]) fail(cp("certificate-authority-data"), "set together with certificate-authority: give one");
+  if (cluster["certificate-authority"] && cluster["certificate-authority-data"])
+    fail(cp("certificate-authority-data"), "set together with certificate-authority: give one");
   const hasCert = user["client-certificate"] !== undefined || user["client-certificate-data"] !== undefined;
   const hasKey = user["client-key"] !== undefined || user["client-key-data"] !== undefined;
-  if (hasCert !== hasKey) fail(up(hasCert ? "client-key" : "client-certificate"), "missing: a client certificate and its key come together");
-  if ((user.token !== undefined || user.tokenFile !== undefined) && user.username !== undefined) fail(up("username"), "set together with a token: give one way to authenticate");
+  if (hasCert !== hasKey)
+    fail(up(hasCert ? "client-key" : "client-certificate"), "missing: a client certificate and its key come together");
+  if ((user.token !== undefined || user.tokenFile !== undefined) && user.username !== undefined)
+    fail(up("username"), "set together with a token: give one way to authenticate");
   if (user.password !== undefined && user.username === undefined) fail(up("password"), "set without username");
 
   const dir = dirname(file);
@@ -156,7 +186,10 @@ export function loadKubeconfig(file: string, text: string = readFileSync(file, "
   user["client-key"] = abs(user["client-key"]);
   user.tokenFile = abs(user.tokenFile);
   // client-go: a command with a separator is relative to the kubeconfig; a bare name is looked up on PATH.
-  const exec = user.exec && { ...user.exec, command: /[\\/]/.test(user.exec.command) ? (abs(user.exec.command) as string) : user.exec.command };
+  const exec = user.exec && {
+    ...user.exec,
+    command: /[\\/]/.test(user.exec.command) ? (abs(user.exec.command) as string) : user.exec.command,
+  };
   return { file, server, cluster, user, ...(exec ? { exec } : {}), ...(proxy ? { proxy } : {}) };
 }
 
@@ -170,9 +203,11 @@ function proxyUrl(text: string, fail: (message: string) => never): URL {
     return fail("is not a URL");
   }
   const scheme = url.protocol as (typeof PROXY_SCHEMES)[number];
-  if (!PROXY_SCHEMES.includes(scheme)) return fail(`${url.protocol} is not one of ${PROXY_SCHEMES.join(", ")} (what client-go accepts)`);
+  if (!PROXY_SCHEMES.includes(scheme))
+    return fail(`${url.protocol} is not one of ${PROXY_SCHEMES.join(", ")} (what client-go accepts)`);
   if (url.hostname === "") return fail("names no host");
-  if ((url.pathname !== "" && url.pathname !== "/") || url.search !== "" || url.hash !== "") return fail("has a path, query or fragment: a proxy is a scheme, a host and a port");
+  if ((url.pathname !== "" && url.pathname !== "/") || url.search !== "" || url.hash !== "")
+    return fail("has a path, query or fragment: a proxy is a scheme, a host and a port");
   return url;
 }
 
@@ -182,7 +217,9 @@ function material(path: string | undefined, data: string | undefined, what: stri
     try {
       return readFileSync(path);
     } catch (e) {
-      throw new Error(`kubeconfig ${file}: cannot read the ${what} ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new Error(
+        `kubeconfig ${file}: cannot read the ${what} ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
   }
   if (data === undefined) return undefined;
@@ -197,16 +234,28 @@ function material(path: string | undefined, data: string | undefined, what: stri
 export function credentialsFor(k: Kubeconfig, exec?: { token?: string; cert?: Buffer; key?: Buffer }): ApiCredentials {
   const { cluster, user, file } = k;
   const headers: Record<string, string | string[]> = {};
-  const token = user.token ?? (user.tokenFile !== undefined ? material(user.tokenFile, undefined, "token file", file)!.toString("utf8").trim() : undefined);
+  const token =
+    user.token ??
+    (user.tokenFile !== undefined
+      ? material(user.tokenFile, undefined, "token file", file)!.toString("utf8").trim()
+      : undefined);
   const bearer = exec?.token ?? token;
   if (bearer !== undefined) headers.authorization = `Bearer ${bearer}`;
-  else if (user.username !== undefined) headers.authorization = `Basic ${Buffer.from(`${user.username}:${user.password ?? ""}`).toString("base64")}`;
+  else if (user.username !== undefined)
+    headers.authorization = `Basic ${Buffer.from(`${user.username}:${user.password ?? ""}`).toString("base64")}`;
   if (user.as !== undefined) headers["impersonate-user"] = user.as;
   if (user["as-uid"] !== undefined) headers["impersonate-uid"] = user["as-uid"];
   if (user["as-groups"]?.length) headers["impersonate-group"] = user["as-groups"];
-  for (const [key, values] of Object.entries(user["as-user-extra"] ?? {})) headers[`impersonate-extra-${encodeURIComponent(key)}`] = values;
-  const ca = material(cluster["certificate-authority"], cluster["certificate-authority-data"], "certificate authority", file);
-  const cert = exec?.cert ?? material(user["client-certificate"], user["client-certificate-data"], "client certificate", file);
+  for (const [key, values] of Object.entries(user["as-user-extra"] ?? {}))
+    headers[`impersonate-extra-${encodeURIComponent(key)}`] = values;
+  const ca = material(
+    cluster["certificate-authority"],
+    cluster["certificate-authority-data"],
+    "certificate authority",
+    file,
+  );
+  const cert =
+    exec?.cert ?? material(user["client-certificate"], user["client-certificate-data"], "client certificate", file);
   const key = exec?.key ?? material(user["client-key"], user["client-key-data"], "client key", file);
   return {
     ...(ca ? { ca } : {}),

@@ -18,7 +18,10 @@ import { type ProxyTarget, bareHost, dialProxy, portOf, proxyAuthorization, tunn
 
 /** A failed request: `status` is the HTTP status, undefined when the API server could not be reached. */
 export class NodeApiError extends Error {
-  constructor(message: string, readonly status: number | undefined) {
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+  ) {
     super(message);
     this.name = "NodeApiError";
   }
@@ -53,7 +56,12 @@ export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
  * bytes (declared or sent) ends it. Every failure is a rejected NodeApiError;
  * none escapes as an exception.
  */
-function send(url: URL, options: https.RequestOptions, data: string, bounds: { method: string; timeoutMs: number; limit: number }): Promise<{ status: number; text: string }> {
+function send(
+  url: URL,
+  options: https.RequestOptions,
+  data: string,
+  bounds: { method: string; timeoutMs: number; limit: number },
+): Promise<{ status: number; text: string }> {
   const { method, timeoutMs, limit } = bounds;
   const what = `${method} ${url.pathname}`;
   return new Promise((resolve, reject) => {
@@ -73,7 +81,8 @@ function send(url: URL, options: https.RequestOptions, data: string, bounds: { m
       const status = res.statusCode ?? 0;
       const declared = Number(res.headers["content-length"] ?? "0");
       // Unretryable would leave a report stuck; a server this broken may recover, so no status is kept.
-      if (declared > limit) return fail(`the answer (HTTP ${status}) declares ${declared} bytes, over the ${limit}-byte limit`);
+      if (declared > limit)
+        return fail(`the answer (HTTP ${status}) declares ${declared} bytes, over the ${limit}-byte limit`);
       const chunks: Buffer[] = [];
       let size = 0;
       res.on("data", (c: Buffer) => {
@@ -95,20 +104,38 @@ function send(url: URL, options: https.RequestOptions, data: string, bounds: { m
 /** The API through the kubeconfig at `file` (kubeconfig.ts says what of it is supported). */
 export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run?: ExecRunner): Promise<NodeApi> {
   const kc = loadKubeconfig(file, await readFile(file, "utf8"));
-  const exec = kc.exec && new ExecCredentials(kc.exec, { cluster: execClusterInfo(kc), timeoutMs, ...(run ? { run } : {}) });
+  const exec =
+    kc.exec && new ExecCredentials(kc.exec, { cluster: execClusterInfo(kc), timeoutMs, ...(run ? { run } : {}) });
   // The server may carry a path (a proxy in front of the API server, as Rancher's); requests go under it.
   const base = kc.server.pathname.replace(/\/+$/, "");
 
-  const once = async (method: string, path: string, contentType: string, data: string): Promise<{ status: number; text: string }> => {
+  const once = async (
+    method: string,
+    path: string,
+    contentType: string,
+    data: string,
+  ): Promise<{ status: number; text: string }> => {
     const url = new URL(kc.server);
     url.pathname = `${base}${path}`;
     const c = credentialsFor(kc, exec && (await exec.get()));
     const headers = { ...c.headers, "content-type": contentType, accept: "application/json" };
-    const tls: ServerTls = { ...(c.ca ? { ca: c.ca } : {}), ...(c.cert ? { cert: c.cert, key: c.key } : {}), ...(c.servername ? { servername: c.servername } : {}), rejectUnauthorized: c.rejectUnauthorized };
-    const options: https.RequestOptions = kc.proxy ? proxied(url, kc.proxy, tls, { method, headers, timeout: timeoutMs }, timeoutMs) : { method, headers, timeout: timeoutMs, ...tls };
+    const tls: ServerTls = {
+      ...(c.ca ? { ca: c.ca } : {}),
+      ...(c.cert ? { cert: c.cert, key: c.key } : {}),
+      ...(c.servername ? { servername: c.servername } : {}),
+      rejectUnauthorized: c.rejectUnauthorized,
+    };
+    const options: https.RequestOptions = kc.proxy
+      ? proxied(url, kc.proxy, tls, { method, headers, timeout: timeoutMs }, timeoutMs)
+      : { method, headers, timeout: timeoutMs, ...tls };
     return send(url, options, data, { method, timeoutMs, limit: MAX_RESPONSE_BYTES });
   };
-  const request = async (method: string, path: string, contentType: string, body: unknown): Promise<{ status: number; text: string }> => {
+  const request = async (
+    method: string,
+    path: string,
+    contentType: string,
+    body: unknown,
+  ): Promise<{ status: number; text: string }> => {
     const data = JSON.stringify(body);
     const r = await once(method, path, contentType, data);
     if (r.status !== 401 || !exec) return r;
@@ -116,21 +143,52 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
     exec.invalidate();
     return once(method, path, contentType, data);
   };
-  const expect = async (method: string, path: string, contentType: string, body: unknown, ok: (status: number) => boolean): Promise<number> => {
+  const expect = async (
+    method: string,
+    path: string,
+    contentType: string,
+    body: unknown,
+    ok: (status: number) => boolean,
+  ): Promise<number> => {
     const r = await request(method, path, contentType, body);
     if (!ok(r.status)) throw new NodeApiError(`${method} ${path}: ${r.status} ${r.text.slice(0, 300)}`, r.status);
     return r.status;
   };
   const enc = encodeURIComponent;
   return {
-    createEvent: async (namespace, event) => ((await expect("POST", `/api/v1/namespaces/${enc(namespace)}/events`, "application/json", event, (s) => (s >= 200 && s < 300) || s === 409)) === 409 ? "exists" : "created"),
-    patchNode: async (name, patch) => void (await expect("PATCH", `/api/v1/nodes/${enc(name)}`, "application/merge-patch+json", patch, (s) => s >= 200 && s < 300)),
-    patchNodeStatus: async (name, patch) => void (await expect("PATCH", `/api/v1/nodes/${enc(name)}/status`, "application/strategic-merge-patch+json", patch, (s) => s >= 200 && s < 300)),
+    createEvent: async (namespace, event) =>
+      (await expect(
+        "POST",
+        `/api/v1/namespaces/${enc(namespace)}/events`,
+        "application/json",
+        event,
+        (s) => (s >= 200 && s < 300) || s === 409,
+      )) === 409
+        ? "exists"
+        : "created",
+    patchNode: async (name, patch) =>
+      void (await expect(
+        "PATCH",
+        `/api/v1/nodes/${enc(name)}`,
+        "application/merge-patch+json",
+        patch,
+        (s) => s >= 200 && s < 300,
+      )),
+    patchNodeStatus: async (name, patch) =>
+      void (await expect(
+        "PATCH",
+        `/api/v1/nodes/${enc(name)}/status`,
+        "application/strategic-merge-patch+json",
+        patch,
+        (s) => s >= 200 && s < 300,
+      )),
   };
 }
 
 /** How the API server's TLS is checked and what the node shows it, from the kubeconfig. */
-export type ServerTls = Pick<https.RequestOptions, "ca" | "cert" | "key" | "servername"> & { readonly rejectUnauthorized: boolean };
+export type ServerTls = Pick<https.RequestOptions, "ca" | "cert" | "key" | "servername"> & {
+  readonly rejectUnauthorized: boolean;
+};
 
 /**
  * Request options that send a request for `url` through `proxy`: an http
@@ -138,9 +196,19 @@ export type ServerTls = Pick<https.RequestOptions, "ca" | "cert" | "key" | "serv
  * the proxy; anything else goes through a tunnel, with TLS to an https server
  * run inside it and verified as without a proxy.
  */
-export function proxied(url: URL, proxy: URL, tls: ServerTls, base: https.RequestOptions, timeoutMs: number): https.RequestOptions {
+export function proxied(
+  url: URL,
+  proxy: URL,
+  tls: ServerTls,
+  base: https.RequestOptions,
+  timeoutMs: number,
+): https.RequestOptions {
   // The proxy's own TLS (https proxies) trusts what the cluster trusts, as client-go's transport does.
-  const target: ProxyTarget = { proxy, tls: { ...(tls.ca ? { ca: tls.ca } : {}), rejectUnauthorized: tls.rejectUnauthorized }, timeoutMs };
+  const target: ProxyTarget = {
+    proxy,
+    tls: { ...(tls.ca ? { ca: tls.ca } : {}), rejectUnauthorized: tls.rejectUnauthorized },
+    timeoutMs,
+  };
   // A connection handed to the callback once it is open, as http.Agent#createConnection may;
   // @types/node declares only the form that returns a socket at once.
   const connectVia = (open: () => Promise<Socket>): NonNullable<https.RequestOptions["createConnection"]> =>

@@ -85,7 +85,9 @@ export async function tunnelTo(server: URL, t: ProxyTarget): Promise<Socket> {
   const socket = await dialProxy(t);
   const host = bareHost(server);
   const port = portOf(server);
-  return t.proxy.protocol === "socks5:" ? socks5Connect(socket, host, port, t) : httpConnect(socket, `${server.hostname}:${port}`, t);
+  return t.proxy.protocol === "socks5:"
+    ? socks5Connect(socket, host, port, t)
+    : httpConnect(socket, `${server.hostname}:${port}`, t);
 }
 
 /** Reads a proxy's answers off `socket` in paused mode, so nothing past them is consumed. */
@@ -205,11 +207,14 @@ async function handshake(socket: Socket, t: ProxyTarget, steps: (h: Handshake) =
 export function httpConnect(socket: Socket, authority: string, t: ProxyTarget): Promise<Socket> {
   const auth = proxyAuthorization(t.proxy);
   return handshake(socket, t, async (h) => {
-    h.send(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth ? `Proxy-Authorization: ${auth}\r\n` : ""}\r\n`);
+    h.send(
+      `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${auth ? `Proxy-Authorization: ${auth}\r\n` : ""}\r\n`,
+    );
     const answer = await h.takeThrough("\r\n\r\n", MAX_ANSWER);
     const status = answer.subarray(0, answer.indexOf("\r\n")).toString("latin1");
     const code = /^HTTP\/1\.[01] (\d{3})/.exec(status)?.[1];
-    if (code === undefined || !code.startsWith("2")) throw new Error(`refused CONNECT ${authority}: ${status.slice(0, 200) || "(no status line)"}`);
+    if (code === undefined || !code.startsWith("2"))
+      throw new Error(`refused CONNECT ${authority}: ${status.slice(0, 200) || "(no status line)"}`);
   });
 }
 
@@ -262,13 +267,18 @@ export function socks5Connect(socket: Socket, host: string, port: number, t: Pro
       const [, status] = await h.take(2);
       if (status !== 0) throw new Error("refused the username and password");
     } else if (method !== 0) {
-      throw new Error(withCredentials ? "accepts neither no authentication nor a username and password" : "asks for credentials, and proxy-url gives none");
+      throw new Error(
+        withCredentials
+          ? "accepts neither no authentication nor a username and password"
+          : "asks for credentials, and proxy-url gives none",
+      );
     }
     const portBytes = Buffer.alloc(2);
     portBytes.writeUInt16BE(port);
     h.send(Buffer.concat([Buffer.from([5, 1, 0]), address, portBytes]));
     const [, reply, , type] = await h.take(4);
-    if (reply !== 0) throw new Error(`refused a connection to ${host}:${port}: ${SOCKS5_REPLIES[reply ?? -1] ?? `reply ${reply}`}`);
+    if (reply !== 0)
+      throw new Error(`refused a connection to ${host}:${port}: ${SOCKS5_REPLIES[reply ?? -1] ?? `reply ${reply}`}`);
     // The address the proxy bound, which a client has no use for, then its port.
     const bound = type === 1 ? 4 : type === 4 ? 16 : type === 3 ? (await h.take(1))[0]! : -1;
     if (bound < 0) throw new Error(`answered with an unknown address type ${type}`);

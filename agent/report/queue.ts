@@ -25,7 +25,9 @@ const record = z.strictObject({
   first: z.string(),
   last: z.string(),
   count: z.number().int().positive(),
-  /** Summaries only: reports with seq in (seq, mergedUpTo] are folded in (and any left on disk after a crash are stale). */
+  /**
+   * Summaries only: reports with seq in (seq, mergedUpTo] are folded in (and any left on disk after a crash are stale).
+   */
   mergedUpTo: z.number().int().positive().optional(),
   /** Summaries only: how many of each reason were folded in. */
   folded: z.record(z.string(), z.number().int().positive()).optional(),
@@ -97,12 +99,29 @@ export class ReportQueue {
   /** Queues a report durably, merging it into an identical unsent predecessor and folding the oldest when full. */
   append(report: EventReport): void {
     const tail = this.records.at(-1);
-    if (tail && tail.seq !== this.inflight && tail.mergedUpTo === undefined && tail.type === report.type && tail.reason === report.reason && tail.message === report.message) {
+    if (
+      tail &&
+      tail.seq !== this.inflight &&
+      tail.mergedUpTo === undefined &&
+      tail.type === report.type &&
+      tail.reason === report.reason &&
+      tail.message === report.message
+    ) {
       this.write({ ...tail, count: tail.count + 1, last: report.at }, this.records.length - 1);
       return;
     }
     const seq = this.nextSeq++;
-    const rec: QueuedReport = { v: 1, seq, name: this.newName(), type: report.type, reason: report.reason, message: report.message, first: report.at, last: report.at, count: 1 };
+    const rec: QueuedReport = {
+      v: 1,
+      seq,
+      name: this.newName(),
+      type: report.type,
+      reason: report.reason,
+      message: report.message,
+      first: report.at,
+      last: report.at,
+      count: 1,
+    };
     this.write(rec, this.records.length);
     while (this.records.length > this.options.limit) {
       if (!this.foldOldest()) break;
@@ -129,10 +148,18 @@ export class ReportQueue {
     const folded = { ...(base.folded ?? {}) };
     const add = victim.folded ?? { [victim.reason]: victim.count };
     for (const [reason, n] of Object.entries(add)) folded[reason] = (folded[reason] ?? 0) + n;
-    const lastWarning = victim.type === "Warning" ? (victim.lastWarning ?? victim.message) : (victim.lastWarning ?? base.lastWarning);
-    const summary = this.summaryText({ ...base, folded, last: victim.last, lastWarning, type: base.type === "Warning" || victim.type === "Warning" ? "Warning" : "Normal" });
+    const lastWarning =
+      victim.type === "Warning" ? (victim.lastWarning ?? victim.message) : (victim.lastWarning ?? base.lastWarning);
+    const summary = this.summaryText({
+      ...base,
+      folded,
+      last: victim.last,
+      lastWarning,
+      type: base.type === "Warning" || victim.type === "Warning" ? "Warning" : "Normal",
+    });
     const mergedUpTo = victim.mergedUpTo ?? victim.seq;
-    // Write the summary (naming what it absorbed) before deleting: a crash in between leaves a stale file that load() discards.
+    // Write the summary (naming what it absorbed) before deleting: a crash in between leaves a stale file that load()
+    // discards.
     // A fresh name each time: an earlier, smaller version may have reached the server with its answer lost, and a
     // second summary is better than a 409 that would hide what was folded in since.
     this.write({ ...summary, mergedUpTo, name: this.newName() }, at);
@@ -154,9 +181,13 @@ export class ReportQueue {
   private summaryText(s: QueuedReport): QueuedReport {
     const folded = s.folded ?? {};
     const total = Object.values(folded).reduce((a, b) => a + b, 0);
-    const parts = Object.entries(folded).sort(([a], [b]) => (a < b ? -1 : 1)).map(([r, n]) => `${r} ×${n}`);
+    const parts = Object.entries(folded)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([r, n]) => `${r} ×${n}`);
     const warning = s.lastWarning === undefined ? "" : `; last warning: ${s.lastWarning}`;
-    const message = truncateUtf8(`${total} reports from ${s.first} to ${s.last} were summarised because the report queue was full (the API server was unreachable): ${parts.join(", ")}${warning}`);
+    const message = truncateUtf8(
+      `${total} reports from ${s.first} to ${s.last} were summarised because the report queue was full (the API server was unreachable): ${parts.join(", ")}${warning}`,
+    );
     return { ...s, message, count: 1 };
   }
 

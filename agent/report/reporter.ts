@@ -10,7 +10,14 @@ import { type Logger, errorMessage } from "../common";
 import type { LifecycleEvent, LifecycleObserver } from "../lifecycle";
 import { type NodeApi, NodeApiError } from "./node-api";
 import { type QueuedReport, ReportQueue } from "./queue";
-import { CONDITION_TYPE, type DesiredNodeState, type NodeFacts, desiredNodeState, eventReport, foldFacts } from "./reports";
+import {
+  CONDITION_TYPE,
+  type DesiredNodeState,
+  type NodeFacts,
+  desiredNodeState,
+  eventReport,
+  foldFacts,
+} from "./reports";
 
 /** What a reporter needs. */
 export interface ReporterOptions {
@@ -131,7 +138,12 @@ export class Reporter implements LifecycleObserver {
       }
     })()
       // Nothing the API server sends may end the process: a failure here leaves the reports queued.
-      .catch((e: unknown) => this.o.log.warn("report loop failed; reports stay queued", { error: errorMessage(e), queued: this.queue.length }))
+      .catch((e: unknown) =>
+        this.o.log.warn("report loop failed; reports stay queued", {
+          error: errorMessage(e),
+          queued: this.queue.length,
+        }),
+      )
       .finally(() => {
         this.loop = undefined;
         // Something arrived between the last pass and this one ending.
@@ -153,7 +165,10 @@ export class Reporter implements LifecycleObserver {
         backoff = 500;
       } catch (err) {
         const retry = !(err instanceof NodeApiError) || err.retryable;
-        this.o.log.warn(retry ? "Kubernetes API unavailable; reports stay queued" : "Kubernetes refused a report; dropped", { error: errorMessage(err), queued: this.queue.length });
+        this.o.log.warn(
+          retry ? "Kubernetes API unavailable; reports stay queued" : "Kubernetes refused a report; dropped",
+          { error: errorMessage(err), queued: this.queue.length },
+        );
         if (!retry) {
           if (this.pendingNode !== undefined) this.pendingNode = undefined;
           else if (head !== undefined) this.queue.settle(head.seq, true);
@@ -199,7 +214,16 @@ export class Reporter implements LifecycleObserver {
     const now = new Date(this.now()).toISOString();
     await this.take();
     await (this.api as NodeApi).patchNodeStatus(this.o.nodeName, {
-      status: { conditions: [{ type: CONDITION_TYPE, ...state.condition, lastHeartbeatTime: now, lastTransitionTime: this.sentCondition === key ? undefined : state.since }] },
+      status: {
+        conditions: [
+          {
+            type: CONDITION_TYPE,
+            ...state.condition,
+            lastHeartbeatTime: now,
+            lastTransitionTime: this.sentCondition === key ? undefined : state.since,
+          },
+        ],
+      },
     });
     this.sentCondition = key;
     if (this.pendingNode === state) this.pendingNode = undefined;

@@ -83,10 +83,19 @@ function driftText(items: readonly DriftItem[]): string {
  * and `state` (which becomes annotations and the condition instead).
  */
 export function eventReport(e: LifecycleEvent): EventReport | undefined {
-  const r = (type: EventReport["type"], reason: Reason, message: string): EventReport => ({ type, reason, message: truncateUtf8(message), at: e.at });
+  const r = (type: EventReport["type"], reason: Reason, message: string): EventReport => ({
+    type,
+    reason,
+    message: truncateUtf8(message),
+    at: e.at,
+  });
   switch (e.type) {
     case "apply-started":
-      return r("Normal", REASONS.applyStarted, `Applying template ${templateText(e.template)}: ${e.steps} step${e.steps === 1 ? "" : "s"}${e.resumed ? ", resuming an interrupted apply" : ""}`);
+      return r(
+        "Normal",
+        REASONS.applyStarted,
+        `Applying template ${templateText(e.template)}: ${e.steps} step${e.steps === 1 ? "" : "s"}${e.resumed ? ", resuming an interrupted apply" : ""}`,
+      );
     case "component-installed":
       return r("Normal", REASONS.componentInstalled, `Installed ${e.component} ${e.version}`);
     case "component-upgraded":
@@ -94,19 +103,31 @@ export function eventReport(e: LifecycleEvent): EventReport | undefined {
     case "component-removed":
       return r("Normal", REASONS.componentRemoved, `Removed ${e.component} ${e.version}`);
     case "reboot-required":
-      return r("Normal", REASONS.rebootRequired, `Restarting the host: ${e.reasons.length > 0 ? e.reasons.join("; ") : "a step asked for it"}`);
+      return r(
+        "Normal",
+        REASONS.rebootRequired,
+        `Restarting the host: ${e.reasons.length > 0 ? e.reasons.join("; ") : "a step asked for it"}`,
+      );
     case "reboot-done":
       return r("Normal", REASONS.rebooted, "The host restarted; the apply continues");
     case "apply-failed":
       return r("Warning", REASONS.applyFailed, failureText(e));
     case "apply-converged":
-      return r("Normal", REASONS.converged, `Converged to template ${templateText(e.template)}${e.changed ? "" : " (no changes)"}`);
+      return r(
+        "Normal",
+        REASONS.converged,
+        `Converged to template ${templateText(e.template)}${e.changed ? "" : " (no changes)"}`,
+      );
     case "drift-found":
       return r("Warning", REASONS.driftFound, driftText(e.items));
     case "drift-corrected":
       return r("Normal", REASONS.driftCorrected, `Re-applied ${e.components.join(", ")}`);
     case "downgrade-allowed":
-      return r("Warning", REASONS.downgradeAllowed, `Accepted ${e.kind} ${e.to === undefined ? "with no signed version" : `version ${e.to}`}, older than version ${e.from} accepted before, signed with key ${e.keyId.slice(0, 16)}…, because a downgrade was allowed`);
+      return r(
+        "Warning",
+        REASONS.downgradeAllowed,
+        `Accepted ${e.kind} ${e.to === undefined ? "with no signed version" : `version ${e.to}`}, older than version ${e.from} accepted before, signed with key ${e.keyId.slice(0, 16)}…, because a downgrade was allowed`,
+      );
     case "step-started":
     case "step-finished":
     case "state":
@@ -134,7 +155,9 @@ export interface DesiredNodeState {
   /** Annotation values; null removes an annotation the agent set before. */
   readonly annotations: Readonly<Record<string, string | null>>;
   readonly condition: DesiredCondition;
-  /** When the state behind the condition began (ISO-8601): the condition's lastTransitionTime when its status changes. */
+  /**
+   * When the state behind the condition began (ISO-8601): the condition's lastTransitionTime when its status changes.
+   */
   readonly since: string;
 }
 
@@ -177,7 +200,10 @@ const CONDITION_BY_STATE: Record<AgentState, Omit<DesiredCondition, "message">> 
 export function desiredNodeState(facts: NodeFacts): DesiredNodeState | undefined {
   const s = facts.state;
   if (s === undefined) return undefined;
-  const components = [...s.components].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((c) => `${c.name}=${c.version}`).join(",");
+  const components = [...s.components]
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((c) => `${c.name}=${c.version}`)
+    .join(",");
   const annotations: Record<string, string | null> = {
     [ANNOTATIONS.state]: s.state,
     [ANNOTATIONS.agentVersion]: s.agentVersion,

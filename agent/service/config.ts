@@ -22,10 +22,17 @@ const values = z.record(variableName, z.string()).default({});
 export const reportConfigSchema = z.strictObject({
   /** Report at all. @default true (when a kubeconfig is known) */
   enabled: z.boolean().default(true),
-  /** The node's own kubeconfig (identity `system:node:<nodeName>`); relative to the config file. @default the config's `kubeconfig` */
+  /**
+   * The node's own kubeconfig (identity `system:node:<nodeName>`); relative to the config file. @default the config's
+   * `kubeconfig`
+   */
   kubeconfig: z.string().min(1).optional(),
   /** Namespace the Node's Events are created in (the kubelet uses `default`). @default "default" */
-  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS label").max(63).default("default"),
+  namespace: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS label")
+    .max(63)
+    .default("default"),
   /** Most reports kept on disk; past it the oldest are folded into one summary Event. @default 1000 */
   queueLimit: z.number().int().min(10).max(100_000).default(1000),
   /** Sustained API requests per second. @default 1 */
@@ -47,7 +54,10 @@ export type ReportConfig = z.infer<typeof reportConfigSchema>;
 export const agentConfigSchema = z.strictObject({
   /** The node's name, as Kubernetes knows it. @default the host name */
   nodeName: z.string().min(1).optional(),
-  /** Host path of `/`: where content lands and state lives (`<root>/.winfleet`). @default the system drive's root on Windows, `/` elsewhere */
+  /**
+   * Host path of `/`: where content lands and state lives (`<root>/.winfleet`). @default the system drive's root on
+   * Windows, `/` elsewhere
+   */
   root: z.string().min(1).optional(),
   /** The content to apply: a built bundle or a content source tree; relative to the config file. */
   content: z.string().min(1),
@@ -65,13 +75,25 @@ export const agentConfigSchema = z.strictObject({
   verifyIntervalSeconds: z.number().int().min(0).max(86_400).default(300),
   /** Re-apply the affected components when verification finds drift. @default false */
   autoCorrect: z.boolean().default(false),
-  /** The wins-compatible broker `serve` runs in the same process: a wins config file (relative to this file) or the config inline; absent means none. */
+  /**
+   * The wins-compatible broker `serve` runs in the same process: a wins config file (relative to this file) or the
+   * config inline; absent means none.
+   */
   broker: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
-  /** ed25519 public key (PEM) that content and agent bundles must be signed with; absent means unsigned bundles are accepted. */
+  /**
+   * ed25519 public key (PEM) that content and agent bundles must be signed with; absent means unsigned bundles are
+   * accepted.
+   */
   publicKey: ed25519PublicKey.optional(),
-  /** Accept signed bundles older than the release accepted before under the same key (each acceptance logged and reported as an Event). @default false */
+  /**
+   * Accept signed bundles older than the release accepted before under the same key (each acceptance logged and
+   * reported as an Event). @default false
+   */
   allowDowngrade: z.boolean().default(false),
-  /** How a reboot happens: `exit` records it and exits 3010 for the supervisor to restart the agent; `windows` runs shutdown.exe. @default windows on Windows, exit elsewhere */
+  /**
+   * How a reboot happens: `exit` records it and exits 3010 for the supervisor to restart the agent; `windows` runs
+   * shutdown.exe. @default windows on Windows, exit elsewhere
+   */
   reboot: z.enum(["exit", "windows"]).optional(),
   /** Reporting to Kubernetes; absent means the defaults of {@link reportConfigSchema}. */
   report: reportConfigSchema.optional(),
@@ -86,7 +108,9 @@ export function parseAgentConfig(text: string, file: string): AgentConfig {
   try {
     doc = parseYaml(text);
   } catch (e) {
-    throw new ValidationError(file, [{ path: "", message: `not valid YAML or JSON: ${(e as Error).message}`, severity: "error" }]);
+    throw new ValidationError(file, [
+      { path: "", message: `not valid YAML or JSON: ${(e as Error).message}`, severity: "error" },
+    ]);
   }
   const parsed = agentConfigSchema.safeParse(doc ?? {});
   if (!parsed.success) throw new ValidationError(file, zodIssues(parsed.error));

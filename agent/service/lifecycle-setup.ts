@@ -11,7 +11,14 @@ import { linuxProcessHost, windowsProcessHost } from "../broker";
 import { ed25519KeyProblem, AgentError, AgentErrorCode, baseEnvironment, createLogger, defaultRoot } from "../common";
 import type { ShellKind } from "../content";
 import { rootedMapper } from "../ignition";
-import { WITHHELD, type EngineDeps, type LifecycleObserver, type RebootExecutor, exitRebootExecutor, windowsRebootExecutor } from "../lifecycle";
+import {
+  WITHHELD,
+  type EngineDeps,
+  type LifecycleObserver,
+  type RebootExecutor,
+  exitRebootExecutor,
+  windowsRebootExecutor,
+} from "../lifecycle";
 import { type AllowedDowngrade, checkRelease, recordRelease, verifyBundle } from "../release";
 import { type AgentConfig, loadAgentConfig } from "./config";
 import { PowerShellSession, ShSession, type Shell } from "../shell";
@@ -30,7 +37,10 @@ export interface LifecycleOptions {
   readonly json?: boolean;
   /** A file holding the ed25519 public key (PEM) content bundles must be signed with; over the config's `publicKey`. */
   readonly publicKey?: string;
-  /** Accept signed content older than the version accepted before (logged and reported); or the config's `allowDowngrade`. */
+  /**
+   * Accept signed content older than the version accepted before (logged and reported); or the config's
+   * `allowDowngrade`.
+   */
   readonly allowDowngrade?: boolean;
 }
 
@@ -39,7 +49,11 @@ function parseVars(pairs: readonly string[]): Record<string, string> {
   for (const p of pairs) {
     const i = p.indexOf("=");
     const name = i > 0 ? p.slice(0, i) : "";
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new AgentError(AgentErrorCode.InvalidInput, `--var ${p}: expected NAME=VALUE with NAME an environment variable name`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new AgentError(
+        AgentErrorCode.InvalidInput,
+        `--var ${p}: expected NAME=VALUE with NAME an environment variable name`,
+      );
     out[name] = p.slice(i + 1);
   }
   return out;
@@ -74,19 +88,24 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
   // Commands get a minimal environment plus their step's values, never the agent's own (a SAS token, say).
   const baseEnv = baseEnvironment(process.env, process.platform);
   for (const name of WITHHELD) delete baseEnv[name];
-  const shell = (kind: ShellKind): Shell => (kind === "sh" ? new ShSession({ env: baseEnv, cwd: root }) : new PowerShellSession({ env: baseEnv, cwd: root }));
+  const shell = (kind: ShellKind): Shell =>
+    kind === "sh" ? new ShSession({ env: baseEnv, cwd: root }) : new PowerShellSession({ env: baseEnv, cwd: root });
   const probe = process.platform === "win32" ? windowsProcessHost : linuxProcessHost;
   const publicKey = opts.publicKey !== undefined ? readKey(opts.publicKey) : config?.publicKey;
   const allowDowngrade = opts.allowDowngrade === true || config?.allowDowngrade === true;
   // With a pinned key, content is verified before anything is read from it, so a refused bundle changes nothing;
   // `plan` checks the version like the rest but records nothing, as it changes nothing.
-  const verifyContent = publicKey === undefined ? undefined : (observer: LifecycleObserver, command: string) => async (dir: string): Promise<Readonly<Record<string, string>>> => {
-    const verified = await verifyBundle(dir, publicKey);
-    const downgrade = await checkRelease(root, "content", dir, verified, allowDowngrade);
-    if (downgrade !== undefined) reportDowngrade(downgrade, dir, observer);
-    if (!command.endsWith(" plan")) await recordRelease(root, "content", verified, downgrade !== undefined);
-    return verified.digests;
-  };
+  const verifyContent =
+    publicKey === undefined
+      ? undefined
+      : (observer: LifecycleObserver, command: string) =>
+          async (dir: string): Promise<Readonly<Record<string, string>>> => {
+            const verified = await verifyBundle(dir, publicKey);
+            const downgrade = await checkRelease(root, "content", dir, verified, allowDowngrade);
+            if (downgrade !== undefined) reportDowngrade(downgrade, dir, observer);
+            if (!command.endsWith(" plan")) await recordRelease(root, "content", verified, downgrade !== undefined);
+            return verified.digests;
+          };
   return {
     root,
     config,
@@ -112,8 +131,21 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
 
 /** Logs an allowed downgrade and reports it to `observer`, which makes it an Event where a reporter listens. */
 export function reportDowngrade(d: AllowedDowngrade, dir: string, observer?: LifecycleObserver): void {
-  createLogger("anti-rollback").warn("downgrade allowed", { kind: d.kind, bundle: dir, from: d.from, to: d.to ?? "(unversioned)", key: d.keyId });
-  observer?.event({ type: "downgrade-allowed", at: new Date().toISOString(), kind: d.kind, keyId: d.keyId, from: d.from, to: d.to });
+  createLogger("anti-rollback").warn("downgrade allowed", {
+    kind: d.kind,
+    bundle: dir,
+    from: d.from,
+    to: d.to ?? "(unversioned)",
+    key: d.keyId,
+  });
+  observer?.event({
+    type: "downgrade-allowed",
+    at: new Date().toISOString(),
+    kind: d.kind,
+    keyId: d.keyId,
+    from: d.from,
+    to: d.to,
+  });
 }
 
 /** The public key file a command was given, read; a clear error when it cannot be, or is not an ed25519 public key. */
@@ -122,7 +154,10 @@ export function readKey(file: string): string {
   try {
     pem = readFileSync(resolve(file), "utf8");
   } catch (e) {
-    throw new AgentError(AgentErrorCode.InvalidInput, `--public-key ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `--public-key ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`,
+    );
   }
   const problem = ed25519KeyProblem(pem);
   if (problem !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `--public-key ${file} ${problem}`);
@@ -130,6 +165,11 @@ export function readKey(file: string): string {
 }
 
 /** The reboot executor a config asks for, or this platform's. */
-export function rebootExecutor(kind: AgentConfig["reboot"], platform: NodeJS.Platform = process.platform): RebootExecutor {
-  return (kind ?? (platform === "win32" ? "windows" : "exit")) === "windows" ? windowsRebootExecutor : exitRebootExecutor;
+export function rebootExecutor(
+  kind: AgentConfig["reboot"],
+  platform: NodeJS.Platform = process.platform,
+): RebootExecutor {
+  return (kind ?? (platform === "win32" ? "windows" : "exit")) === "windows"
+    ? windowsRebootExecutor
+    : exitRebootExecutor;
 }

@@ -39,7 +39,8 @@ export interface RetargetResult {
   readonly changed: boolean;
 }
 
-const IMDS_STORAGE = "http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fstorage.azure.com%2F";
+const IMDS_STORAGE =
+  "http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fstorage.azure.com%2F";
 
 /** The largest content archive, or token answer, accepted; a bundle of scripts and templates is far smaller. */
 const MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024;
@@ -50,7 +51,11 @@ const DOWNLOAD_TIMEOUT_MS = 10 * 60 * 1000;
  * GETs `url` into memory, at most `bounds.maxBytes`, within `bounds.timeoutMs`
  * in all; every failure is a FETCH_FAILED error naming the URL without its query (a SAS).
  */
-export async function downloadBounded(url: string, headers: Record<string, string>, bounds = { maxBytes: MAX_DOWNLOAD_BYTES, timeoutMs: DOWNLOAD_TIMEOUT_MS }): Promise<Buffer> {
+export async function downloadBounded(
+  url: string,
+  headers: Record<string, string>,
+  bounds = { maxBytes: MAX_DOWNLOAD_BYTES, timeoutMs: DOWNLOAD_TIMEOUT_MS },
+): Promise<Buffer> {
   const shown = url.split("?")[0] ?? url;
   const signal = AbortSignal.timeout(bounds.timeoutMs);
   try {
@@ -68,14 +73,21 @@ export async function downloadBounded(url: string, headers: Record<string, strin
 }
 
 async function storageHeaders(download: NonNullable<RetargetRequest["download"]>): Promise<Record<string, string>> {
-  const token = JSON.parse((await download(IMDS_STORAGE, { Metadata: "true" })).toString("utf8")) as { access_token?: string };
-  if (!token.access_token) throw new AgentError(AgentErrorCode.FetchFailed, "the managed identity endpoint gave no access token");
+  const token = JSON.parse((await download(IMDS_STORAGE, { Metadata: "true" })).toString("utf8")) as {
+    access_token?: string;
+  };
+  if (!token.access_token)
+    throw new AgentError(AgentErrorCode.FetchFailed, "the managed identity endpoint gave no access token");
   return { Authorization: `Bearer ${token.access_token}`, "x-ms-version": "2021-08-06" };
 }
 
 /** Moves the agent config to a new content archive and template. */
 export async function retarget(req: RetargetRequest): Promise<RetargetResult> {
-  if (!/^[0-9a-f]{64}$/.test(req.sha256)) throw new AgentError(AgentErrorCode.InvalidInput, `--content-sha256 ${req.sha256}: expected 64 lower-case hex digits`);
+  if (!/^[0-9a-f]{64}$/.test(req.sha256))
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `--content-sha256 ${req.sha256}: expected 64 lower-case hex digits`,
+    );
   await loadAgentConfig(req.config); // refuse to rewrite a config the agent would not read
   const root = dirname(req.config);
   const short = req.sha256.slice(0, 12);
@@ -97,10 +109,15 @@ export async function retarget(req: RetargetRequest): Promise<RetargetResult> {
       if (e instanceof AgentError) throw e;
       throw new AgentError(AgentErrorCode.FetchFailed, `cannot fetch the content archive: ${errorMessage(e)}`);
     }
-    const actual = createHash("sha256").update(await readFile(partial)).digest("hex");
+    const actual = createHash("sha256")
+      .update(await readFile(partial))
+      .digest("hex");
     if (actual !== req.sha256) {
       await rm(partial, { force: true });
-      throw new AgentError(AgentErrorCode.HashMismatch, `the content archive has SHA-256 ${actual}, expected ${req.sha256}; nothing was changed`);
+      throw new AgentError(
+        AgentErrorCode.HashMismatch,
+        `the content archive has SHA-256 ${actual}, expected ${req.sha256}; nothing was changed`,
+      );
     }
     await rename(partial, archive);
     const staging = `${content}.unpacking`;
@@ -113,7 +130,8 @@ export async function retarget(req: RetargetRequest): Promise<RetargetResult> {
   }
   const current = parseYaml(await readFile(req.config, "utf8")) as Record<string, unknown>;
   const next = { ...current, content, template: req.template, templateVersion: req.templateVersion };
-  const changed = current.content !== content || current.template !== req.template || current.templateVersion !== req.templateVersion;
+  const changed =
+    current.content !== content || current.template !== req.template || current.templateVersion !== req.templateVersion;
   if (changed) await writeFileAtomic(req.config, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
   return { content, changed };
 }

@@ -7,7 +7,15 @@
 import { resolve } from "node:path";
 import { createLogger, defaultRoot } from "../common";
 import { assertAgentVersion, checkRelease, recordRelease, type VerifiedBundle, verifyBundle } from "../release";
-import { type UpResult, installationAt, openBundle, pidFileManager, systemdManager, up, windowsServiceManager } from "../upgrade";
+import {
+  type UpResult,
+  installationAt,
+  openBundle,
+  pidFileManager,
+  systemdManager,
+  up,
+  windowsServiceManager,
+} from "../upgrade";
 import { loadAgentConfig } from "./config";
 import { readKey, reportDowngrade } from "./lifecycle-setup";
 
@@ -32,12 +40,17 @@ export interface SelfUpgradeOptions {
 }
 
 /** Upgrades the agent to `opts.bundle`; `probe` asks the running agent its version. */
-export async function selfUpgrade(opts: SelfUpgradeOptions, probe: () => Promise<string | undefined>): Promise<UpResult> {
+export async function selfUpgrade(
+  opts: SelfUpgradeOptions,
+  probe: () => Promise<string | undefined>,
+): Promise<UpResult> {
   const installDir = resolve(opts.installDir);
   const manager =
-    opts.manager === "pidfile" ? pidFileManager(installDir, ["broker", "--config", resolve(opts.brokerConfig)])
-    : opts.manager === "windows" ? windowsServiceManager()
-    : systemdManager();
+    opts.manager === "pidfile"
+      ? pidFileManager(installDir, ["broker", "--config", resolve(opts.brokerConfig)])
+      : opts.manager === "windows"
+        ? windowsServiceManager()
+        : systemdManager();
   const agentConfig = opts.agentConfig !== undefined ? await loadAgentConfig(opts.agentConfig) : undefined;
   const key = opts.publicKey !== undefined ? readKey(opts.publicKey) : agentConfig?.publicKey;
   const root = resolve(opts.root ?? agentConfig?.root ?? defaultRoot());
@@ -45,13 +58,16 @@ export async function selfUpgrade(opts: SelfUpgradeOptions, probe: () => Promise
   // Checked against the versions accepted before with the signature, before anything is installed;
   // recorded only once the new agent answers, so a rolled-back upgrade raises nothing.
   let accepted: { release: VerifiedBundle; downgraded: boolean } | undefined;
-  const verify = key === undefined ? undefined : async (dir: string): Promise<void> => {
-    const verified = await verifyBundle(dir, key);
-    await assertAgentVersion(dir, verified);
-    const downgrade = await checkRelease(root, "agent", dir, verified, allowDowngrade);
-    if (downgrade !== undefined && accepted === undefined) reportDowngrade(downgrade, dir);
-    accepted = { release: verified, downgraded: downgrade !== undefined };
-  };
+  const verify =
+    key === undefined
+      ? undefined
+      : async (dir: string): Promise<void> => {
+          const verified = await verifyBundle(dir, key);
+          await assertAgentVersion(dir, verified);
+          const downgrade = await checkRelease(root, "agent", dir, verified, allowDowngrade);
+          if (downgrade !== undefined && accepted === undefined) reportDowngrade(downgrade, dir);
+          accepted = { release: verified, downgraded: downgrade !== undefined };
+        };
   const bundle = await openBundle(resolve(opts.bundle));
   try {
     const result = await up(bundle.dir, {

@@ -13,7 +13,18 @@ import { join } from "node:path";
 import { type AgentStatus, loadBrokerConfig, parseBrokerConfig } from "../broker";
 import { Broker } from "../broker/server";
 import { errorMessage, type Logger } from "../common";
-import { apply, repair, type EngineDeps, type LifecycleEvent, type LifecycleObserver, type RunOutcome, stateDir, readJournal, statusOf, verifyHost } from "../lifecycle";
+import {
+  apply,
+  repair,
+  type EngineDeps,
+  type LifecycleEvent,
+  type LifecycleObserver,
+  type RunOutcome,
+  stateDir,
+  readJournal,
+  statusOf,
+  verifyHost,
+} from "../lifecycle";
 import { AGENT_VERSION } from "../version";
 import { type AgentConfig, loadAgentConfig } from "./config";
 
@@ -77,7 +88,15 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
 
   const emitState = async (): Promise<void> => {
     const s = statusOf(await readJournal(deps.root));
-    options.observer.event({ type: "state", at: new Date().toISOString(), state: s.state, template: s.template, components: s.components, agentVersion: AGENT_VERSION, contentDigest: s.contentDigest });
+    options.observer.event({
+      type: "state",
+      at: new Date().toISOString(),
+      state: s.state,
+      template: s.template,
+      components: s.components,
+      agentVersion: AGENT_VERSION,
+      contentDigest: s.contentDigest,
+    });
   };
   // A wait that a stop or a config change cuts short, including one that came before it started.
   const sleep = (ms: number): Promise<void> =>
@@ -148,10 +167,16 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
 
 async function applyOnce(config: AgentConfig, deps: EngineDeps, log: Logger): Promise<RunOutcome | undefined> {
   try {
-    const outcome = await apply({ content: config.content, template: config.template, templateVersion: config.templateVersion }, deps);
+    const outcome = await apply(
+      { content: config.content, template: config.template, templateVersion: config.templateVersion },
+      deps,
+    );
     if (outcome.kind === "failed") {
       const f = outcome.journal.run?.failure;
-      log.error("apply failed", f ? { component: f.component, phase: f.phase, command: f.command, exitCode: f.exitCode ?? undefined } : {});
+      log.error(
+        "apply failed",
+        f ? { component: f.component, phase: f.phase, command: f.command, exitCode: f.exitCode ?? undefined } : {},
+      );
     }
     return outcome;
   } catch (e) {
@@ -161,17 +186,26 @@ async function applyOnce(config: AgentConfig, deps: EngineDeps, log: Logger): Pr
 }
 
 /** Verifies the applied files; reports drift and, with autoCorrect, lays the affected components' files down again. */
-async function verifyOnce(config: AgentConfig, deps: EngineDeps, observer: LifecycleObserver, log: Logger): Promise<RunOutcome | undefined> {
+async function verifyOnce(
+  config: AgentConfig,
+  deps: EngineDeps,
+  observer: LifecycleObserver,
+  log: Logger,
+): Promise<RunOutcome | undefined> {
   try {
     const report = await verifyHost(deps.root, deps.mapper);
     if (report.items.length === 0) return undefined;
     const at = new Date().toISOString();
     observer.event({ type: "drift-found", at, items: report.items });
-    log.warn("drift found", { paths: report.items.length, components: [...new Set(report.items.map((i) => i.component))].join(",") });
+    log.warn("drift found", {
+      paths: report.items.length,
+      components: [...new Set(report.items.map((i) => i.component))].join(","),
+    });
     if (!config.autoCorrect) return undefined;
     const components = [...new Set(report.items.map((i) => i.component))];
     const outcome = await repair(components, deps);
-    if (outcome?.kind === "converged") observer.event({ type: "drift-corrected", at: new Date().toISOString(), components } satisfies LifecycleEvent);
+    if (outcome?.kind === "converged")
+      observer.event({ type: "drift-corrected", at: new Date().toISOString(), components } satisfies LifecycleEvent);
     return outcome;
   } catch (e) {
     log.error("cannot verify", { error: errorMessage(e) });
@@ -179,8 +213,16 @@ async function verifyOnce(config: AgentConfig, deps: EngineDeps, observer: Lifec
   }
 }
 
-async function startBroker(config: AgentConfig, root: string, options: ServeOptions, agentStatus: () => Promise<AgentStatus>): Promise<Broker> {
-  const brokerConfig = typeof config.broker === "string" ? await loadBrokerConfig(config.broker) : parseBrokerConfig(JSON.stringify(config.broker), `${config.file}: broker`);
+async function startBroker(
+  config: AgentConfig,
+  root: string,
+  options: ServeOptions,
+  agentStatus: () => Promise<AgentStatus>,
+): Promise<Broker> {
+  const brokerConfig =
+    typeof config.broker === "string"
+      ? await loadBrokerConfig(config.broker)
+      : parseBrokerConfig(JSON.stringify(config.broker), `${config.file}: broker`);
   return Broker.start({
     config: brokerConfig,
     runDir: options.runDir,
@@ -202,7 +244,9 @@ export async function statusFor(config: AgentConfig, root: string): Promise<Agen
     Template: s.template?.name ?? "",
     TemplateVersion: s.template?.version ?? "",
     Components: s.components.map((c) => ({ Name: c.name, Version: c.version, State: c.state })),
-    Failure: f ? `${f.component} ${f.phase}: ${f.command} ${f.timedOut ? "timed out" : `exited ${String(f.exitCode)}`}` : "",
+    Failure: f
+      ? `${f.component} ${f.phase}: ${f.command} ${f.timedOut ? "timed out" : `exited ${String(f.exitCode)}`}`
+      : "",
     NodeName: config.nodeName ?? hostname(),
     ContentDigest: s.contentDigest ?? "",
     BrokerConfigSha256: "",

@@ -63,7 +63,9 @@ export class PowerShellSession implements Shell {
       const started = performance.now();
       const dir = await this.prepare(invocation);
       try {
-        const timedOut = invocation.isolated ? await this.runIsolated(dir, invocation) : await this.runInSession(dir, invocation.timeoutMs);
+        const timedOut = invocation.isolated
+          ? await this.runIsolated(dir, invocation)
+          : await this.runInSession(dir, invocation.timeoutMs);
         return await this.collect(dir, started, timedOut);
       } finally {
         await rm(dir, { recursive: true, force: true });
@@ -85,7 +87,11 @@ export class PowerShellSession implements Shell {
     const dir = join(this.root, `${++this.counter}-${randomBytes(4).toString("hex")}`);
     await mkdir(dir, { mode: 0o700 });
     // Windows PowerShell reads a script without a BOM in the ANSI code page.
-    await writeFile(join(dir, "command.ps1"), Buffer.concat([BOM, Buffer.from(`${invocation.command}\n\n${COMPLETED_MARKER}\n`)]), { mode: 0o600 });
+    await writeFile(
+      join(dir, "command.ps1"),
+      Buffer.concat([BOM, Buffer.from(`${invocation.command}\n\n${COMPLETED_MARKER}\n`)]),
+      { mode: 0o600 },
+    );
     await writeFile(join(dir, "env.json"), JSON.stringify(invocation.env), { mode: 0o600 });
     await writeFile(join(dir, "cwd.txt"), invocation.cwd ?? this.options.cwd ?? process.cwd());
     return dir;
@@ -106,7 +112,9 @@ export class PowerShellSession implements Shell {
       return this.shell;
     } catch (e) {
       await ps.dispose().catch(() => undefined);
-      throw new AgentError(AgentErrorCode.Unsupported, `cannot start ${this.executable}: ${errorMessage(e)}`, { cause: e });
+      throw new AgentError(AgentErrorCode.Unsupported, `cannot start ${this.executable}: ${errorMessage(e)}`, {
+        cause: e,
+      });
     }
   }
 
@@ -139,9 +147,25 @@ export class PowerShellSession implements Shell {
   private async runIsolated(dir: string, invocation: Invocation): Promise<boolean> {
     const script = join(dir, "isolated.ps1");
     await writeFile(script, Buffer.concat([BOM, Buffer.from(isolatedScript())]));
-    const args = ["-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-File", script, "-Dir", dir];
+    const args = [
+      "-NoLogo",
+      "-NoProfile",
+      "-NonInteractive",
+      "-ExecutionPolicy",
+      "Bypass",
+      "-File",
+      script,
+      "-Dir",
+      dir,
+    ];
     return new Promise<boolean>((resolve) => {
-      const child = spawn(this.executable, args, { env: this.base, cwd: invocation.cwd ?? this.options.cwd, stdio: "ignore", windowsHide: true, detached: process.platform !== "win32" });
+      const child = spawn(this.executable, args, {
+        env: this.base,
+        cwd: invocation.cwd ?? this.options.cwd,
+        stdio: "ignore",
+        windowsHide: true,
+        detached: process.platform !== "win32",
+      });
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
@@ -160,7 +184,11 @@ export class PowerShellSession implements Shell {
 
   private async collect(dir: string, started: number, timedOut: boolean): Promise<Envelope> {
     const read = async (name: string): Promise<Buffer> => readFile(join(dir, name)).catch(() => Buffer.alloc(0));
-    const [stdout, stderr, resultText] = await Promise.all([read("stdout.txt"), read("stderr.txt"), read("result.json")]);
+    const [stdout, stderr, resultText] = await Promise.all([
+      read("stdout.txt"),
+      read("stderr.txt"),
+      read("result.json"),
+    ]);
     let exitCode: number | null = null;
     let errorRecords: string[] = [];
     const parsed = resultText.length > 0 ? resultSchema.safeParse(safeJson(resultText.toString("utf8"))) : undefined;
@@ -168,7 +196,10 @@ export class PowerShellSession implements Shell {
       exitCode = parsed.data.exitCode;
       errorRecords = parsed.data.errorRecords;
     }
-    const note = exitCode === null && !timedOut ? Buffer.from("\nwinfleet: PowerShell ended without reporting a result\n") : Buffer.alloc(0);
+    const note =
+      exitCode === null && !timedOut
+        ? Buffer.from("\nwinfleet: PowerShell ended without reporting a result\n")
+        : Buffer.alloc(0);
     const err = Buffer.concat([stderr, note]);
     return {
       exitCode,

@@ -148,7 +148,12 @@ export class ShDriver {
   exited = false;
 
   constructor(shell: string, baseEnv: Record<string, string>, cwd: string | undefined) {
-    this.child = spawn(shell, ["-c", DRIVER, "winfleet-sh"], { env: baseEnv, cwd, stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"], detached: true });
+    this.child = spawn(shell, ["-c", DRIVER, "winfleet-sh"], {
+      env: baseEnv,
+      cwd,
+      stdio: ["pipe", "pipe", "pipe", "pipe", "pipe"],
+      detached: true,
+    });
     this.baseEnv = baseEnv;
     this.control = this.child.stdio[4] as Writable;
     this.child.stdout?.on("data", (c: Buffer) => {
@@ -193,7 +198,8 @@ export class ShDriver {
       const base = this.baseEnv[name];
       ops.push(base === undefined ? `${name} -\n` : `${name} ${block(base)}`);
     }
-    for (const [name, value] of Object.entries(extra)) if (this.extra.get(name) !== value) ops.push(`${name} ${block(value)}`);
+    for (const [name, value] of Object.entries(extra))
+      if (this.extra.get(name) !== value) ops.push(`${name} ${block(value)}`);
     if (ops.length === 0) return true;
     this.extra = new Map(Object.entries(extra));
     this.control.write(`E ${ops.length}\n${ops.join("")}`);

@@ -35,7 +35,11 @@ export class ShSession implements Shell {
   private closed = false;
 
   constructor(private readonly options: ShOptions = {}) {
-    if (process.platform === "win32") throw new AgentError(AgentErrorCode.Unsupported, "the sh runner needs a POSIX host; Windows content uses shell: powershell");
+    if (process.platform === "win32")
+      throw new AgentError(
+        AgentErrorCode.Unsupported,
+        "the sh runner needs a POSIX host; Windows content uses shell: powershell",
+      );
     this.base = cleanEnv(options.env ?? process.env);
   }
 
@@ -61,7 +65,8 @@ export class ShSession implements Shell {
       // A different working directory is rare enough to take a process of its own.
       return this.runIsolated(invocation);
     }
-    if (!this.driver || this.driver.exited) this.driver = new ShDriver(this.options.sh ?? "/bin/sh", this.base, this.options.cwd);
+    if (!this.driver || this.driver.exited)
+      this.driver = new ShDriver(this.options.sh ?? "/bin/sh", this.base, this.options.cwd);
     const driver = this.driver;
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -127,13 +132,25 @@ export class ShSession implements Shell {
 
 function check(invocation: Invocation): void {
   for (const [name, value] of Object.entries(invocation.env)) {
-    if (!IDENTIFIER.test(name)) throw new AgentError(AgentErrorCode.InvalidInput, `"${name}" is not a valid environment variable name`);
-    if (value.includes("\0")) throw new AgentError(AgentErrorCode.InvalidInput, `the value of ${name} contains a NUL byte, which no environment can carry`);
+    if (!IDENTIFIER.test(name))
+      throw new AgentError(AgentErrorCode.InvalidInput, `"${name}" is not a valid environment variable name`);
+    if (value.includes("\0"))
+      throw new AgentError(
+        AgentErrorCode.InvalidInput,
+        `the value of ${name} contains a NUL byte, which no environment can carry`,
+      );
   }
-  if (invocation.command.includes("\0")) throw new AgentError(AgentErrorCode.InvalidInput, "the command contains a NUL byte");
+  if (invocation.command.includes("\0"))
+    throw new AgentError(AgentErrorCode.InvalidInput, "the command contains a NUL byte");
 }
 
-function envelope(exitCode: number | null, stdout: TailBuffer, stderr: TailBuffer, started: number, timedOut: boolean): Envelope {
+function envelope(
+  exitCode: number | null,
+  stdout: TailBuffer,
+  stderr: TailBuffer,
+  started: number,
+  timedOut: boolean,
+): Envelope {
   return {
     exitCode,
     stdout: stdout.bytes(),

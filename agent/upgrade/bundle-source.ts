@@ -18,11 +18,17 @@ export interface BundleSource {
 /** Opens `path` (a bundle directory or a `.tgz` of one) as a bundle directory. */
 export async function openBundle(path: string): Promise<BundleSource> {
   const s = await stat(path).catch((e: unknown) => {
-    throw new AgentError(AgentErrorCode.InvalidInput, `--bundle ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? errorMessage(e)})`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `--bundle ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? errorMessage(e)})`,
+    );
   });
   if (s.isDirectory()) return { dir: path, done: () => Promise.resolve() };
   if (!s.isFile() || !/\.(tgz|tar\.gz)$/.test(path)) {
-    throw new AgentError(AgentErrorCode.InvalidInput, `--bundle ${path}: expected an agent bundle directory or the agent-<version>.tgz winfleet release writes`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `--bundle ${path}: expected an agent bundle directory or the agent-<version>.tgz winfleet release writes`,
+    );
   }
   const dir = await mkdtemp(join(tmpdir(), "winfleet-bundle-"));
   const done = (): Promise<void> => rm(dir, { recursive: true, force: true });

@@ -27,13 +27,22 @@ export async function bundleVersion(bundle: string): Promise<string> {
   try {
     pkg = JSON.parse(await readFile(join(bundle, "package.json"), "utf8")) as typeof pkg;
   } catch (e) {
-    throw new AgentError(AgentErrorCode.InvalidInput, `${bundle} is not an agent bundle: cannot read package.json: ${errorMessage(e)}`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${bundle} is not an agent bundle: cannot read package.json: ${errorMessage(e)}`,
+    );
   }
   if (pkg.name !== "winfleet" || typeof pkg.version !== "string" || !/^[0-9A-Za-z][0-9A-Za-z.+-]*$/.test(pkg.version)) {
-    throw new AgentError(AgentErrorCode.InvalidInput, `${bundle} is not an agent bundle: package.json must be winfleet's with a version`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${bundle} is not an agent bundle: package.json must be winfleet's with a version`,
+    );
   }
   await stat(join(bundle, "bin", "winfleet-agent.js")).catch(() => {
-    throw new AgentError(AgentErrorCode.InvalidInput, `${bundle} is not an agent bundle: bin/winfleet-agent.js is missing`);
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${bundle} is not an agent bundle: bin/winfleet-agent.js is missing`,
+    );
   });
   return pkg.version;
 }
@@ -54,7 +63,11 @@ export async function activeVersion(inst: Installation): Promise<string | undefi
  * runs, even if the source is changed while it is copied (it may lie where a
  * pod can write), and a changed version cannot switch to another release.
  */
-export async function installRelease(inst: Installation, bundle: string, verify?: (dir: string) => Promise<void>): Promise<string> {
+export async function installRelease(
+  inst: Installation,
+  bundle: string,
+  verify?: (dir: string) => Promise<void>,
+): Promise<string> {
   await bundleVersion(bundle); // refuses what is not a bundle before anything is written
   await mkdir(inst.releases, { recursive: true });
   const staging = await mkdtemp(join(inst.releases, ".staging-"));
@@ -64,7 +77,13 @@ export async function installRelease(inst: Installation, bundle: string, verify?
     await verify?.(copy);
     const version = await bundleVersion(copy);
     const target = join(inst.releases, version);
-    if (!(await stat(target).then(() => true, () => false))) await rename(copy, target);
+    if (
+      !(await stat(target).then(
+        () => true,
+        () => false,
+      ))
+    )
+      await rename(copy, target);
     return version;
   } finally {
     await rm(staging, { recursive: true, force: true });

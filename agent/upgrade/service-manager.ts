@@ -25,7 +25,10 @@ export function systemdManager(unit = "winfleet-agent.service"): ServiceManager 
  * A supervisor without an init system: the agent runs detached from
  * `<install>/current`, its pid in `<install>/agent.pid`, output in `agent.log`.
  */
-export function pidFileManager(installDir: string, args: readonly string[]): ServiceManager & { stop(): Promise<void>; start(): Promise<number> } {
+export function pidFileManager(
+  installDir: string,
+  args: readonly string[],
+): ServiceManager & { stop(): Promise<void>; start(): Promise<number> } {
   const pidFile = join(installDir, "agent.pid");
   const stop = async (): Promise<void> => {
     const pid = Number(await readFile(pidFile, "utf8").catch(() => ""));

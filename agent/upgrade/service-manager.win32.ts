@@ -33,7 +33,16 @@ export function restartServiceScript(service: string): string {
 
 /** argv restarting the agent's service. */
 export function restartServiceCommand(service = AGENT_SERVICE): string[] {
-  return ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command", restartServiceScript(service)];
+  return [
+    "powershell.exe",
+    "-NoLogo",
+    "-NoProfile",
+    "-NonInteractive",
+    "-ExecutionPolicy",
+    "Bypass",
+    "-Command",
+    restartServiceScript(service),
+  ];
 }
 
 /** The Windows manager: the service the bootstrap registered. */

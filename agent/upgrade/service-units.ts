@@ -16,11 +16,14 @@ export interface ServiceSpec {
   readonly node: string;
 }
 
-const systemdQuote = (s: string): string => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`);
+const systemdQuote = (s: string): string =>
+  /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
 
 /** The systemd unit (winfleet-agent.service). */
 export function renderSystemdUnit(spec: ServiceSpec): string {
-  const exec = [spec.node, `${spec.installDir}/current/bin/winfleet-agent.js`, ...spec.args].map(systemdQuote).join(" ");
+  const exec = [spec.node, `${spec.installDir}/current/bin/winfleet-agent.js`, ...spec.args]
+    .map(systemdQuote)
+    .join(" ");
   return [
     "[Unit]",
     "Description=winfleet node agent: lifecycle engine and wins-compatible host-process broker",
@@ -60,10 +63,10 @@ export function renderWindowsServiceInstall(spec: ServiceSpec & { readonly nssm:
     "if (Get-Service -Name $name -ErrorAction SilentlyContinue) {",
     "    Stop-Service -Name $name -Force",
     "    & $nssm remove $name confirm | Out-Null",
-    "    if ($LASTEXITCODE -ne 0) { throw \"nssm could not remove $name ($LASTEXITCODE)\" }",
+    '    if ($LASTEXITCODE -ne 0) { throw "nssm could not remove $name ($LASTEXITCODE)" }',
     "}",
     `& $nssm install $name ${psQuote(spec.node)} ${[entry, ...spec.args].map(psQuote).join(" ")} | Out-Null`,
-    "if ($LASTEXITCODE -ne 0) { throw \"nssm could not install $name ($LASTEXITCODE)\" }",
+    'if ($LASTEXITCODE -ne 0) { throw "nssm could not install $name ($LASTEXITCODE)" }',
     "& $nssm set $name DisplayName 'winfleet agent' | Out-Null",
     "& $nssm set $name Start SERVICE_AUTO_START | Out-Null",
     "& $nssm set $name ObjectName LocalSystem | Out-Null",
@@ -71,7 +74,7 @@ export function renderWindowsServiceInstall(spec: ServiceSpec & { readonly nssm:
     `& $nssm set $name AppStderr ${psQuote(`${spec.installDir}\\agent.log`)} | Out-Null`,
     "& $nssm set $name AppRotateFiles 1 | Out-Null",
     `& sc.exe failure $name reset= 300 actions= ${WINDOWS_FAILURE_ACTIONS} | Out-Null`,
-    "if ($LASTEXITCODE -ne 0) { throw \"sc.exe could not set failure actions ($LASTEXITCODE)\" }",
+    'if ($LASTEXITCODE -ne 0) { throw "sc.exe could not set failure actions ($LASTEXITCODE)" }',
     "& sc.exe failureflag $name 1 | Out-Null",
     "Start-Service -Name $name",
     "",

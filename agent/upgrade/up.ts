@@ -17,7 +17,10 @@ export interface UpOptions {
   /** How long the new version has to answer. @default 30000 */
   readonly timeoutMs?: number;
   readonly log: Logger;
-  /** Checks the bundle before anything is installed, and its staged copy (its signature, when a key is pinned); throws to refuse it. */
+  /**
+   * Checks the bundle before anything is installed, and its staged copy (its signature, when a key is pinned); throws
+   * to refuse it.
+   */
   readonly verify?: (bundle: string) => Promise<void>;
 }
 
@@ -59,18 +62,26 @@ export async function up(bundle: string, options: UpOptions): Promise<UpResult> 
     return { from, to, outcome: "upgraded" };
   }
   if (from === undefined) {
-    throw new AgentError(AgentErrorCode.ApplyFailed, `version ${to} did not answer within ${timeoutMs} ms and there is no earlier version to go back to`);
+    throw new AgentError(
+      AgentErrorCode.ApplyFailed,
+      `version ${to} did not answer within ${timeoutMs} ms and there is no earlier version to go back to`,
+    );
   }
   log.error("new version did not answer; rolling back", { from, to });
   await activate(installation, from);
   try {
     await manager.restart();
   } catch (e) {
-    throw new AgentError(AgentErrorCode.ApplyFailed, `version ${to} did not answer, and restarting ${from} failed: ${errorMessage(e)}`);
+    throw new AgentError(
+      AgentErrorCode.ApplyFailed,
+      `version ${to} did not answer, and restarting ${from} failed: ${errorMessage(e)}`,
+    );
   }
   const back = await answers(probe, from, timeoutMs);
   throw new AgentError(
     AgentErrorCode.ApplyFailed,
-    back ? `version ${to} did not answer within ${timeoutMs} ms; rolled back to ${from}, which answers` : `version ${to} did not answer, and neither did ${from} after rolling back`,
+    back
+      ? `version ${to} did not answer within ${timeoutMs} ms; rolled back to ${from}, which answers`
+      : `version ${to} did not answer, and neither did ${from} after rolling back`,
   );
 }

@@ -12,21 +12,36 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
-  chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync,
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
 } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, relative } from "node:path";
 
 const here = dirname(new URL(import.meta.url).pathname);
 const manifest = JSON.parse(readFileSync(join(here, "engines.json"), "utf8"));
-const cache = join(process.env.WINFLEET_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "winfleet"), "engines");
+const cache = join(
+  process.env.WINFLEET_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "winfleet"),
+  "engines",
+);
 const pulumiHome = process.env.PULUMI_HOME || join(homedir(), ".pulumi");
 const go = process.env.GO || (existsSync("/usr/local/go/bin/go") ? "/usr/local/go/bin/go" : "go");
 
 const onlyArg = process.argv.indexOf("--only");
 const only = onlyArg > 0 ? new Set(process.argv[onlyArg + 1].split(",")) : undefined;
 if (process.argv.includes("--help")) {
-  console.log("usage: node scripts/engines/build.mjs [--only NAME[,NAME]]\nengines: " + manifest.engines.map((e) => e.name).join(", "));
+  console.log(
+    "usage: node scripts/engines/build.mjs [--only NAME[,NAME]]\nengines: " +
+      manifest.engines.map((e) => e.name).join(", "),
+  );
   process.exit(0);
 }
 
@@ -34,15 +49,21 @@ class BuildError extends Error {}
 
 function run(command, args, options = {}) {
   const shown = [command, ...args].map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(" ");
-  const r = spawnSync(command, args, { stdio: ["ignore", "inherit", "inherit"], ...options, env: { ...process.env, ...options.env } });
+  const r = spawnSync(command, args, {
+    stdio: ["ignore", "inherit", "inherit"],
+    ...options,
+    env: { ...process.env, ...options.env },
+  });
   if (r.error) throw new BuildError(`\`${shown}\` could not start: ${r.error.message}`);
-  if (r.status !== 0) throw new BuildError(`\`${shown}\` (in ${options.cwd ?? process.cwd()}) exited ${r.status ?? r.signal}`);
+  if (r.status !== 0)
+    throw new BuildError(`\`${shown}\` (in ${options.cwd ?? process.cwd()}) exited ${r.status ?? r.signal}`);
   return r;
 }
 
 function output(command, args, options = {}) {
   const r = spawnSync(command, args, { encoding: "utf8", ...options, env: { ...process.env, ...options.env } });
-  if (r.status !== 0) throw new BuildError(`\`${command} ${args.join(" ")}\` exited ${r.status ?? r.signal}: ${(r.stderr ?? "").trim()}`);
+  if (r.status !== 0)
+    throw new BuildError(`\`${command} ${args.join(" ")}\` exited ${r.status ?? r.signal}: ${(r.stderr ?? "").trim()}`);
   return r.stdout;
 }
 
@@ -61,7 +82,9 @@ function moduleFiles(dir) {
 }
 
 function cacheKey(engine) {
-  const h = createHash("sha256").update(JSON.stringify(engine)).update(output(go, ["env", "GOVERSION"]));
+  const h = createHash("sha256")
+    .update(JSON.stringify(engine))
+    .update(output(go, ["env", "GOVERSION"]));
   if (engine.module) {
     const dir = join(here, engine.module);
     for (const f of moduleFiles(dir)) h.update(relative(dir, f)).update(readFileSync(f));
@@ -71,7 +94,11 @@ function cacheKey(engine) {
 
 function ldflags(engine) {
   const semver = engine.version.replace(/^v/, "");
-  return ["-s", "-w", ...engine.ldflags.map((f) => f.replaceAll("{version}", engine.version).replaceAll("{semver}", semver))].join(" ");
+  return [
+    "-s",
+    "-w",
+    ...engine.ldflags.map((f) => f.replaceAll("{version}", engine.version).replaceAll("{semver}", semver)),
+  ].join(" ");
 }
 
 function build(engine, out) {
@@ -81,7 +108,10 @@ function build(engine, out) {
     // A module that needs a generated file it does not ship: copy it out of the module cache,
     // point its sibling-directory replacements at published releases, generate, then build.
     const info = JSON.parse(output(go, ["mod", "download", "-json", engine.copyModule]));
-    if (!info.Dir) throw new BuildError(`\`go mod download ${engine.copyModule}\` gave no directory: ${info.Error ?? "unknown error"}`);
+    if (!info.Dir)
+      throw new BuildError(
+        `\`go mod download ${engine.copyModule}\` gave no directory: ${info.Error ?? "unknown error"}`,
+      );
     cwd = join(out, "src");
     cpSync(info.Dir, cwd, { recursive: true });
     for (const f of moduleFiles(cwd)) chmodSync(f, 0o644);
@@ -94,7 +124,10 @@ function build(engine, out) {
     env.GOFLAGS = "-mod=mod";
     run(go, ["generate", engine.generate], { cwd, env: { ...env, VERSION: engine.version.replace(/^v/, "") } });
   }
-  run(go, ["build", "-trimpath", "-ldflags", ldflags(engine), "-o", join(out, "bin") + "/", ...engine.packages], { cwd, env });
+  run(go, ["build", "-trimpath", "-ldflags", ldflags(engine), "-o", join(out, "bin") + "/", ...engine.packages], {
+    cwd,
+    env,
+  });
   if (engine.copyModule) rmSync(join(out, "src"), { recursive: true, force: true });
 }
 
@@ -131,13 +164,16 @@ for (const engine of manifest.engines) {
     if (existsSync(join(dir, ".complete"))) {
       console.log(`cached: ${engine.name} ${engine.version} (${dir})`);
     } else {
-      console.log(`building ${engine.name} ${engine.version} (${engine.binaries.join(", ")}) with ${output(go, ["env", "GOVERSION"]).trim()}…`);
+      console.log(
+        `building ${engine.name} ${engine.version} (${engine.binaries.join(", ")}) with ${output(go, ["env", "GOVERSION"]).trim()}…`,
+      );
       const tmp = `${dir}.tmp-${process.pid}`;
       rmSync(tmp, { recursive: true, force: true });
       mkdirSync(tmp, { recursive: true });
       try {
         build(engine, tmp);
-        for (const b of engine.binaries) if (!existsSync(join(tmp, "bin", b))) throw new BuildError(`the build made no ${b}`);
+        for (const b of engine.binaries)
+          if (!existsSync(join(tmp, "bin", b))) throw new BuildError(`the build made no ${b}`);
         writeFileSync(join(tmp, ".complete"), `${new Date().toISOString()}\n`);
         rmSync(dir, { recursive: true, force: true });
         renameSync(tmp, dir);
@@ -146,7 +182,11 @@ for (const engine of manifest.engines) {
       }
       console.log(`built ${engine.name} ${engine.version} in ${Math.round((Date.now() - started) / 1000)} s`);
     }
-    const entry = { version: engine.version, dir, binaries: Object.fromEntries(engine.binaries.map((b) => [b, join(dir, "bin", b)])) };
+    const entry = {
+      version: engine.version,
+      dir,
+      binaries: Object.fromEntries(engine.binaries.map((b) => [b, join(dir, "bin", b)])),
+    };
     if (engine.plugin) entry.plugin = installPlugin(engine, dir);
     built[engine.name] = entry;
   } catch (e) {

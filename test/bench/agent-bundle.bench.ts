@@ -50,8 +50,15 @@ const EARLY_MS = 4000;
 const SETTLED_MS = 15_000;
 
 /** RSS in MB of an idle process 4 s after it starts and settled (see the file comment); returns once it has exited. */
-async function idleRss(args: readonly string[], env: Record<string, string> = {}): Promise<{ early: number; settled: number; split: Resident }> {
-  const child = spawn(process.execPath, args, { cwd: REPO, stdio: "ignore", env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "cache"), ...env } });
+async function idleRss(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ early: number; settled: number; split: Resident }> {
+  const child = spawn(process.execPath, args, {
+    cwd: REPO,
+    stdio: "ignore",
+    env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "cache"), ...env },
+  });
   const exited = new Promise((r) => child.once("exit", r));
   try {
     await new Promise((r) => setTimeout(r, EARLY_MS));
@@ -70,11 +77,21 @@ void (async () => {
   try {
     await buildBundles(REPO, join(work, "dist"));
     const bin = join(work, "dist", "agent", "bin", "winfleet-agent.js");
-    const run = (args: readonly string[], env: Record<string, string> = {}) => () => spawnSync(process.execPath, args, { env: { ...process.env, ...env } });
+    const run =
+      (args: readonly string[], env: Record<string, string> = {}) =>
+      () =>
+        spawnSync(process.execPath, args, { env: { ...process.env, ...env } });
     run([bin, "--version"], { WINFLEET_CODE_CACHE: join(work, "cache") })();
     // Taking turns run by run: a machine that slows down mid-benchmark weighs on all three alike.
-    const [bare = NaN, warm = NaN, cold = NaN] = await interleavedMedianMs(21, [run(["-e", "0"]), run([bin, "--version"], { WINFLEET_CODE_CACHE: join(work, "cache") }), run([bin, "--version"], { WINFLEET_CODE_CACHE: "off" })]);
-    const source = await medianMs(5, run([join(REPO, "bin", "winfleet-agent.js"), "--version"], { WINFLEET_LAUNCH: "source" }));
+    const [bare = NaN, warm = NaN, cold = NaN] = await interleavedMedianMs(21, [
+      run(["-e", "0"]),
+      run([bin, "--version"], { WINFLEET_CODE_CACHE: join(work, "cache") }),
+      run([bin, "--version"], { WINFLEET_CODE_CACHE: "off" }),
+    ]);
+    const source = await medianMs(
+      5,
+      run([join(REPO, "bin", "winfleet-agent.js"), "--version"], { WINFLEET_LAUNCH: "source" }),
+    );
     report("--version, code cache warm", { name: "bundle", ms: warm }, { name: "node -e 0", ms: bare });
     report("--version, no code cache", { name: "bundle", ms: cold }, { name: "node -e 0", ms: bare });
     report("--version, from sources", { name: "tsx   ", ms: source }, { name: "node -e 0", ms: bare });
@@ -87,8 +104,13 @@ void (async () => {
     // start compiles the bundle itself, and writes the cache as it stops.
     const firstStart = await idleRss([bin, "broker", "--config", config]);
     const bundled = await idleRss([bin, "broker", "--config", config]);
-    const fromSource = await idleRss([join(REPO, "bin", "winfleet-agent.js"), "broker", "--config", config], { WINFLEET_LAUNCH: "source" });
-    const http2Only = await idleRss(["-e", `require("node:http2").createServer().listen(${JSON.stringify(join(work, "h2.sock"))})`]);
+    const fromSource = await idleRss([join(REPO, "bin", "winfleet-agent.js"), "broker", "--config", config], {
+      WINFLEET_LAUNCH: "source",
+    });
+    const http2Only = await idleRss([
+      "-e",
+      `require("node:http2").createServer().listen(${JSON.stringify(join(work, "h2.sock"))})`,
+    ]);
     const grpcOnly = await idleRss([
       "-e",
       `const g = require("@grpc/grpc-js"); new g.Server().bindAsync("unix:${join(work, "g.sock")}", g.ServerCredentials.createInsecure(), () => {})`,
@@ -99,14 +121,19 @@ void (async () => {
     ]);
     const trimmed = await idleRss([bin, "broker", "--config", config], { MALLOC_TRIM_THRESHOLD_: "0" });
     // V8 refuses a code cache made under other flags: the first run writes one of its own, the second reads it.
-    const noOptRun = () => idleRss(["--no-opt", bin, "broker", "--config", config], { WINFLEET_CODE_CACHE: join(work, "cache-no-opt") });
+    const noOptRun = () =>
+      idleRss(["--no-opt", bin, "broker", "--config", config], { WINFLEET_CODE_CACHE: join(work, "cache-no-opt") });
     await noOptRun();
     const noOpt = await noOptRun();
-    const sampled = { settled: `settled, ${SETTLED_MS / 1000} s after start (after V8's memory reducer)`, early: `early, ${EARLY_MS / 1000} s after start` };
+    const sampled = {
+      settled: `settled, ${SETTLED_MS / 1000} s after start (after V8's memory reducer)`,
+      early: `early, ${EARLY_MS / 1000} s after start`,
+    };
     for (const when of ["settled", "early"] as const) {
       console.log(`idle RSS, broker serving: ${sampled[when]}`);
       const node = { name: "bare node", ms: idle[when] };
-      const line = (label: string, name: string, rss: { early: number; settled: number }): void => report(label, { name, ms: rss[when] }, node, "MB");
+      const line = (label: string, name: string, rss: { early: number; settled: number }): void =>
+        report(label, { name, ms: rss[when] }, node, "MB");
       line("  broker, bundle", "bundle", bundled);
       line("  broker, first start", "cold  ", firstStart);
       line("  broker, sources", "tsx   ", fromSource);
@@ -127,10 +154,21 @@ void (async () => {
       report(`${label}, file-backed`, { name, ms: rss.split.file }, { name: "bare node", ms: idle.split.file }, "MB");
     }
     console.log("  (bundle: code cache warm, as every start but a node's first; first start: no code cache yet;");
-    console.log("   trimmed: the bundle, warm, with MALLOC_TRIM_THRESHOLD_=0; compiled: bare node that compiles the bundle, running none of it;");
-    console.log("   --no-opt: the bundle, warm, with V8's optimizing compiler off: what its first optimization costs, code paged in");
-    console.log("   from the node binary and the compiler's memory, which a broker pays once any function of it runs hot)");
-    goal("idle RSS, broker serving, settled", `${bundled.settled.toFixed(1)} MB, ${(bundled.settled / grpcOnly.settled).toFixed(2)}x an empty grpc-js server (${grpcOnly.settled.toFixed(1)} MB)`, "<= 1.05x the floor", bundled.settled <= 1.05 * grpcOnly.settled);
+    console.log(
+      "   trimmed: the bundle, warm, with MALLOC_TRIM_THRESHOLD_=0; compiled: bare node that compiles the bundle, running none of it;",
+    );
+    console.log(
+      "   --no-opt: the bundle, warm, with V8's optimizing compiler off: what its first optimization costs, code paged in",
+    );
+    console.log(
+      "   from the node binary and the compiler's memory, which a broker pays once any function of it runs hot)",
+    );
+    goal(
+      "idle RSS, broker serving, settled",
+      `${bundled.settled.toFixed(1)} MB, ${(bundled.settled / grpcOnly.settled).toFixed(2)}x an empty grpc-js server (${grpcOnly.settled.toFixed(1)} MB)`,
+      "<= 1.05x the floor",
+      bundled.settled <= 1.05 * grpcOnly.settled,
+    );
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -42,10 +42,22 @@ async function startAgentBroker(whiteList: string): Promise<{ socket: string; pr
   // Inside work, which is removed at the end, as each broker's sockets and state are.
   const dir = realpathSync(mkdtempSync(join(work, "run-")));
   const config = join(dir, "broker.yaml");
-  writeFileSync(config, `listen: ${dir}/w.sock\nproxy: ${dir}/p.sock\nstateDir: ${dir}/state\nwhiteList:\n${whiteList}`);
+  writeFileSync(
+    config,
+    `listen: ${dir}/w.sock\nproxy: ${dir}/p.sock\nstateDir: ${dir}/state\nwhiteList:\n${whiteList}`,
+  );
   const child = spawn(process.execPath, [agent, "broker", "--config", config], { stdio: "ignore" });
   const socket = join(dir, "w.sock");
-  for (let i = 0; i < 100 && (await appInfo(socket).then(() => false, () => true)); i++) await new Promise((r) => setTimeout(r, 100));
+  for (
+    let i = 0;
+    i < 100 &&
+    (await appInfo(socket).then(
+      () => false,
+      () => true,
+    ));
+    i++
+  )
+    await new Promise((r) => setTimeout(r, 100));
   return { socket, proxy: join(dir, "p.sock"), stop: () => child.kill() };
 }
 
@@ -66,24 +78,50 @@ srv.listen(process.argv[2], () => require("child_process").spawn(process.execPat
   const [piped = NaN, direct = NaN, nodeReads = NaN, twoNodes = NaN, viaBroker = NaN] = await interleavedMedianMs(3, [
     shell(`${tool} | cat > /dev/null`),
     shell(`${tool} > /dev/null`),
-    shell(`${process.execPath} -e 'require("child_process").spawn(process.argv[1]).stdout.on("data", () => {})' ${tool}`),
+    shell(
+      `${process.execPath} -e 'require("child_process").spawn(process.argv[1]).stdout.on("data", () => {})' ${tool}`,
+    ),
     shell(`rm -f ${hop}; ${process.execPath} ${join(work, "writer.js")} ${hop} ${tool} '${reader}' | cat > /dev/null`),
     shell(`${process.execPath} ${agent} cli prc run --server ${broker.socket} --path ${tool} | cat > /dev/null`),
   ]);
   broker.stop();
-  const mbps = (ms: number): string => `${((size / MB) / (ms / 1000)).toFixed(0)} MB/s`;
+  const mbps = (ms: number): string => `${(size / MB / (ms / 1000)).toFixed(0)} MB/s`;
   const share = (ms: number, of: number): string => `${((100 * of) / ms).toFixed(0)}%`;
-  report(`prc run 512 MB stdout (${mbps(viaBroker)} vs ${mbps(piped)})`, { name: "broker", ms: viaBroker }, { name: "| cat >/dev/null", ms: piped });
-  report(`prc run 512 MB stdout (${mbps(viaBroker)} vs ${mbps(direct)})`, { name: "broker", ms: viaBroker }, { name: "> /dev/null", ms: direct });
-  report(`  floor: node reads the pipe (${mbps(nodeReads)})`, { name: "node  ", ms: nodeReads }, { name: "| cat >/dev/null", ms: piped });
-  report(`  floor: two node processes (${mbps(twoNodes)})`, { name: "node*2", ms: twoNodes }, { name: "| cat >/dev/null", ms: piped });
+  report(
+    `prc run 512 MB stdout (${mbps(viaBroker)} vs ${mbps(piped)})`,
+    { name: "broker", ms: viaBroker },
+    { name: "| cat >/dev/null", ms: piped },
+  );
+  report(
+    `prc run 512 MB stdout (${mbps(viaBroker)} vs ${mbps(direct)})`,
+    { name: "broker", ms: viaBroker },
+    { name: "> /dev/null", ms: direct },
+  );
+  report(
+    `  floor: node reads the pipe (${mbps(nodeReads)})`,
+    { name: "node  ", ms: nodeReads },
+    { name: "| cat >/dev/null", ms: piped },
+  );
+  report(
+    `  floor: two node processes (${mbps(twoNodes)})`,
+    { name: "node*2", ms: twoNodes },
+    { name: "| cat >/dev/null", ms: piped },
+  );
   console.log(
     `  broker throughput: ${share(viaBroker, piped)} of piped to /dev/null; a bare Node reader: ${share(nodeReads, piped)}; two bare Node processes in series: ${share(twoNodes, piped)}`,
   );
-  goal("prc run output, 512 MB", `${mbps(viaBroker)}, ${share(viaBroker, twoNodes)} of two bare Node processes (${mbps(twoNodes)})`, ">= 90% of the floor", twoNodes / viaBroker >= 0.9);
+  goal(
+    "prc run output, 512 MB",
+    `${mbps(viaBroker)}, ${share(viaBroker, twoNodes)} of two bare Node processes (${mbps(twoNodes)})`,
+    ">= 90% of the floor",
+    twoNodes / viaBroker >= 0.9,
+  );
 }
 
-/** A server that counts what it receives and answers the count when the client finishes; or echoes one byte at a time for latency. */
+/**
+ * A server that counts what it receives and answers the count when the client finishes; or echoes one byte at a time
+ * for latency.
+ */
 function sinkServer(): Promise<{ port: number; close(): void }> {
   const server = createServer({ allowHalfOpen: true }, (s) => {
     let n = 0;
@@ -98,7 +136,11 @@ function sinkServer(): Promise<{ port: number; close(): void }> {
       else s.end();
     });
   });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as AddressInfo).port, close: () => server.close() })));
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () =>
+      resolve({ port: (server.address() as AddressInfo).port, close: () => server.close() }),
+    ),
+  );
 }
 
 function reachable(host: string, port: number): Promise<boolean> {
@@ -151,9 +193,17 @@ async function latency(host: string, port: number, rounds: number): Promise<numb
 async function proxy(): Promise<void> {
   const sink = await sinkServer();
   const broker = await startAgentBroker(`  proxyPorts: [${sink.port}]\n`);
-  const pod = spawn(process.execPath, [agent, "cli", "proxy", "--publish", `TCP:${sink.port}`, "--proxy", broker.proxy, "--bind", "127.0.0.2"], { stdio: "ignore" });
+  const pod = spawn(
+    process.execPath,
+    [agent, "cli", "proxy", "--publish", `TCP:${sink.port}`, "--proxy", broker.proxy, "--bind", "127.0.0.2"],
+    { stdio: "ignore" },
+  );
   const socatPort = sink.port + 1 < 65535 ? sink.port + 1 : sink.port - 1;
-  const socat = spawn("socat", [`TCP-LISTEN:${socatPort},bind=127.0.0.3,fork,reuseaddr`, `TCP:127.0.0.1:${sink.port}`], { stdio: "ignore" });
+  const socat = spawn(
+    "socat",
+    [`TCP-LISTEN:${socatPort},bind=127.0.0.3,fork,reuseaddr`, `TCP:127.0.0.1:${sink.port}`],
+    { stdio: "ignore" },
+  );
   const relayPort = socatPort - 2;
   const relaySource = `const net = require("net");
 net.createServer({ allowHalfOpen: true }, (inbound) => {
@@ -177,7 +227,12 @@ net.createServer({ allowHalfOpen: true }, (inbound) => {
   inbound.pipe(outbound).pipe(inbound);
 }).listen(${JSON.stringify(hop)});`,
   ].map((source) => spawn(process.execPath, ["-e", `const net = require("net");\n${source}`], { stdio: "ignore" }));
-  for (const [host, port] of [["127.0.0.2", sink.port], ["127.0.0.3", socatPort], ["127.0.0.4", relayPort], ["127.0.0.5", relayPort]] as const) {
+  for (const [host, port] of [
+    ["127.0.0.2", sink.port],
+    ["127.0.0.3", socatPort],
+    ["127.0.0.4", relayPort],
+    ["127.0.0.5", relayPort],
+  ] as const) {
     for (let i = 0; i < 100 && !(await reachable(host, port)); i++) await new Promise((r) => setTimeout(r, 100));
   }
   const bytes = 256 * MB;
@@ -186,14 +241,33 @@ net.createServer({ allowHalfOpen: true }, (inbound) => {
   const viaProxy = await medianMs(3, () => throughput("127.0.0.2", sink.port, bytes));
   const viaRelay = await medianMs(3, () => throughput("127.0.0.4", relayPort, bytes));
   const viaPair = await medianMs(3, () => throughput("127.0.0.5", relayPort, bytes));
-  const mbps = (ms: number): string => `${((bytes / MB) / (ms / 1000)).toFixed(0)} MB/s`;
-  report(`proxy 256 MB (${mbps(viaProxy)} vs ${mbps(direct)})`, { name: "proxy", ms: viaProxy }, { name: "direct", ms: direct });
-  report(`proxy 256 MB (${mbps(viaProxy)} vs ${mbps(viaSocat)})`, { name: "proxy", ms: viaProxy }, { name: "socat", ms: viaSocat });
+  const mbps = (ms: number): string => `${(bytes / MB / (ms / 1000)).toFixed(0)} MB/s`;
+  report(
+    `proxy 256 MB (${mbps(viaProxy)} vs ${mbps(direct)})`,
+    { name: "proxy", ms: viaProxy },
+    { name: "direct", ms: direct },
+  );
+  report(
+    `proxy 256 MB (${mbps(viaProxy)} vs ${mbps(viaSocat)})`,
+    { name: "proxy", ms: viaProxy },
+    { name: "socat", ms: viaSocat },
+  );
   report(`  floor: node relay (${mbps(viaRelay)})`, { name: "relay", ms: viaRelay }, { name: "socat", ms: viaSocat });
-  report(`  floor: two node relays (${mbps(viaPair)})`, { name: "relay2", ms: viaPair }, { name: "socat", ms: viaSocat });
+  report(
+    `  floor: two node relays (${mbps(viaPair)})`,
+    { name: "relay2", ms: viaPair },
+    { name: "socat", ms: viaSocat },
+  );
   const share = (ms: number): string => `${((100 * viaSocat) / ms).toFixed(0)}%`;
-  console.log(`  proxy throughput: ${share(viaProxy)} of socat's; a bare Node relay: ${share(viaRelay)}; two in series: ${share(viaPair)}`);
-  goal("proxy throughput, 256 MB", `${mbps(viaProxy)}, ${((100 * viaPair) / viaProxy).toFixed(0)}% of two bare relays (${mbps(viaPair)})`, ">= 95% of the floor", viaPair / viaProxy >= 0.95);
+  console.log(
+    `  proxy throughput: ${share(viaProxy)} of socat's; a bare Node relay: ${share(viaRelay)}; two in series: ${share(viaPair)}`,
+  );
+  goal(
+    "proxy throughput, 256 MB",
+    `${mbps(viaProxy)}, ${((100 * viaPair) / viaProxy).toFixed(0)}% of two bare relays (${mbps(viaPair)})`,
+    ">= 95% of the floor",
+    viaPair / viaProxy >= 0.95,
+  );
   const rounds = 2000;
   const lDirect = await latency("127.0.0.1", sink.port, rounds);
   const lSocat = await latency("127.0.0.3", socatPort, rounds);
@@ -206,7 +280,12 @@ net.createServer({ allowHalfOpen: true }, (inbound) => {
   report("proxy round trip", { name: "proxy", ms: us(lProxy) }, { name: "socat", ms: us(lSocat) }, "us");
   report("  floor: node relay", { name: "relay", ms: us(lRelay) }, { name: "socat", ms: us(lSocat) }, "us");
   report("  floor: two node relays", { name: "relay2", ms: us(lPair) }, { name: "socat", ms: us(lSocat) }, "us");
-  goal("proxy round trip", `${us(lProxy).toFixed(0)} us, ${(lProxy / lPair).toFixed(2)}x two bare relays (${us(lPair).toFixed(0)} us)`, "<= 1.10x the floor", lProxy <= 1.1 * lPair);
+  goal(
+    "proxy round trip",
+    `${us(lProxy).toFixed(0)} us, ${(lProxy / lPair).toFixed(2)}x two bare relays (${us(lPair).toFixed(0)} us)`,
+    "<= 1.10x the floor",
+    lProxy <= 1.1 * lPair,
+  );
   for (const p of pair) p.kill();
   relay.kill();
   socat.kill();

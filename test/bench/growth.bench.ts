@@ -29,12 +29,22 @@ function freshRoot(): string {
 
 function agent(args: readonly string[]): void {
   // Its report of every file goes unread: 50,000 files outgrow spawnSync's buffer.
-  const r = spawnSync(process.execPath, [AGENT, ...args], { encoding: "utf8", env, stdio: ["ignore", "ignore", "pipe"], maxBuffer: 64 * 1024 * 1024 });
-  if (r.status !== 0) throw new Error(`winfleet-agent ${args.join(" ")}: ${r.error?.message ?? r.signal ?? r.stderr.slice(-2000)}`);
+  const r = spawnSync(process.execPath, [AGENT, ...args], {
+    encoding: "utf8",
+    env,
+    stdio: ["ignore", "ignore", "pipe"],
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (r.status !== 0)
+    throw new Error(`winfleet-agent ${args.join(" ")}: ${r.error?.message ?? r.signal ?? r.stderr.slice(-2000)}`);
 }
 
 function ignitionConfig(files: number): string {
-  const entries = Array.from({ length: files }, (_, i) => ({ path: `/data/d${Math.floor(i / 1000)}/f${i}`, mode: 420, contents: { source: `data:,file%20${i}` } }));
+  const entries = Array.from({ length: files }, (_, i) => ({
+    path: `/data/d${Math.floor(i / 1000)}/f${i}`,
+    mode: 420,
+    contents: { source: `data:,file%20${i}` },
+  }));
   const file = join(work, `ign-${files}.json`);
   writeFileSync(file, JSON.stringify({ ignition: { version: "3.3.0" }, storage: { files: entries } }));
   return file;
@@ -45,23 +55,41 @@ function contentWith(components: number): { dir: string; template: string } {
   mkdirSync(join(dir, "templates"), { recursive: true });
   mkdirSync(join(dir, "components"), { recursive: true });
   for (let i = 0; i < components; i++) {
-    const metadata = { name: `c${i}`, version: "1", shell: "sh", install: { commands: [`test -f "$WINFLEET_ROOT/opt/c${i}/conf"`] } };
+    const metadata = {
+      name: `c${i}`,
+      version: "1",
+      shell: "sh",
+      install: { commands: [`test -f "$WINFLEET_ROOT/opt/c${i}/conf"`] },
+    };
     const ign = {
       ignition: { version: "3.3.0" },
       storage: {
         files: [
-          { path: `/bin/metadata/c${i}_1.metadata`, mode: 420, contents: { source: `data:,${encodeURIComponent(JSON.stringify(metadata))}` } },
+          {
+            path: `/bin/metadata/c${i}_1.metadata`,
+            mode: 420,
+            contents: { source: `data:,${encodeURIComponent(JSON.stringify(metadata))}` },
+          },
           { path: `/opt/c${i}/conf`, mode: 420, contents: { source: `data:,component%20${i}` } },
         ],
       },
     };
     writeFileSync(join(dir, "components", `c${i}.ign`), JSON.stringify(ign));
   }
-  writeFileSync(join(dir, "templates", "grow.json"), JSON.stringify({ name: "grow", version: "1", packages: Array.from({ length: components }, (_, i) => `c${i}_1`) }));
+  writeFileSync(
+    join(dir, "templates", "grow.json"),
+    JSON.stringify({ name: "grow", version: "1", packages: Array.from({ length: components }, (_, i) => `c${i}_1`) }),
+  );
   return { dir, template: "grow" };
 }
 
-async function series(label: string, unit: string, sizes: readonly number[], run: (size: number) => () => void, runs: (size: number) => number): Promise<void> {
+async function series(
+  label: string,
+  unit: string,
+  sizes: readonly number[],
+  run: (size: number) => () => void,
+  runs: (size: number) => number,
+): Promise<void> {
   // What a process costs with nothing to do: taken off each figure before it is divided.
   const emptyConfig = ignitionConfig(0);
   const start = await medianMs(5, () => agent(["ignition", "apply", "--root", freshRoot(), emptyConfig]));
@@ -70,10 +98,18 @@ async function series(label: string, unit: string, sizes: readonly number[], run
   const per = (r: { size: number; ms: number }): number => (r.ms - start) / r.size;
   const first = rows[0];
   for (const r of rows) {
-    console.log(`${label} ${String(r.size).padStart(6)} ${unit}   ${(r.ms / 1000).toFixed(2).padStart(7)} s | ${per(r).toFixed(3).padStart(7)} ms per ${unit.replace(/s$/, "")} | vs ${first?.size}: ${first ? (per(r) / per(first)).toFixed(2) : "?"}x`);
+    console.log(
+      `${label} ${String(r.size).padStart(6)} ${unit}   ${(r.ms / 1000).toFixed(2).padStart(7)} s | ${per(r).toFixed(3).padStart(7)} ms per ${unit.replace(/s$/, "")} | vs ${first?.size}: ${first ? (per(r) / per(first)).toFixed(2) : "?"}x`,
+    );
   }
   const last = rows.at(-1);
-  if (first && last) goal(`${label}, ${last.size} ${unit}`, `${(per(last) / per(first)).toFixed(2)}x the cost per item at ${first.size}`, "linear: <= 1.5x", per(last) <= 1.5 * per(first));
+  if (first && last)
+    goal(
+      `${label}, ${last.size} ${unit}`,
+      `${(per(last) / per(first)).toFixed(2)}x the cost per item at ${first.size}`,
+      "linear: <= 1.5x",
+      per(last) <= 1.5 * per(first),
+    );
   console.log(`  (a process that applies nothing: ${start.toFixed(0)} ms, taken off each figure)`);
 }
 
@@ -81,12 +117,24 @@ void (async () => {
   try {
     await buildBundles(REPO, join(work, "dist"), ["agent"]);
     const configs = new Map([1000, 10_000, 50_000].map((n) => [n, ignitionConfig(n)]));
-    await series("ignition apply", "files", [1000, 10_000, 50_000], (n) => () => agent(["ignition", "apply", "--root", freshRoot(), configs.get(n) ?? ""]), (n) => (n >= 50_000 ? 1 : 3));
+    await series(
+      "ignition apply",
+      "files",
+      [1000, 10_000, 50_000],
+      (n) => () => agent(["ignition", "apply", "--root", freshRoot(), configs.get(n) ?? ""]),
+      (n) => (n >= 50_000 ? 1 : 3),
+    );
     const contents = new Map([10, 100, 500].map((n) => [n, contentWith(n)]));
-    await series("apply", "components", [10, 100, 500], (n) => () => {
-      const c = contents.get(n);
-      if (c) agent(["apply", "--content", c.dir, "--template", c.template, "--root", freshRoot()]);
-    }, (n) => (n >= 500 ? 1 : 3));
+    await series(
+      "apply",
+      "components",
+      [10, 100, 500],
+      (n) => () => {
+        const c = contents.get(n);
+        if (c) agent(["apply", "--content", c.dir, "--template", c.template, "--root", freshRoot()]);
+      },
+      (n) => (n >= 500 ? 1 : 3),
+    );
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

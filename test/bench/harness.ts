@@ -13,7 +13,10 @@ import { performance } from "node:perf_hooks";
 const STARTUP_ENV = ["NODE_EXTRA_CA_CERTS", "NODE_OPTIONS"] as const;
 const removed = STARTUP_ENV.filter((name) => process.env[name] !== undefined);
 for (const name of removed) delete process.env[name];
-if (removed.length > 0) console.log(`(every process starts without ${removed.join(" and ")}, which this environment sets and which adds to every Node start)`);
+if (removed.length > 0)
+  console.log(
+    `(every process starts without ${removed.join(" and ")}, which this environment sets and which adds to every Node start)`,
+  );
 
 /** Median wall time in ms of `runs` runs of `work`; `prepare` runs untimed before each. */
 export async function medianMs(runs: number, work: () => unknown, prepare?: () => void): Promise<number> {
@@ -45,7 +48,12 @@ export async function interleavedMedianMs(runs: number, works: readonly (() => u
 }
 
 /** Prints `label: ours vs baseline (ratio)`. */
-export function report(label: string, ours: { name: string; ms: number }, baseline: { name: string; ms: number }, unit = "ms"): void {
+export function report(
+  label: string,
+  ours: { name: string; ms: number },
+  baseline: { name: string; ms: number },
+  unit = "ms",
+): void {
   const ratio = ours.ms / baseline.ms;
   console.log(
     `${label.padEnd(28)} ${ours.name} ${ours.ms.toFixed(1).padStart(9)} ${unit} | ${baseline.name} ${baseline.ms.toFixed(1).padStart(9)} ${unit} | ratio ${ratio.toFixed(2)}x`,

@@ -18,7 +18,8 @@ import { interleavedMedianMs, report } from "./harness";
 import { IGNITION, locate } from "../support";
 
 const work = mkdtempSync(join(tmpdir(), "bench-ign-"));
-// The bundle as it ships, not the checkout's bin/, which runs the TypeScript sources through tsx unless a fresh build is in dist/.
+// The bundle as it ships, not the checkout's bin/, which runs the TypeScript sources through tsx unless a fresh build
+// is in dist/.
 const agent = join(work, "dist", "agent", "bin", "winfleet-agent.js");
 const agentEnv = { ...process.env, WINFLEET_CODE_CACHE: join(work, "code-cache"), WINFLEET_LAUNCH: "bundle" };
 let n = 0;
@@ -34,7 +35,10 @@ function smallFiles(count: number): string {
     return {
       path: `/opt/app/d${i % 20}/file-${i}.conf`,
       mode: 0o644,
-      contents: { source: `data:,${encodeURIComponent(data.toString())}`, verification: { hash: `sha512-${createHash("sha512").update(data).digest("hex")}` } },
+      contents: {
+        source: `data:,${encodeURIComponent(data.toString())}`,
+        verification: { hash: `sha512-${createHash("sha512").update(data).digest("hex")}` },
+      },
     };
   });
   return JSON.stringify({ ignition: { version: "3.3.0" }, storage: { files } });
@@ -45,7 +49,10 @@ function bigFiles(totalMb: number, parts: number): string {
     const data = randomBytes((totalMb * 1024 * 1024) / parts);
     return {
       path: `/opt/blob/part-${i}.bin`,
-      contents: { source: `data:;base64,${data.toString("base64")}`, verification: { hash: `sha512-${createHash("sha512").update(data).digest("hex")}` } },
+      contents: {
+        source: `data:;base64,${data.toString("base64")}`,
+        verification: { hash: `sha512-${createHash("sha512").update(data).digest("hex")}` },
+      },
     };
   });
   return JSON.stringify({ ignition: { version: "3.3.0" }, storage: { files } });
@@ -62,7 +69,10 @@ async function compare(label: string, config: string, runs: number): Promise<voi
       if (!r.ok) throw new Error(`Ignition failed: ${r.log.slice(-500)}`);
     },
     () => {
-      const r = spawnSync(process.execPath, [agent, "ignition", "apply", "--root", roots.pop() ?? freshRoot(), file], { encoding: "utf8", env: agentEnv });
+      const r = spawnSync(process.execPath, [agent, "ignition", "apply", "--root", roots.pop() ?? freshRoot(), file], {
+        encoding: "utf8",
+        env: agentEnv,
+      });
       if (r.status !== 0) throw new Error(r.stderr);
     },
     async () => {
@@ -84,7 +94,10 @@ async function main(): Promise<void> {
     // One run to write the code cache, as a node's first start does.
     const empty = join(work, "empty.ign");
     writeFileSync(empty, JSON.stringify({ ignition: { version: "3.3.0" } }));
-    const warm = spawnSync(process.execPath, [agent, "ignition", "apply", "--root", freshRoot(), empty], { encoding: "utf8", env: agentEnv });
+    const warm = spawnSync(process.execPath, [agent, "ignition", "apply", "--root", freshRoot(), empty], {
+      encoding: "utf8",
+      env: agentEnv,
+    });
     if (warm.status !== 0) throw new Error(`the bundle's ignition apply failed: ${warm.stderr}`);
     await compare("1,000 small files", smallFiles(1000), 9);
     await compare("100 MB in 4 files", bigFiles(100, 4), 3);

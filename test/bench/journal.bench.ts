@@ -28,18 +28,31 @@ function content(): string {
   mkdirSync(join(dir, "templates"), { recursive: true });
   mkdirSync(join(dir, "components"), { recursive: true });
   for (const version of ["1", "2"]) {
-    const metadata = { name: "app", version, shell: "sh", install: { commands: ["true"] }, uninstall: { commands: ["true"] } };
+    const metadata = {
+      name: "app",
+      version,
+      shell: "sh",
+      install: { commands: ["true"] },
+      uninstall: { commands: ["true"] },
+    };
     const ign = {
       ignition: { version: "3.3.0" },
       storage: {
         files: [
-          { path: `/bin/metadata/app_${version}.metadata`, mode: 420, contents: { source: `data:,${encodeURIComponent(JSON.stringify(metadata))}` } },
+          {
+            path: `/bin/metadata/app_${version}.metadata`,
+            mode: 420,
+            contents: { source: `data:,${encodeURIComponent(JSON.stringify(metadata))}` },
+          },
           { path: "/opt/app/version", mode: 420, overwrite: true, contents: { source: `data:,${version}` } },
         ],
       },
     };
     writeFileSync(join(dir, "components", `app-${version}.ign`), JSON.stringify(ign));
-    writeFileSync(join(dir, "templates", `t${version}.json`), JSON.stringify({ name: `t${version}`, version: "1", packages: [`app_${version}`] }));
+    writeFileSync(
+      join(dir, "templates", `t${version}.json`),
+      JSON.stringify({ name: `t${version}`, version: "1", packages: [`app_${version}`] }),
+    );
   }
   return dir;
 }
@@ -79,9 +92,19 @@ void (async () => {
     const last = rows.at(-1);
     if (first && last) {
       const growth = last.bytes / first.bytes;
-      goal(`journal after ${last.applies} applies`, `${(last.bytes / 1024).toFixed(1)} KiB, ${growth.toFixed(2)}x its size after ${first.applies}`, "bounded: <= 1.5x", growth <= 1.5);
+      goal(
+        `journal after ${last.applies} applies`,
+        `${(last.bytes / 1024).toFixed(1)} KiB, ${growth.toFixed(2)}x its size after ${first.applies}`,
+        "bounded: <= 1.5x",
+        growth <= 1.5,
+      );
       const slower = last.cliMs / first.cliMs;
-      goal(`status after ${last.applies} applies`, `${last.cliMs.toFixed(1)} ms CLI, ${slower.toFixed(2)}x its time after ${first.applies}`, "bounded: <= 1.5x", slower <= 1.5);
+      goal(
+        `status after ${last.applies} applies`,
+        `${last.cliMs.toFixed(1)} ms CLI, ${slower.toFixed(2)}x its time after ${first.applies}`,
+        "bounded: <= 1.5x",
+        slower <= 1.5,
+      );
     }
   } finally {
     rmSync(work, { recursive: true, force: true });

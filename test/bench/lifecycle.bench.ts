@@ -34,11 +34,23 @@ const env: Record<string, string> = {
   GREETING: "hello from winfleet",
 };
 // Short commands as content writes them: tests, variable use, a file write.
-const commands = Array.from({ length: 30 }, (_, i) => [`test -n "$WINFLEET_ROOT"`, `echo "step ${i}: $GREETING"`, `printf '%s\\n' "$WINFLEET_COMPONENT" > "$WINFLEET_ROOT/out-${i}"`][i % 3] ?? "true");
+const commands = Array.from(
+  { length: 30 },
+  (_, i) =>
+    [
+      `test -n "$WINFLEET_ROOT"`,
+      `echo "step ${i}: $GREETING"`,
+      `printf '%s\\n' "$WINFLEET_COMPONENT" > "$WINFLEET_ROOT/out-${i}"`,
+    ][i % 3] ?? "true",
+);
 
 function perProcess(command: string): Promise<number | null> {
   return new Promise((resolve) => {
-    const c = spawn("/bin/sh", ["-c", command], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const c = spawn("/bin/sh", ["-c", command], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     c.stdout.resume();
     c.stderr.resume();
     c.on("close", resolve);
@@ -63,7 +75,9 @@ async function commandsBench(label: string, set: readonly string[]): Promise<voi
   });
   await session.close();
   report(label, { name: "session", ms: ours }, { name: "sh per command", ms: baseline });
-  console.log(`  ${(baseline / ours).toFixed(1)}x faster than a process per command; ${(ours / set.length).toFixed(3)} ms per command through the session`);
+  console.log(
+    `  ${(baseline / ours).toFixed(1)}x faster than a process per command; ${(ours / set.length).toFixed(3)} ms per command through the session`,
+  );
   goal(label, `${(baseline / ours).toFixed(1)}x faster than one sh per command`, ">= 10x", baseline / ours >= 10);
 }
 
@@ -73,7 +87,10 @@ async function verifyBench(): Promise<void> {
   const content: { path: string; contents: { source: string }; mode: number }[] = [];
   // 200 files, 50 MB: a few large ones and many small, as a node's binaries and configs are.
   for (let i = 0; i < 200; i++) {
-    const size = i < 10 ? 4 * 1024 * 1024 + 512 * 1024 : Math.floor((50 * 1024 * 1024 - 10 * (4 * 1024 * 1024 + 512 * 1024)) / 190);
+    const size =
+      i < 10
+        ? 4 * 1024 * 1024 + 512 * 1024
+        : Math.floor((50 * 1024 * 1024 - 10 * (4 * 1024 * 1024 + 512 * 1024)) / 190);
     const rel = `opt/app/d${i % 10}/f${i}.bin`;
     files.push(join(root, rel));
     content.push({ path: `/${rel}`, contents: { source: `bundle:///files/f${i}.bin` }, mode: 0o644 });
@@ -90,25 +107,49 @@ async function verifyBench(): Promise<void> {
     ignition: { version: "3.3.0" },
     storage: {
       files: [
-        { path: "/bin/metadata/big_1.metadata", mode: 420, contents: { source: `data:,${encodeURIComponent(JSON.stringify({ name: "big", version: "1", shell: "sh", install: { commands: [] } }))}` } },
+        {
+          path: "/bin/metadata/big_1.metadata",
+          mode: 420,
+          contents: {
+            source: `data:,${encodeURIComponent(JSON.stringify({ name: "big", version: "1", shell: "sh", install: { commands: [] } }))}`,
+          },
+        },
         ...content.map((c, i) => {
           const data = readFileSync(join(work, "bundle", "files", `f${i}.bin`));
-          return { ...c, contents: { source: `bundle:///components/files/f${i}.bin`, verification: { hash: `sha512-${createHash("sha512").update(data).digest("hex")}` } } };
+          return {
+            ...c,
+            contents: {
+              source: `bundle:///components/files/f${i}.bin`,
+              verification: { hash: `sha512-${createHash("sha512").update(data).digest("hex")}` },
+            },
+          };
         }),
       ],
     },
   };
   mkdirSync(join(contentDir, "components", "files"), { recursive: true });
-  for (let i = 0; i < 200; i++) writeFileSync(join(contentDir, "components", "files", `f${i}.bin`), readFileSync(join(work, "bundle", "files", `f${i}.bin`)));
+  for (let i = 0; i < 200; i++)
+    writeFileSync(
+      join(contentDir, "components", "files", `f${i}.bin`),
+      readFileSync(join(work, "bundle", "files", `f${i}.bin`)),
+    );
   writeFileSync(join(contentDir, "components", "big.ign"), JSON.stringify(ign));
-  writeFileSync(join(contentDir, "templates", "big.json"), JSON.stringify({ name: "big", version: "1", packages: ["big_1"] }));
+  writeFileSync(
+    join(contentDir, "templates", "big.json"),
+    JSON.stringify({ name: "big", version: "1", packages: ["big_1"] }),
+  );
   mkdirSync(root, { recursive: true });
-  const applied = spawnSync(process.execPath, [AGENT, "apply", "--content", contentDir, "--template", "big", "--root", root], { encoding: "utf8", env: agentEnv });
+  const applied = spawnSync(
+    process.execPath,
+    [AGENT, "apply", "--content", contentDir, "--template", "big", "--root", root],
+    { encoding: "utf8", env: agentEnv },
+  );
   if (applied.status !== 0) throw new Error(`apply failed: ${applied.stderr}`);
 
   const engine = await medianMs(7, async () => {
     const r = await verifyHost(root, rootedMapper(root));
-    if (r.items.length !== 0 || r.checked !== 201) throw new Error(`verify saw drift: ${JSON.stringify(r.items.slice(0, 3))}`);
+    if (r.items.length !== 0 || r.checked !== 201)
+      throw new Error(`verify saw drift: ${JSON.stringify(r.items.slice(0, 3))}`);
   });
   const cli = await medianMs(5, () => {
     const r = spawnSync(process.execPath, [AGENT, "verify", "--root", root], { encoding: "utf8", env: agentEnv });

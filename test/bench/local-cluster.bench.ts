@@ -29,17 +29,37 @@ interface Marks {
 }
 
 function writeFleet(stack: string, hosts: number, version: string): void {
-  writeFileSync(stack, `config:\n  winfleet:fleet:\n    content: { dir: ${join(REPO, "content")}, template: sandbox, templateVersion: ${version} }\n    pools:\n      - { name: local, kind: local, hosts: ${hosts}, maxUnavailable: 1 }\n`);
+  writeFileSync(
+    stack,
+    `config:\n  winfleet:fleet:\n    content: { dir: ${join(REPO, "content")}, template: sandbox, templateVersion: ${version} }\n    pools:\n      - { name: local, kind: local, hosts: ${hosts}, maxUnavailable: 1 }\n`,
+  );
 }
 
-/** Up to convergence, then (in cluster mode, when `bump`) a version bump through the DaemonSet controller, then down. */
+/**
+ * Up to convergence, then (in cluster mode, when `bump`) a version bump through the DaemonSet controller, then down.
+ */
 async function upAndDown(hosts: number, cluster: boolean, bump = false): Promise<Marks & { rollout?: number }> {
   const stack = join(work, `Pulumi.b${hosts}.yaml`);
   writeFleet(stack, hosts, "1.0.0");
   const state = join(work, `state-${hosts}-${cluster}`);
   const t0 = performance.now();
   const marks: Record<string, number> = {};
-  const child = spawn(process.execPath, [join(REPO, "bin", "winfleet.js"), "local", "up", "--stack", stack, "--state-dir", state, "--port", "0", ...(cluster ? ["--cluster"] : [])], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [
+      join(REPO, "bin", "winfleet.js"),
+      "local",
+      "up",
+      "--stack",
+      stack,
+      "--state-dir",
+      state,
+      "--port",
+      "0",
+      ...(cluster ? ["--cluster"] : []),
+    ],
+    { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] },
+  );
   let out = "";
   await new Promise<void>((resolve, reject) => {
     const onData = (c: Buffer) => {
@@ -62,12 +82,21 @@ async function upAndDown(hosts: number, cluster: boolean, bump = false): Promise
     writeFleet(stack, hosts, "1.1.0");
     const t = performance.now();
     // Asynchronously: the running fleet keeps writing to the pipe this process reads.
-    const r = await runCommand(process.execPath, [join(REPO, "bin", "winfleet.js"), "local", "up", "--cluster", "--stack", stack, "--state-dir", state], { cwd: REPO, timeoutMs: 600_000 });
+    const r = await runCommand(
+      process.execPath,
+      [join(REPO, "bin", "winfleet.js"), "local", "up", "--cluster", "--stack", stack, "--state-dir", state],
+      { cwd: REPO, timeoutMs: 600_000 },
+    );
     if (r.code !== 0) throw new Error(`the bump failed:\n${r.stdout}${r.stderr}`);
     rollout = performance.now() - t;
   }
   spawnSync(process.execPath, [join(REPO, "bin", "winfleet.js"), "local", "down", "--state-dir", state], { cwd: REPO });
-  return { controlPlane: marks.controlPlane ?? NaN, joined: marks.joined ?? NaN, converged: marks.converged ?? NaN, ...(rollout !== undefined ? { rollout } : {}) };
+  return {
+    controlPlane: marks.controlPlane ?? NaN,
+    joined: marks.joined ?? NaN,
+    converged: marks.converged ?? NaN,
+    ...(rollout !== undefined ? { rollout } : {}),
+  };
 }
 
 void (async () => {
@@ -78,7 +107,10 @@ void (async () => {
       const plain = await upAndDown(hosts, false);
       const cluster = await upAndDown(hosts, true, hosts === 3);
       const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-      const roll = cluster.rollout !== undefined ? ` | a version bump through the DaemonSet controller ${s(cluster.rollout)}, ${s(cluster.rollout / hosts)} per host (minReadySeconds 10 s each)` : "";
+      const roll =
+        cluster.rollout !== undefined
+          ? ` | a version bump through the DaemonSet controller ${s(cluster.rollout)}, ${s(cluster.rollout / hosts)} per host (minReadySeconds 10 s each)`
+          : "";
       console.log(
         `${String(hosts).padStart(2)} hosts | --cluster: control plane ${s(cluster.controlPlane)}, joined ${s(cluster.joined)}, converged ${s(cluster.converged)} | without: converged ${s(plain.converged)} | the cluster adds ${s(cluster.converged - plain.converged)} (goal: 3 hosts Ready within 90 s)${roll}`,
       );

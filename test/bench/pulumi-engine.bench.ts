@@ -25,13 +25,18 @@ function fleetYaml(server: string, caCertHash: string, pools: number, contentDir
     "  winfleet:fleet:",
     "    cluster:",
     "      name: bench",
-    "      join: { method: kubeadm, apiServer: " + server + ", caCertHash: " + caCertHash + ", tokenId: bench1, tokenSecret: bootstrapTokenSecret }",
+    "      join: { method: kubeadm, apiServer: " +
+      server +
+      ", caCertHash: " +
+      caCertHash +
+      ", tokenId: bench1, tokenSecret: bootstrapTokenSecret }",
     `    content: { dir: ${contentDir}, template: sandbox, templateVersion: 1.0.0 }`,
     `    agent: { version: 0.1.0, bundle: { url: "https://artifacts.example.test/agent.tgz", sha256: "${"0".repeat(64)}" } }`,
     "    upgrader: { mode: hostProcess, maxUnavailable: 1, image: winfleet-agent:bench }",
     "    pools:",
   ];
-  for (let i = 1; i <= pools; i++) lines.push(`      - { name: p${String(i).padStart(4, "0")}, kind: local, hosts: 1 }`);
+  for (let i = 1; i <= pools; i++)
+    lines.push(`      - { name: p${String(i).padStart(4, "0")}, kind: local, hosts: 1 }`);
   lines.push("  winfleet:bootstrapTokenSecret: q2w3e4r5t6y7u8i9", "");
   return lines.join("\n");
 }

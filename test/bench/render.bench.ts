@@ -19,11 +19,18 @@ const work = mkdtempSync(join(tmpdir(), "bench-render-"));
 const WINFLEET = join(work, "dist", "winfleet", "bin", "winfleet.js");
 
 function stackWith(hosts: number): string {
-  const doc = parseYaml(readFileSync(join(STACKS_DIR, "Pulumi.byoh.yaml"), "utf8")) as { config: Record<string, { content: Record<string, unknown>; pools: { hosts: unknown[] }[] }> };
+  const doc = parseYaml(readFileSync(join(STACKS_DIR, "Pulumi.byoh.yaml"), "utf8")) as {
+    config: Record<string, { content: Record<string, unknown>; pools: { hosts: unknown[] }[] }>;
+  };
   const fleet = doc.config["winfleet:fleet"];
   if (!fleet) throw new Error("Pulumi.byoh.yaml has no winfleet:fleet");
   fleet.content.dir = join(REPO, "content");
-  fleet.pools[0]!.hosts = Array.from({ length: hosts }, (_, i) => ({ name: `win-${String(i + 1).padStart(4, "0")}`, address: `10.${Math.floor(i / 250)}.${i % 250}.10`, user: "Administrator", privateKeySecret: "sshKeyOps" }));
+  fleet.pools[0]!.hosts = Array.from({ length: hosts }, (_, i) => ({
+    name: `win-${String(i + 1).padStart(4, "0")}`,
+    address: `10.${Math.floor(i / 250)}.${i % 250}.10`,
+    user: "Administrator",
+    privateKeySecret: "sshKeyOps",
+  }));
   const file = join(work, `Pulumi.byo${hosts}.yaml`);
   writeFileSync(file, toYaml(doc));
   return file;
@@ -33,7 +40,10 @@ function stackWith(hosts: number): string {
 function render(file: string): number {
   const out = mkdtempSync(join(work, "out-"));
   rmSync(out, { recursive: true });
-  const r = spawnSync(process.execPath, [WINFLEET, "render", "--stack", file, "--out", out], { encoding: "utf8", env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "code-cache") } });
+  const r = spawnSync(process.execPath, [WINFLEET, "render", "--stack", file, "--out", out], {
+    encoding: "utf8",
+    env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "code-cache") },
+  });
   if (r.status !== 0) throw new Error(`winfleet render ${file}: ${r.stderr}`);
   rmSync(out, { recursive: true, force: true });
   return Number(/: (\d+) resources/.exec(r.stdout)?.[1] ?? NaN);
@@ -58,12 +68,21 @@ void (async () => {
     const at = (hosts: number): number => results.find((r) => r.hosts === hosts)?.ms ?? NaN;
     const marginal = (from: number, to: number): number => (at(to) - at(from)) / (to - from);
     for (const r of results) {
-      console.log(`render ${String(r.hosts).padStart(4)} BYO hosts      ${(r.ms / 1000).toFixed(2).padStart(7)} s | ${(r.ms / r.hosts).toFixed(2).padStart(7)} ms per host | ${r.resources} resources`);
+      console.log(
+        `render ${String(r.hosts).padStart(4)} BYO hosts      ${(r.ms / 1000).toFixed(2).padStart(7)} s | ${(r.ms / r.hosts).toFixed(2).padStart(7)} ms per host | ${r.resources} resources`,
+      );
     }
     const early = marginal(10, 100);
     const late = marginal(100, 1000);
-    console.log(`  each added host: ${early.toFixed(2)} ms from 10 to 100 hosts, ${marginal(100, 500).toFixed(2)} ms from 100 to 500, ${marginal(500, 1000).toFixed(2)} ms from 500 to 1,000`);
-    goal("render 1,000 BYO hosts", `${(at(1000) / 1000).toFixed(2)} s; each host from 100 to 1,000 costs ${(late / early).toFixed(2)}x one from 10 to 100`, "< 5 s, <= 1.2x", at(1000) < 5000 && late <= 1.2 * early);
+    console.log(
+      `  each added host: ${early.toFixed(2)} ms from 10 to 100 hosts, ${marginal(100, 500).toFixed(2)} ms from 100 to 500, ${marginal(500, 1000).toFixed(2)} ms from 500 to 1,000`,
+    );
+    goal(
+      "render 1,000 BYO hosts",
+      `${(at(1000) / 1000).toFixed(2)} s; each host from 100 to 1,000 costs ${(late / early).toFixed(2)}x one from 10 to 100`,
+      "< 5 s, <= 1.2x",
+      at(1000) < 5000 && late <= 1.2 * early,
+    );
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

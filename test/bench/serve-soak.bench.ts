@@ -24,10 +24,30 @@ function content(): string {
   mkdirSync(join(dir, "templates"), { recursive: true });
   mkdirSync(join(dir, "components"), { recursive: true });
   const metadata = { name: "app", version: "1", shell: "sh", install: { commands: ["true"] } };
-  const files = Array.from({ length: 50 }, (_, i) => ({ path: `/opt/app/f${i}`, mode: 420, overwrite: true, contents: { source: `data:,${"x".repeat(4096)}${i}` } }));
-  const ign = { ignition: { version: "3.3.0" }, storage: { files: [{ path: "/bin/metadata/app_1.metadata", mode: 420, contents: { source: `data:,${encodeURIComponent(JSON.stringify(metadata))}` } }, ...files] } };
+  const files = Array.from({ length: 50 }, (_, i) => ({
+    path: `/opt/app/f${i}`,
+    mode: 420,
+    overwrite: true,
+    contents: { source: `data:,${"x".repeat(4096)}${i}` },
+  }));
+  const ign = {
+    ignition: { version: "3.3.0" },
+    storage: {
+      files: [
+        {
+          path: "/bin/metadata/app_1.metadata",
+          mode: 420,
+          contents: { source: `data:,${encodeURIComponent(JSON.stringify(metadata))}` },
+        },
+        ...files,
+      ],
+    },
+  };
   writeFileSync(join(dir, "components", "app.ign"), JSON.stringify(ign));
-  writeFileSync(join(dir, "templates", "soak.json"), JSON.stringify({ name: "soak", version: "1.0.0", packages: ["app_1"] }));
+  writeFileSync(
+    join(dir, "templates", "soak.json"),
+    JSON.stringify({ name: "soak", version: "1.0.0", packages: ["app_1"] }),
+  );
   return dir;
 }
 
@@ -51,7 +71,11 @@ async function sample(child: ChildProcess, reports: string): Promise<Sample> {
   await new Promise((r) => setTimeout(r, 200)); // the report is written in one go; let it finish
   const report = JSON.parse(readFileSync(join(reports, file), "utf8")) as { javascriptHeap: { usedMemory: number } };
   const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
-  return { rssMb: rssKb / 1024, heapMb: report.javascriptHeap.usedMemory / 1024 / 1024, fds: readdirSync(`/proc/${pid}/fd`).length };
+  return {
+    rssMb: rssKb / 1024,
+    heapMb: report.javascriptHeap.usedMemory / 1024 / 1024,
+    fds: readdirSync(`/proc/${pid}/fd`).length,
+  };
 }
 
 void (async () => {
@@ -65,9 +89,34 @@ void (async () => {
     const config = join(work, "agent.json");
     writeFileSync(
       config,
-      JSON.stringify({ content: content(), template: "soak", templateVersion: "1.0.0", root, nodeName: "soak", verifyIntervalSeconds: 1, autoCorrect: true, broker: { listen: join(work, "broker.sock"), proxy: join(work, "proxy.sock"), white_list: { processPaths: [] } } }),
+      JSON.stringify({
+        content: content(),
+        template: "soak",
+        templateVersion: "1.0.0",
+        root,
+        nodeName: "soak",
+        verifyIntervalSeconds: 1,
+        autoCorrect: true,
+        broker: {
+          listen: join(work, "broker.sock"),
+          proxy: join(work, "proxy.sock"),
+          white_list: { processPaths: [] },
+        },
+      }),
     );
-    const spawned = spawn(process.execPath, ["--report-on-signal", "--report-signal=SIGUSR2", `--report-directory=${reports}`, AGENT, "serve", "--config", config], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "code-cache") } });
+    const spawned = spawn(
+      process.execPath,
+      [
+        "--report-on-signal",
+        "--report-signal=SIGUSR2",
+        `--report-directory=${reports}`,
+        AGENT,
+        "serve",
+        "--config",
+        config,
+      ],
+      { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "code-cache") } },
+    );
     child = spawned;
     let log = "";
     const take = (d: Buffer): void => {
@@ -88,16 +137,33 @@ void (async () => {
     const corrected = readFileSync(drifted, "utf8") !== "drift";
     await new Promise((r) => setTimeout(r, (SECONDS * 1000) / 2));
     marks.push({ at: "end", s: await sample(spawned, reports) });
-    for (const { at, s } of marks) console.log(`serve soak, ${at.padEnd(6)}  RSS ${s.rssMb.toFixed(1).padStart(6)} MB | heap in use ${s.heapMb.toFixed(1).padStart(5)} MB | open fds ${s.fds}`);
-    if (!corrected) console.log(log.split("\n").filter((l) => /drift|verif|error|repair|step|apply/.test(l)).slice(-12).join("\n"));
-    console.log(`  ${SECONDS} s, verify every 1 s (the shortest verifyIntervalSeconds accepts); drift made at the start ${corrected ? "was corrected by the middle" : "was NOT corrected by the middle"}`);
+    for (const { at, s } of marks)
+      console.log(
+        `serve soak, ${at.padEnd(6)}  RSS ${s.rssMb.toFixed(1).padStart(6)} MB | heap in use ${s.heapMb.toFixed(1).padStart(5)} MB | open fds ${s.fds}`,
+      );
+    if (!corrected)
+      console.log(
+        log
+          .split("\n")
+          .filter((l) => /drift|verif|error|repair|step|apply/.test(l))
+          .slice(-12)
+          .join("\n"),
+      );
+    console.log(
+      `  ${SECONDS} s, verify every 1 s (the shortest verifyIntervalSeconds accepts); drift made at the start ${corrected ? "was corrected by the middle" : "was NOT corrected by the middle"}`,
+    );
     // The first half includes warming up (compiled code, the allocator's arenas for the thread
     // pool's hashing): a leak shows as growth in the second half as well.
     const [start, middle, end] = [marks[0]?.s, marks[1]?.s, marks[2]?.s];
     if (start && middle && end) {
       const pct = (to: number, from: number): string => `${((to / from - 1) * 100).toFixed(1)}%`;
       console.log(`  start to end: RSS ${pct(end.rssMb, start.rssMb)}, heap ${pct(end.heapMb, start.heapMb)}`);
-      goal("serve soak, second half", `RSS ${pct(end.rssMb, middle.rssMb)}, heap ${pct(end.heapMb, middle.heapMb)}, fds ${start.fds} / ${middle.fds} / ${end.fds}`, "flat: RSS and heap within 5%, fds back to the start's", end.rssMb <= middle.rssMb * 1.05 && end.heapMb <= middle.heapMb * 1.05 && end.fds === start.fds && corrected);
+      goal(
+        "serve soak, second half",
+        `RSS ${pct(end.rssMb, middle.rssMb)}, heap ${pct(end.heapMb, middle.heapMb)}, fds ${start.fds} / ${middle.fds} / ${end.fds}`,
+        "flat: RSS and heap within 5%, fds back to the start's",
+        end.rssMb <= middle.rssMb * 1.05 && end.heapMb <= middle.heapMb * 1.05 && end.fds === start.fds && corrected,
+      );
     }
   } finally {
     child?.kill("SIGTERM");

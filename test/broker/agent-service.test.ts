@@ -35,13 +35,27 @@ describe("AgentService", () => {
   const configFile = join(dir, "broker.yaml");
   const socket = join(dir, "run", "wins.sock");
   const write = (paths: string[], ports: number[], extra = ""): void =>
-    writeFileSync(configFile, `listen: ${socket}\nproxy: ${join(dir, "run", "proxy.sock")}\nwhite_list:\n  processPaths: [${paths.join(", ")}]\n  proxyPorts: [${ports.join(", ")}]\n${extra}`);
+    writeFileSync(
+      configFile,
+      `listen: ${socket}\nproxy: ${join(dir, "run", "proxy.sock")}\nwhite_list:\n  processPaths: [${paths.join(", ")}]\n  proxyPorts: [${ports.join(", ")}]\n${extra}`,
+    );
 
   it("reloads the whitelist and proxy ports without a restart, and keeps them when the new config is bad", async () => {
     write([allowed], [9796]);
-    const broker = await Broker.start({ config: await loadBrokerConfig(configFile), runDir: join(dir, "run"), stateDir: join(dir, "state"), entryFile: AGENT, log: silentLogger, configFile });
+    const broker = await Broker.start({
+      config: await loadBrokerConfig(configFile),
+      runDir: join(dir, "run"),
+      stateDir: join(dir, "state"),
+      entryFile: AGENT,
+      log: silentLogger,
+      configFile,
+    });
     try {
-      assert.equal((await run(["cli", "prc", "run", "--server", socket, "--path", later])).code, 1, "a path not yet whitelisted ran");
+      assert.equal(
+        (await run(["cli", "prc", "run", "--server", socket, "--path", later])).code,
+        1,
+        "a path not yet whitelisted ran",
+      );
       write([allowed, later], [9796, 9182]);
       const reloaded = await run(["service", "reload-config", "--server", socket]);
       assert.equal(reloaded.code, 0, reloaded.out);
@@ -56,7 +70,11 @@ describe("AgentService", () => {
       const bad = await run(["service", "reload-config", "--server", socket]);
       assert.equal(bad.code, 1);
       assert.match(bad.out, /INVALID_ARGUMENT/);
-      assert.equal((await run(["cli", "prc", "run", "--server", socket, "--path", later])).code, 0, "a bad reload dropped the old whitelist");
+      assert.equal(
+        (await run(["cli", "prc", "run", "--server", socket, "--path", later])).code,
+        0,
+        "a bad reload dropped the old whitelist",
+      );
 
       writeFileSync(configFile, `listen: ${join(dir, "other.sock")}\nwhite_list: { processPaths: [${allowed}] }\n`);
       const moved = await run(["service", "reload-config", "--server", socket]);
@@ -69,7 +87,14 @@ describe("AgentService", () => {
 
   it("says a broker without the lifecycle engine is not ready", async () => {
     write([allowed], []);
-    const broker = await Broker.start({ config: await loadBrokerConfig(configFile), runDir: join(dir, "run"), stateDir: join(dir, "state"), entryFile: AGENT, log: silentLogger, configFile });
+    const broker = await Broker.start({
+      config: await loadBrokerConfig(configFile),
+      runDir: join(dir, "run"),
+      stateDir: join(dir, "state"),
+      entryFile: AGENT,
+      log: silentLogger,
+      configFile,
+    });
     try {
       const r = await run(["ready", "--server", socket]);
       assert.equal(r.code, 1);

@@ -21,7 +21,10 @@ import { sleep, tempDir } from "../support";
 const sha1 = (f: string): string => createHash("sha1").update(readFileSync(f)).digest("hex");
 
 async function refusal(p: Promise<unknown>): Promise<AgentError> {
-  const r = await p.then(() => undefined, (e: unknown) => e);
+  const r = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.ok(r instanceof AgentError, `not refused: ${String(r)}`);
   return r;
 }
@@ -61,21 +64,33 @@ describe("the file that runs is the file that was checked", () => {
     script(join(dir, "good.sh"), "echo good");
     symlinkSync(evil, join(dir, "link"));
     // Swaps tool.sh between the good file and the link, atomically and as fast as it can, for at most 30 s.
-    const swapper = spawn(process.execPath, ["-e", `
+    const swapper = spawn(
+      process.execPath,
+      [
+        "-e",
+        `
       const fs = require("fs"); const d = ${JSON.stringify(dir)}; const end = Date.now() + 30000;
       while (Date.now() < end) {
         fs.symlinkSync(${JSON.stringify(evil)}, d + "/l2"); fs.renameSync(d + "/l2", d + "/tool.sh");
         fs.copyFileSync(d + "/good.sh", d + "/g2"); fs.chmodSync(d + "/g2", 0o755); fs.renameSync(d + "/g2", d + "/tool.sh");
-      }`], { stdio: "ignore" });
+      }`,
+      ],
+      { stdio: "ignore" },
+    );
     const { broker, socket } = await startBroker({ processPaths: [tool] });
     const client = winsClient("ProcessService", socket);
     let started = 0;
     try {
       for (let i = 0; i < 40; i++) {
-        const r = await call<{ Data: { Value: string } }>(client, "Start", { Path: tool, Checksum: sha1(evil) }).catch(() => undefined);
+        const r = await call<{ Data: { Value: string } }>(client, "Start", { Path: tool, Checksum: sha1(evil) }).catch(
+          () => undefined,
+        );
         if (!r) continue;
         started++;
-        const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
+        const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(
+          client,
+          () => undefined,
+        );
         ka.write({ Data: r.Data });
         await sleep(50);
         ka.end();

@@ -34,7 +34,10 @@ before(async () => {
   process.env[SECRET] = "broker-secret";
   plain = await startBroker({ processPaths: [tool] });
   custom = await startBroker({ processPaths: [tool], envs: ["APP_MODE", "FEATURE_*"] });
-  perBinary = await startBroker({ processPaths: [tool], processEnvs: { [tool]: ["ONLY_FOR_TOOL"], "/usr/bin/other": ["FOR_OTHER"] } });
+  perBinary = await startBroker({
+    processPaths: [tool],
+    processEnvs: { [tool]: ["ONLY_FOR_TOOL"], "/usr/bin/other": ["FOR_OTHER"] },
+  });
 });
 after(async () => {
   delete process.env[SECRET];
@@ -45,10 +48,19 @@ after(async () => {
 async function run(socket: string, envs: string[]): Promise<Map<string, string> | grpc.ServiceError> {
   const client = winsClient("ProcessService", socket);
   try {
-    const started = await call<{ Data: { Value: string } }>(client, "Start", { Path: tool, Checksum: sha1(tool), Envs: envs });
-    const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
+    const started = await call<{ Data: { Value: string } }>(client, "Start", {
+      Path: tool,
+      Checksum: sha1(tool),
+      Envs: envs,
+    });
+    const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(
+      client,
+      () => undefined,
+    );
     ka.write({ Data: started.Data });
-    const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<WaitMessage>).call(client, { Data: started.Data });
+    const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<WaitMessage>).call(client, {
+      Data: started.Data,
+    });
     const out: Buffer[] = [];
     wait.on("data", (m: WaitMessage) => {
       if (m.Options === "StdOut" && m.StdOut) out.push(m.StdOut);
@@ -58,7 +70,10 @@ async function run(socket: string, envs: string[]): Promise<Map<string, string> 
       wait.on("error", reject);
     });
     ka.end();
-    const lines = Buffer.concat(out).toString().split("\n").filter((l) => l.includes("="));
+    const lines = Buffer.concat(out)
+      .toString()
+      .split("\n")
+      .filter((l) => l.includes("="));
     return new Map(lines.map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
   } catch (e) {
     return e as grpc.ServiceError;
@@ -86,8 +101,18 @@ describe("prc run's environment", () => {
     assert.equal(env.get("HTTPS_PROXY"), "http://proxy.example:3128");
   });
 
-  for (const item of ["LD_PRELOAD=/tmp/evil.so", "ld_preload=/tmp/evil.so", "LD_LIBRARY_PATH=/tmp", "DYLD_INSERT_LIBRARIES=/tmp/x.dylib", "NODE_OPTIONS=--require /tmp/x.js",
-    "PYTHONSTARTUP=/tmp/x.py", "PERL5OPT=-Mx", "BASH_ENV=/tmp/x.sh", "PATH=/tmp", "GCONV_PATH=/tmp"]) {
+  for (const item of [
+    "LD_PRELOAD=/tmp/evil.so",
+    "ld_preload=/tmp/evil.so",
+    "LD_LIBRARY_PATH=/tmp",
+    "DYLD_INSERT_LIBRARIES=/tmp/x.dylib",
+    "NODE_OPTIONS=--require /tmp/x.js",
+    "PYTHONSTARTUP=/tmp/x.py",
+    "PERL5OPT=-Mx",
+    "BASH_ENV=/tmp/x.sh",
+    "PATH=/tmp",
+    "GCONV_PATH=/tmp",
+  ]) {
     it(`refuses ${item} with PERMISSION_DENIED before anything runs`, async () => {
       rmSync(marker, { force: true });
       const e = refused(await run(plain.socket, [item]));
@@ -135,35 +160,67 @@ describe("prc run's environment", () => {
 describe("the config's environment allow-list", () => {
   for (const entry of ["LD_PRELOAD", "LD_*", "L*", "node_options", "PYTHON*", "PATH", "A=B"]) {
     it(`refuses ${entry}, naming its path`, () => {
-      assert.throws(() => parseBrokerConfig(JSON.stringify({ whiteList: { envs: ["OK", entry] } })), (e: unknown) => {
-        assert.ok(e instanceof ValidationError);
-        assert.match(e.message, /whiteList\.envs\[1\]/);
-        return true;
-      });
+      assert.throws(
+        () => parseBrokerConfig(JSON.stringify({ whiteList: { envs: ["OK", entry] } })),
+        (e: unknown) => {
+          assert.ok(e instanceof ValidationError);
+          assert.match(e.message, /whiteList\.envs\[1\]/);
+          return true;
+        },
+      );
     });
   }
 
   it("refuses a loader variable allowed for one binary, naming its path", () => {
-    assert.throws(() => parseBrokerConfig(JSON.stringify({ whiteList: { processEnvs: { "/opt/x": ["OK", "LD_PRELOAD"] } } })), /whiteList\.processEnvs\.\/opt\/x\[1\]|whiteList\.processEnvs\["\/opt\/x"\]\[1\]/);
+    assert.throws(
+      () => parseBrokerConfig(JSON.stringify({ whiteList: { processEnvs: { "/opt/x": ["OK", "LD_PRELOAD"] } } })),
+      /whiteList\.processEnvs\.\/opt\/x\[1\]|whiteList\.processEnvs\["\/opt\/x"\]\[1\]/,
+    );
   });
 
   it("reads a config without envs as before they existed", () => {
-    assert.deepEqual(parseBrokerConfig("white_list:\n  processPaths: [C:/a.exe]\n").whiteList, { processPaths: ["C:/a.exe"], proxyPorts: [], allowAll: false });
+    assert.deepEqual(parseBrokerConfig("white_list:\n  processPaths: [C:/a.exe]\n").whiteList, {
+      processPaths: ["C:/a.exe"],
+      proxyPorts: [],
+      allowAll: false,
+    });
   });
 
   it("accepts names and prefixes", () => {
-    assert.deepEqual(parseBrokerConfig(JSON.stringify({ white_list: { envs: ["APP_MODE", "FEATURE_*"] } })).whiteList.envs, ["APP_MODE", "FEATURE_*"]);
+    assert.deepEqual(
+      parseBrokerConfig(JSON.stringify({ white_list: { envs: ["APP_MODE", "FEATURE_*"] } })).whiteList.envs,
+      ["APP_MODE", "FEATURE_*"],
+    );
   });
 });
 
 describe("the base environment", () => {
   it("takes Windows' system variables whatever their case, and nothing else", () => {
-    const env = baseEnvironment({ Path: "C:\\Windows\\system32", SYSTEMROOT: "C:\\Windows", ComSpec: "C:\\Windows\\system32\\cmd.exe", TEMP: "C:\\Temp", WINFLEET_CONTENT_SAS: "sv=secret", NODE_OPTIONS: "--require x" }, "win32");
-    assert.deepEqual(env, { SystemRoot: "C:\\Windows", ComSpec: "C:\\Windows\\system32\\cmd.exe", PATH: "C:\\Windows\\system32", TEMP: "C:\\Temp" });
+    const env = baseEnvironment(
+      {
+        Path: "C:\\Windows\\system32",
+        SYSTEMROOT: "C:\\Windows",
+        ComSpec: "C:\\Windows\\system32\\cmd.exe",
+        TEMP: "C:\\Temp",
+        WINFLEET_CONTENT_SAS: "sv=secret",
+        NODE_OPTIONS: "--require x",
+      },
+      "win32",
+    );
+    assert.deepEqual(env, {
+      SystemRoot: "C:\\Windows",
+      ComSpec: "C:\\Windows\\system32\\cmd.exe",
+      PATH: "C:\\Windows\\system32",
+      TEMP: "C:\\Temp",
+    });
   });
 
   it("gives a POSIX child a PATH even when the broker has none", () => {
     assert.match(baseEnvironment({ SECRET: "x" }, "linux").PATH ?? "", /\/usr\/bin/);
-    assert.deepEqual(Object.keys(baseEnvironment({ SECRET: "x", HOME: "/root", LANG: "C.UTF-8" }, "linux")).sort(), ["HOME", "LANG", "PATH"]);
+    assert.deepEqual(Object.keys(baseEnvironment({ SECRET: "x", HOME: "/root", LANG: "C.UTF-8" }, "linux")).sort(), [
+      "HOME",
+      "LANG",
+      "PATH",
+    ]);
   });
 });

@@ -19,7 +19,15 @@ export const AGENT = join(__dirname, "..", "..", "bin", "winfleet-agent.js");
 
 /** The proto-loader view of every broker proto. */
 export const packageDefinition = protoLoader.loadSync(
-  ["wins/application.proto", "wins/host.proto", "wins/network.proto", "wins/hns.proto", "wins/route.proto", "wins/process.proto", "winfleet/proxy.proto"],
+  [
+    "wins/application.proto",
+    "wins/host.proto",
+    "wins/network.proto",
+    "wins/hns.proto",
+    "wins/route.proto",
+    "wins/process.proto",
+    "winfleet/proxy.proto",
+  ],
   { includeDirs: [PROTO_DIR], keepCase: true, longs: String, enums: String, defaults: true, oneofs: true },
 );
 const loaded = grpc.loadPackageDefinition(packageDefinition) as unknown as {
@@ -28,23 +36,36 @@ const loaded = grpc.loadPackageDefinition(packageDefinition) as unknown as {
 };
 
 /** A raw client for a wins service on `socket`. */
-export function winsClient(service: string, socket: string): grpc.Client & Record<string, (...a: unknown[]) => unknown> {
+export function winsClient(
+  service: string,
+  socket: string,
+): grpc.Client & Record<string, (...a: unknown[]) => unknown> {
   const Ctor = loaded.wins[service];
   if (!Ctor) throw new Error(`no service wins.${service}`);
-  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, (...a: unknown[]) => unknown>;
+  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as grpc.Client &
+    Record<string, (...a: unknown[]) => unknown>;
 }
 
 /** A raw client for the tunnel service. */
 export function tunnelRawClient(socket: string): grpc.Client & Record<string, (...a: unknown[]) => unknown> {
   const Ctor = loaded.winfleet.proxy.v1.TunnelService;
   if (!Ctor) throw new Error("no TunnelService");
-  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, (...a: unknown[]) => unknown>;
+  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as grpc.Client &
+    Record<string, (...a: unknown[]) => unknown>;
 }
 
 /** Calls a unary method, resolving with the response or rejecting with the ServiceError. */
-export function call<T>(client: grpc.Client & Record<string, (...a: unknown[]) => unknown>, method: string, req: unknown): Promise<T> {
+export function call<T>(
+  client: grpc.Client & Record<string, (...a: unknown[]) => unknown>,
+  method: string,
+  req: unknown,
+): Promise<T> {
   return new Promise((resolve, reject) => {
-    (client[method] as (r: unknown, cb: (e: grpc.ServiceError | null, r: T) => void) => void).call(client, req, (e, r) => (e ? reject(e) : resolve(r)));
+    (client[method] as (r: unknown, cb: (e: grpc.ServiceError | null, r: T) => void) => void).call(
+      client,
+      req,
+      (e, r) => (e ? reject(e) : resolve(r)),
+    );
   });
 }
 
@@ -70,7 +91,9 @@ export async function runThroughWins(
   const started = await call<{ Data: { Value: string } }>(client, "Start", { Path: tool, Checksum: checksum });
   const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
   ka.write({ Data: started.Data });
-  const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<WaitMessage>).call(client, { Data: started.Data });
+  const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<WaitMessage>).call(client, {
+    Data: started.Data,
+  });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   let code = -1;
@@ -101,7 +124,10 @@ export function script(path: string, body: string): string {
 }
 
 /** A broker in this process on fresh sockets. */
-export async function startBroker(whiteList: Partial<BrokerConfig["whiteList"]>, dir = tempDir("broker-")): Promise<{ broker: Broker; dir: string; socket: string; proxy: string }> {
+export async function startBroker(
+  whiteList: Partial<BrokerConfig["whiteList"]>,
+  dir = tempDir("broker-"),
+): Promise<{ broker: Broker; dir: string; socket: string; proxy: string }> {
   mkdirSync(join(dir, "run"), { recursive: true, mode: 0o700 });
   const config: BrokerConfig = {
     debug: false,
@@ -110,13 +136,21 @@ export async function startBroker(whiteList: Partial<BrokerConfig["whiteList"]>,
     whiteList: { processPaths: [], proxyPorts: [], allowAll: false, ...whiteList },
     stateDir: join(dir, "state"),
   };
-  const broker = await Broker.start({ config, runDir: join(dir, "run"), stateDir: join(dir, "state"), entryFile: AGENT, log: silentLogger });
+  const broker = await Broker.start({
+    config,
+    runDir: join(dir, "run"),
+    stateDir: join(dir, "state"),
+    entryFile: AGENT,
+    log: silentLogger,
+  });
   return { broker, dir, socket: broker.listenPath, proxy: broker.proxyPath };
 }
 
 /** Starts `winfleet-agent broker --config FILE` as a process (added to `children`) and waits until it listens. */
 export async function startBrokerProcess(config: string, children: ChildProcess[]): Promise<ChildProcess> {
-  const server = spawn(process.execPath, [AGENT, "broker", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
+  const server = spawn(process.execPath, [AGENT, "broker", "--config", config], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   children.push(server);
   let log = "";
   server.stderr?.on("data", (d: Buffer) => (log += d.toString()));
@@ -128,8 +162,14 @@ export async function startBrokerProcess(config: string, children: ChildProcess[
  * Runs `cli prc run --path TOOL` through the broker at `socket` (added to `children`); resolves
  * with the pids the tool prints on its first line (`pid`, the first of them).
  */
-export function runClientProcess(socket: string, tool: string, children: ChildProcess[]): Promise<{ child: ChildProcess; pid: number; pids: number[] }> {
-  const child = spawn(process.execPath, [AGENT, "cli", "prc", "run", "--server", socket, "--path", tool], { stdio: ["ignore", "pipe", "inherit"] });
+export function runClientProcess(
+  socket: string,
+  tool: string,
+  children: ChildProcess[],
+): Promise<{ child: ChildProcess; pid: number; pids: number[] }> {
+  const child = spawn(process.execPath, [AGENT, "cli", "prc", "run", "--server", socket, "--path", tool], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = "";

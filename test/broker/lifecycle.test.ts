@@ -20,7 +20,8 @@ const children = killedAfterTests();
 const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
 
 // A process with a child and a grandchild, printing all three pids.
-const TREE = 'sleep 300 & a=$!; sh -c "sleep 300 & echo \\$! > $0.grand; wait" "$0" & b=$!; sleep 0.3; echo "$$ $a $b $(cat "$0.grand")"; wait';
+const TREE =
+  'sleep 300 & a=$!; sh -c "sleep 300 & echo \\$! > $0.grand; wait" "$0" & b=$!; sleep 0.3; echo "$$ $a $b $(cat "$0.grand")"; wait';
 
 describe("host process lifetime", () => {
   it("kills the whole process tree when the client dies", async () => {
@@ -62,7 +63,10 @@ describe("host process lifetime", () => {
       const { child } = await runClient(env.socket, tool);
       const client = winsClient("ProcessService", env.socket);
       const checksum = createHash("sha1").update(readFileSync(tool)).digest("hex");
-      await assert.rejects(call(client, "Start", { Path: tool, Checksum: checksum }), (e: grpc.ServiceError) => e.code === grpcStatus.ALREADY_EXISTS);
+      await assert.rejects(
+        call(client, "Start", { Path: tool, Checksum: checksum }),
+        (e: grpc.ServiceError) => e.code === grpcStatus.ALREADY_EXISTS,
+      );
       client.close();
       child.kill("SIGKILL");
     } finally {
@@ -75,9 +79,16 @@ describe("host process lifetime", () => {
     const bin = tempDir("restart-bin-");
     const tool = script(join(bin, "long.sh"), "echo $$; exec sleep 300");
     const config = join(dir, "config.yaml");
-    writeFileSync(config, [
-      "white_list:", `  processPaths: [${tool}]`, `listen: ${dir}/run/wins.sock`, `proxy: ${dir}/run/proxy.sock`, `stateDir: ${dir}/state`,
-    ].join("\n"));
+    writeFileSync(
+      config,
+      [
+        "white_list:",
+        `  processPaths: [${tool}]`,
+        `listen: ${dir}/run/wins.sock`,
+        `proxy: ${dir}/run/proxy.sock`,
+        `stateDir: ${dir}/state`,
+      ].join("\n"),
+    );
     const startServer = (): Promise<ChildProcess> => startBrokerProcess(config, children);
     const first = await startServer();
     const { child: client, pids } = await runClient(`${dir}/run/wins.sock`, tool);

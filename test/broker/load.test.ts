@@ -21,7 +21,11 @@ describe("the broker under load", () => {
     const count = 200;
     const size = 128 * 1024;
     const tools = Array.from({ length: count }, (_, i) =>
-      script(join(bin, `gen-${i}.sh`), `yes "stream-${i}-the-quick-brown-fox" | head -c ${size}; printf "done-${i}" >&2`));
+      script(
+        join(bin, `gen-${i}.sh`),
+        `yes "stream-${i}-the-quick-brown-fox" | head -c ${size}; printf "done-${i}" >&2`,
+      ),
+    );
     const env = await startBroker({ processPaths: tools });
     const client = winsClient("ProcessService", env.socket);
     try {
@@ -58,7 +62,12 @@ describe("the broker under load", () => {
         });
       const payloads = Array.from({ length: 500 }, (_, i) => randomBytes(4096 + ((i * 997) % 60_000)));
       const echoed = await Promise.all(payloads.map(roundTrip));
-      echoed.forEach((b, i) => assert.ok(b.equals(payloads[i] ?? Buffer.alloc(0)), `connection ${i}: ${b.length} of ${payloads[i]?.length} bytes`));
+      echoed.forEach((b, i) =>
+        assert.ok(
+          b.equals(payloads[i] ?? Buffer.alloc(0)),
+          `connection ${i}: ${b.length} of ${payloads[i]?.length} bytes`,
+        ),
+      );
     } finally {
       await pod.close();
       await env.broker.stop();
@@ -80,7 +89,11 @@ describe("the broker under load", () => {
       assert.match(error.details, /port 22 is not in proxyPorts \(allowed: 9796\)/);
       raw.close();
       // Asynchronously: the broker answering the CLI runs in this process.
-      const cli = spawn(process.execPath, [AGENT, "cli", "proxy", "--proxy", env.proxy, "--publish", "TCP:22", "--bind", "127.0.0.3"], { stdio: ["ignore", "ignore", "pipe"], timeout: 20_000 });
+      const cli = spawn(
+        process.execPath,
+        [AGENT, "cli", "proxy", "--proxy", env.proxy, "--publish", "TCP:22", "--bind", "127.0.0.3"],
+        { stdio: ["ignore", "ignore", "pipe"], timeout: 20_000 },
+      );
       let stderr = "";
       cli.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
       assert.equal(await exitOf(cli), 1);

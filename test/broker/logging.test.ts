@@ -19,15 +19,28 @@ describe("broker logs", () => {
     const out = new PassThrough();
     out.on("data", (d: Buffer) => (logged += d.toString()));
     const broker = await Broker.start({
-      config: { debug: true, listen: join(dir, "w.sock"), proxy: join(dir, "p.sock"), whiteList: { processPaths: [tool], proxyPorts: [], allowAll: false, envs: ["TOKEN"] } },
-      runDir: dir, stateDir: join(dir, "state"), entryFile: AGENT, log: createLogger("broker", { debug: true, out }),
+      config: {
+        debug: true,
+        listen: join(dir, "w.sock"),
+        proxy: join(dir, "p.sock"),
+        whiteList: { processPaths: [tool], proxyPorts: [], allowAll: false, envs: ["TOKEN"] },
+      },
+      runDir: dir,
+      stateDir: join(dir, "state"),
+      entryFile: AGENT,
+      log: createLogger("broker", { debug: true, out }),
     });
     const client = winsClient("ProcessService", broker.listenPath);
     const started = await call<{ Data: { Value: string } }>(client, "Start", {
-      Path: tool, Checksum: createHash("sha1").update(readFileSync(tool)).digest("hex"),
-      Args: ["--token=hunter2-arg"], Envs: ["TOKEN=hunter2-env"],
+      Path: tool,
+      Checksum: createHash("sha1").update(readFileSync(tool)).digest("hex"),
+      Args: ["--token=hunter2-arg"],
+      Envs: ["TOKEN=hunter2-env"],
     });
-    const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
+    const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(
+      client,
+      () => undefined,
+    );
     ka.write({ Data: started.Data });
     ka.end();
     await sleep(300);

@@ -15,14 +15,19 @@ const children = killedAfterTests();
 const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
 const startServer = (config: string) => startBrokerProcess(config, children);
 
-
-
 const cli = (...args: string[]): { code: number | null; stdout: string; stderr: string } => {
   const r = spawnSync(process.execPath, [AGENT, "cli", "prc", ...args], { encoding: "utf8", timeout: 30_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 
-interface Row { name: string; pid: number; state: string; path: string; startedAt: string; brokerPid: number }
+interface Row {
+  name: string;
+  pid: number;
+  state: string;
+  path: string;
+  startedAt: string;
+  brokerPid: number;
+}
 
 describe("orphaned host processes", () => {
   it("are listed by the next broker, marked, and ended by prc kill --orphans", async () => {
@@ -32,7 +37,16 @@ describe("orphaned host processes", () => {
     const lost = script(join(bin, "lost.sh"), "echo $$; sleep 300 & wait");
     const config = join(dir, "config.yaml");
     const socket = join(dir, "run", "wins.sock");
-    writeFileSync(config, ["white_list:", `  processPaths: [${keep}, ${lost}]`, `listen: ${socket}`, `proxy: ${dir}/run/proxy.sock`, `stateDir: ${dir}/state`].join("\n"));
+    writeFileSync(
+      config,
+      [
+        "white_list:",
+        `  processPaths: [${keep}, ${lost}]`,
+        `listen: ${socket}`,
+        `proxy: ${dir}/run/proxy.sock`,
+        `stateDir: ${dir}/state`,
+      ].join("\n"),
+    );
 
     const first = await startServer(config);
     const orphan = await runClient(socket, lost);
@@ -53,9 +67,20 @@ describe("orphaned host processes", () => {
     const byName = new Map(rows.map((r) => [r.name, r]));
     assert.equal(byName.get("rancher-wins-lost.sh")?.state, "orphaned");
     assert.equal(byName.get("rancher-wins-lost.sh")?.pid, orphan.pid);
-    assert.equal(byName.get("rancher-wins-lost.sh")?.path, join(bin, "rancher-wins-lost.sh"), "the path run: the rancher-wins- twin");
-    assert.equal(byName.get("rancher-wins-lost.sh")?.brokerPid, first.pid, "the orphan names the broker that started it");
-    assert.ok(!Number.isNaN(Date.parse(byName.get("rancher-wins-lost.sh")?.startedAt ?? "")), "a start time is recorded");
+    assert.equal(
+      byName.get("rancher-wins-lost.sh")?.path,
+      join(bin, "rancher-wins-lost.sh"),
+      "the path run: the rancher-wins- twin",
+    );
+    assert.equal(
+      byName.get("rancher-wins-lost.sh")?.brokerPid,
+      first.pid,
+      "the orphan names the broker that started it",
+    );
+    assert.ok(
+      !Number.isNaN(Date.parse(byName.get("rancher-wins-lost.sh")?.startedAt ?? "")),
+      "a start time is recorded",
+    );
     assert.equal(byName.get("rancher-wins-keeper.sh")?.state, "running");
     assert.equal(byName.get("rancher-wins-keeper.sh")?.brokerPid, second.pid);
 
@@ -74,7 +99,10 @@ describe("orphaned host processes", () => {
     await waitFor(() => !alive(orphan.pid), 5000, "the orphan to die");
     assert.ok(alive(managed.pid), "--orphans leaves the processes with clients alone");
     const after = JSON.parse(cli("ls", "--server", socket, "--json").stdout) as Row[];
-    assert.deepEqual(after.map((r) => `${r.name}:${r.state}`), ["rancher-wins-keeper.sh:running"]);
+    assert.deepEqual(
+      after.map((r) => `${r.name}:${r.state}`),
+      ["rancher-wins-keeper.sh:running"],
+    );
 
     assert.equal(cli("kill", "--server", socket).code, 2, "kill with neither names nor --orphans is a usage error");
     const byNameKill = cli("kill", "--server", socket, "rancher-wins-keeper.sh");

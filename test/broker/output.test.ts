@@ -21,7 +21,10 @@ describe("process output under backpressure", () => {
   const data = randomBytes(24 * 1024 * 1024);
   writeFileSync(join(dir, "random.bin"), data);
   // Output on both streams, switching mid-flood, so the batches switch kinds mid-stream.
-  const tool = script(join(dir, "flood.sh"), `cat ${join(dir, "random.bin")}; printf between >&2; head -c 3000000 ${join(dir, "random.bin")}; printf end >&2`);
+  const tool = script(
+    join(dir, "flood.sh"),
+    `cat ${join(dir, "random.bin")}; printf between >&2; head -c 3000000 ${join(dir, "random.bin")}; printf end >&2`,
+  );
 
   for (const reader of ["keeps up", "stops every 2 MiB for 20 ms"] as const) {
     it(`delivers every byte to a client that ${reader}`, async () => {
@@ -29,7 +32,11 @@ describe("process output under backpressure", () => {
       const client = winsClient("ProcessService", env.socket);
       try {
         let sinceStop = 0;
-        const { out: got, err, code } = await runThroughWins(client, tool, (chunk, wait) => {
+        const {
+          out: got,
+          err,
+          code,
+        } = await runThroughWins(client, tool, (chunk, wait) => {
           sinceStop += chunk.length;
           if (reader !== "keeps up" && sinceStop >= 2 * 1024 * 1024) {
             sinceStop = 0;

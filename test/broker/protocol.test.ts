@@ -14,12 +14,23 @@ import { type Broker } from "../../agent/broker/server";
 import { call, packageDefinition, script, startBroker, winsClient } from "./harness";
 import { tempDir } from "../support";
 
-/** wins's message fields as its protos define them (rancher/wins `pkg/types/*.proto`, proto package `wins`): name → number. */
+/**
+ * wins's message fields as its protos define them (rancher/wins `pkg/types/*.proto`, proto package `wins`): name →
+ * number.
+ */
 const WINS_FIELDS: Record<string, Record<string, number>> = {
   "wins.ApplicationInfoResponse": { Info: 1 },
   "wins.ApplicationInfo": { Checksum: 1, Version: 2, Commit: 3 },
   "wins.HostGetVersionResponse": { Data: 1 },
-  "wins.HostVersion": { CurrentMajorVersionNumber: 1, CurrentMinorVersionNumber: 2, CurrentBuildNumber: 3, UBR: 4, ReleaseId: 5, BuildLabEx: 6, CurrentBuild: 7 },
+  "wins.HostVersion": {
+    CurrentMajorVersionNumber: 1,
+    CurrentMinorVersionNumber: 2,
+    CurrentBuildNumber: 3,
+    UBR: 4,
+    ReleaseId: 5,
+    BuildLabEx: 6,
+    CurrentBuild: 7,
+  },
   "wins.NetworkGetRequest": { Address: 1, Name: 2 },
   "wins.NetworkAdapter": { InterfaceIndex: 1, GatewayAddress: 2, SubnetCIDR: 3, HostName: 4, AddressCIDR: 5 },
   "wins.HnsGetNetworkRequest": { Address: 1, Name: 2 },
@@ -57,11 +68,17 @@ after(async () => env.broker.stop());
 const sha1 = (file: string): string => createHash("sha1").update(readFileSync(file)).digest("hex");
 
 /** Start → Wait → KeepAlive with the raw client; returns everything Wait delivered. */
-async function runRaw(req: Record<string, unknown>, beforeWait?: () => Promise<void>): Promise<{ messages: Wait[]; trailer: grpc.Metadata | undefined }> {
+async function runRaw(
+  req: Record<string, unknown>,
+  beforeWait?: () => Promise<void>,
+): Promise<{ messages: Wait[]; trailer: grpc.Metadata | undefined }> {
   const client = winsClient("ProcessService", env.socket);
   const started = await call<{ Data: { Value: string } }>(client, "Start", req);
   const name = started.Data.Value;
-  const keepAlive = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
+  const keepAlive = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(
+    client,
+    () => undefined,
+  );
   keepAlive.write({ Data: { Value: name } });
   await beforeWait?.();
   const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<Wait>).call(client, { Data: { Value: name } });
@@ -91,16 +108,26 @@ describe("wins wire compatibility", () => {
       const ours = Object.fromEntries(def.type.field.map((f) => [f.name, f.number]));
       for (const [name, number] of Object.entries(fields)) assert.equal(ours[name], number, `${message}.${name}`);
       // Additive only: a field we add must not reuse a wins number.
-      for (const [name, number] of Object.entries(ours)) if (!(name in fields)) assert.ok(!Object.values(fields).includes(number), `${message}.${name}`);
+      for (const [name, number] of Object.entries(ours))
+        if (!(name in fields)) assert.ok(!Object.values(fields).includes(number), `${message}.${name}`);
     }
   });
 });
 
 describe("ProcessService over a real socket", () => {
   it("streams stdout and stderr unmodified and ends with the exit code", async () => {
-    const { messages, trailer } = await runRaw({ Path: tool, Checksum: sha1(tool), Args: ["a b", "é"], Envs: ["GREETING=hi there"] });
-    const out = Buffer.concat(messages.filter((m) => m.Options === "StdOut").map((m) => m.StdOut ?? Buffer.alloc(0))).toString();
-    const err = Buffer.concat(messages.filter((m) => m.Options === "StdErr").map((m) => m.StdErr ?? Buffer.alloc(0))).toString();
+    const { messages, trailer } = await runRaw({
+      Path: tool,
+      Checksum: sha1(tool),
+      Args: ["a b", "é"],
+      Envs: ["GREETING=hi there"],
+    });
+    const out = Buffer.concat(
+      messages.filter((m) => m.Options === "StdOut").map((m) => m.StdOut ?? Buffer.alloc(0)),
+    ).toString();
+    const err = Buffer.concat(
+      messages.filter((m) => m.Options === "StdErr").map((m) => m.StdErr ?? Buffer.alloc(0)),
+    ).toString();
     assert.equal(out, "out:a b\nout:é\nhi there");
     assert.equal(err, "err\n");
     assert.deepEqual(messages.at(-1), { Options: "ExitCode", ExitCode: 3 });
@@ -108,7 +135,10 @@ describe("ProcessService over a real socket", () => {
   });
 
   it("keeps output written before the client called Wait", async () => {
-    const { messages } = await runRaw({ Path: tool, Checksum: sha1(tool), Args: ["early"] }, () => new Promise((r) => setTimeout(r, 300)));
+    const { messages } = await runRaw(
+      { Path: tool, Checksum: sha1(tool), Args: ["early"] },
+      () => new Promise((r) => setTimeout(r, 300)),
+    );
     assert.match(Buffer.concat(messages.flatMap((m) => (m.StdOut ? [m.StdOut] : []))).toString(), /out:early/);
   });
 
@@ -120,7 +150,10 @@ describe("ProcessService over a real socket", () => {
 
   it("refuses a binary whose checksum differs with NOT_FOUND", async () => {
     const client = winsClient("ProcessService", env.socket);
-    await assert.rejects(call(client, "Start", { Path: tool, Checksum: "0".repeat(40) }), (e: grpc.ServiceError) => e.code === grpcStatus.NOT_FOUND && /checksum mismatch/.test(e.details));
+    await assert.rejects(
+      call(client, "Start", { Path: tool, Checksum: "0".repeat(40) }),
+      (e: grpc.ServiceError) => e.code === grpcStatus.NOT_FOUND && /checksum mismatch/.test(e.details),
+    );
     client.close();
   });
 
@@ -130,9 +163,17 @@ describe("ProcessService over a real socket", () => {
     assert.match(info.Info.Checksum, /^[0-9a-f]{40}$/);
     const host = winsClient("HostService", env.socket);
     assert.ok((await call<{ Data: { CurrentBuildNumber: string } }>(host, "GetVersion", {})).Data.CurrentBuildNumber);
-    for (const [service, method] of [["NetworkService", "Get"], ["HnsService", "GetNetwork"], ["RouteService", "Add"]] as const) {
+    for (const [service, method] of [
+      ["NetworkService", "Get"],
+      ["HnsService", "GetNetwork"],
+      ["RouteService", "Add"],
+    ] as const) {
       const c = winsClient(service, env.socket);
-      await assert.rejects(call(c, method, {}), (e: grpc.ServiceError) => e.code === grpcStatus.UNIMPLEMENTED && /only available on Windows/.test(e.details), service);
+      await assert.rejects(
+        call(c, method, {}),
+        (e: grpc.ServiceError) => e.code === grpcStatus.UNIMPLEMENTED && /only available on Windows/.test(e.details),
+        service,
+      );
       c.close();
     }
     app.close();

@@ -59,7 +59,10 @@ describe("the proxy socket", () => {
     try {
       const payload = randomBytes(3 * 1024 * 1024);
       // The request line and the first bytes in one write: the broker keeps what follows the line.
-      const answer = await exchange(env.proxy, Buffer.concat([Buffer.from(`winfleet-tunnel/1 ${echo.port} test-pod\n`), payload]));
+      const answer = await exchange(
+        env.proxy,
+        Buffer.concat([Buffer.from(`winfleet-tunnel/1 ${echo.port} test-pod\n`), payload]),
+      );
       assert.equal(answer.slice(0, 3), "ok\n");
       assert.ok(Buffer.from(answer.slice(3), "latin1").equals(payload), "every byte back, in order");
     } finally {
@@ -74,11 +77,24 @@ describe("the proxy socket", () => {
     closed.server.close();
     const env = await startBroker({ proxyPorts: [echo.port, closed.port] });
     try {
-      assert.equal(await exchange(env.proxy, "winfleet-tunnel/1 22 pod\n"), `error PermissionDenied port 22 is not in proxyPorts (allowed: ${echo.port}, ${closed.port})\n`);
-      assert.match(await exchange(env.proxy, `winfleet-tunnel/1 ${closed.port} pod\n`), new RegExp(`^error Unavailable could not reach localhost:${closed.port} on the host: .*ECONNREFUSED.*\\n$`));
-      assert.equal(await exchange(env.proxy, "winfleet-tunnel/1 99999 pod\n"), "error InvalidArgument expected: winfleet-tunnel/1 <port> <client>\n");
+      assert.equal(
+        await exchange(env.proxy, "winfleet-tunnel/1 22 pod\n"),
+        `error PermissionDenied port 22 is not in proxyPorts (allowed: ${echo.port}, ${closed.port})\n`,
+      );
+      assert.match(
+        await exchange(env.proxy, `winfleet-tunnel/1 ${closed.port} pod\n`),
+        new RegExp(`^error Unavailable could not reach localhost:${closed.port} on the host: .*ECONNREFUSED.*\\n$`),
+      );
+      assert.equal(
+        await exchange(env.proxy, "winfleet-tunnel/1 99999 pod\n"),
+        "error InvalidArgument expected: winfleet-tunnel/1 <port> <client>\n",
+      );
       assert.equal(await exchange(env.proxy, "GET / HTTP/1.1\r\n\r\n"), "", "neither protocol: closed without a word");
-      assert.equal(await exchange(env.proxy, `winfleet-tunnel/1 ${"9".repeat(600)}`), "", "a first line that never ends");
+      assert.equal(
+        await exchange(env.proxy, `winfleet-tunnel/1 ${"9".repeat(600)}`),
+        "",
+        "a first line that never ends",
+      );
       await assert.rejects(openStreamTunnel(env.proxy, 22), /^Error: PermissionDenied port 22 is not in proxyPorts/);
       // The broker runs in this process: a refused connection must not stay open on its side.
       const fds = (): number => readdirSync("/proc/self/fd").length;
@@ -99,7 +115,14 @@ describe("the proxy socket", () => {
     const yaml = (ports: number[]): string =>
       `listen: ${join(dir, "run", "w.sock")}\nproxy: ${join(dir, "run", "p.sock")}\nstateDir: ${join(dir, "state")}\nwhiteList:\n  proxyPorts: [${ports.join(", ")}]\n`;
     writeFileSync(config, yaml([echo.port]));
-    const broker = await Broker.start({ config: parseBrokerConfig(yaml([echo.port]), config), configFile: config, runDir: dir, stateDir: join(dir, "state"), entryFile: __filename, log: silentLogger });
+    const broker = await Broker.start({
+      config: parseBrokerConfig(yaml([echo.port]), config),
+      configFile: config,
+      runDir: dir,
+      stateDir: join(dir, "state"),
+      entryFile: __filename,
+      log: silentLogger,
+    });
     try {
       const raw = tunnelRawClient(broker.proxyPath);
       const grpcTunnel = new Promise<Buffer>((resolve, reject) => {
@@ -119,7 +142,10 @@ describe("the proxy socket", () => {
 
       writeFileSync(config, yaml([9796]));
       await reloadBrokerConfig(broker.listenPath, config);
-      assert.match(await exchange(broker.proxyPath, `winfleet-tunnel/1 ${echo.port} pod\n`), /^error PermissionDenied port \d+ is not in proxyPorts \(allowed: 9796\)\n$/);
+      assert.match(
+        await exchange(broker.proxyPath, `winfleet-tunnel/1 ${echo.port} pod\n`),
+        /^error PermissionDenied port \d+ is not in proxyPorts \(allowed: 9796\)\n$/,
+      );
     } finally {
       await broker.stop();
       echo.server.close();
@@ -134,7 +160,10 @@ describe("the proxy socket", () => {
     const closed = new Promise<void>((r) => connection.once("end", () => r()));
     connection.resume();
     await env.broker.stop();
-    await Promise.race([closed, new Promise((_, reject) => setTimeout(() => reject(new Error("tunnel still open 5 s after stop")), 5000))]);
+    await Promise.race([
+      closed,
+      new Promise((_, reject) => setTimeout(() => reject(new Error("tunnel still open 5 s after stop")), 5000)),
+    ]);
     echo.server.close();
   });
 });

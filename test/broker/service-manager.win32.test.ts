@@ -7,7 +7,15 @@ import { restartServiceCommand, restartServiceScript } from "../../agent/upgrade
 describe("the Windows service manager (as data)", () => {
   it("restarts the service the bootstrap registers, not a scheduled task", () => {
     const argv = restartServiceCommand();
-    assert.deepEqual(argv.slice(0, 7), ["powershell.exe", "-NoLogo", "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-Command"]);
+    assert.deepEqual(argv.slice(0, 7), [
+      "powershell.exe",
+      "-NoLogo",
+      "-NoProfile",
+      "-NonInteractive",
+      "-ExecutionPolicy",
+      "Bypass",
+      "-Command",
+    ]);
     const script = argv[7] ?? "";
     assert.match(script, new RegExp(`Stop-Service -Name '${AGENT_SERVICE}' -Force`));
     assert.match(script, new RegExp(`Start-Service -Name '${AGENT_SERVICE}'`));

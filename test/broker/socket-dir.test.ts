@@ -19,13 +19,24 @@ const isRoot = process.getuid?.() === 0;
 
 function start(runDir: string, stateDir: string): Promise<Broker> {
   return Broker.start({
-    config: { debug: false, listen: "wins", proxy: "proxy", whiteList: { processPaths: [], proxyPorts: [], allowAll: false } },
-    runDir, stateDir, entryFile: AGENT, log: silentLogger,
+    config: {
+      debug: false,
+      listen: "wins",
+      proxy: "proxy",
+      whiteList: { processPaths: [], proxyPorts: [], allowAll: false },
+    },
+    runDir,
+    stateDir,
+    entryFile: AGENT,
+    log: silentLogger,
   });
 }
 
 async function refusal(p: Promise<Broker>): Promise<AgentError> {
-  const r = await p.then((b) => b, (e: unknown) => e);
+  const r = await p.then(
+    (b) => b,
+    (e: unknown) => e,
+  );
   if (r instanceof Broker) {
     await r.stop();
     assert.fail("the broker started");
@@ -71,15 +82,19 @@ describe("the broker's socket directory", () => {
     assert.match(e.message, /socket directory .*\/run is a symbolic link/);
   });
 
-  it("refuses a directory another user owns, even a private one", { skip: isRoot ? false : "needs root to make another user's directory" }, async () => {
-    const dir = tempDir("sockdir-");
-    const run = join(dir, "run");
-    mkdirSync(run, { mode: 0o700 });
-    chownSync(run, 65534, 65534);
-    const e = await refusal(start(run, join(dir, "state")));
-    assert.match(e.message, /is owned by uid 65534, not by the broker's user/);
-    assert.equal(lstatSync(run).uid, 65534);
-  });
+  it(
+    "refuses a directory another user owns, even a private one",
+    { skip: isRoot ? false : "needs root to make another user's directory" },
+    async () => {
+      const dir = tempDir("sockdir-");
+      const run = join(dir, "run");
+      mkdirSync(run, { mode: 0o700 });
+      chownSync(run, 65534, 65534);
+      const e = await refusal(start(run, join(dir, "state")));
+      assert.match(e.message, /is owned by uid 65534, not by the broker's user/);
+      assert.equal(lstatSync(run).uid, 65534);
+    },
+  );
 
   it("refuses a shared directory it owns (sticky and world-writable, as /tmp), and leaves its mode alone", async () => {
     const dir = tempDir("sockdir-");
@@ -107,10 +122,20 @@ describe("the broker's socket directory", () => {
     mkdirSync(shared);
     chownSync(shared, 65534, 65534);
     chmodSync(shared, 0o1777);
-    const e = await refusal(Broker.start({
-      config: { debug: false, listen: join(shared, "wins.sock"), proxy: join(shared, "proxy.sock"), whiteList: { processPaths: [], proxyPorts: [], allowAll: false } },
-      runDir: shared, stateDir: join(dir, "state"), entryFile: AGENT, log: silentLogger,
-    }));
+    const e = await refusal(
+      Broker.start({
+        config: {
+          debug: false,
+          listen: join(shared, "wins.sock"),
+          proxy: join(shared, "proxy.sock"),
+          whiteList: { processPaths: [], proxyPorts: [], allowAll: false },
+        },
+        runDir: shared,
+        stateDir: join(dir, "state"),
+        entryFile: AGENT,
+        log: silentLogger,
+      }),
+    );
     assert.equal(e.code, "PERMISSION_DENIED");
   });
 });

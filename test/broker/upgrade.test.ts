@@ -16,7 +16,11 @@ import { silentLogger } from "../../agent/common/log";
 import { signBundle, verifyBundle } from "../../agent/release/signing";
 import { installationAt } from "../../agent/upgrade/installation";
 import { pidFileManager } from "../../agent/upgrade/service-manager";
-import { WINDOWS_FAILURE_ACTIONS, renderSystemdUnit, renderWindowsServiceInstall } from "../../agent/upgrade/service-units";
+import {
+  WINDOWS_FAILURE_ACTIONS,
+  renderSystemdUnit,
+  renderWindowsServiceInstall,
+} from "../../agent/upgrade/service-units";
 import { up } from "../../agent/upgrade/up";
 import { AGENT } from "./harness";
 import { alive, exitOf, pollUntil, skipUnlessInstalled, tempDir, type Tool } from "../support";
@@ -43,7 +47,10 @@ describe("winfleet-agent up", () => {
   const installDir = join(root, "install");
   const config = join(root, "broker.yaml");
   const socket = join(root, "run", "wins.sock");
-  writeFileSync(config, `listen: ${socket}\nproxy: ${join(root, "run", "proxy.sock")}\nstateDir: ${join(root, "state")}\nallowAll: true\n`);
+  writeFileSync(
+    config,
+    `listen: ${socket}\nproxy: ${join(root, "run", "proxy.sock")}\nstateDir: ${join(root, "state")}\nallowAll: true\n`,
+  );
   const manager = pidFileManager(installDir, ["broker", "--config", config]);
   after(() => manager.stop());
   const options = {
@@ -55,15 +62,26 @@ describe("winfleet-agent up", () => {
   };
 
   it("installs, switches and verifies each new version", async () => {
-    assert.deepEqual(await up(bundle(root, "1.0.0-test"), options), { from: undefined, to: "1.0.0-test", outcome: "upgraded" });
+    assert.deepEqual(await up(bundle(root, "1.0.0-test"), options), {
+      from: undefined,
+      to: "1.0.0-test",
+      outcome: "upgraded",
+    });
     assert.equal(await options.probe(), "1.0.0-test");
-    assert.deepEqual(await up(bundle(root, "2.0.0-test"), options), { from: "1.0.0-test", to: "2.0.0-test", outcome: "upgraded" });
+    assert.deepEqual(await up(bundle(root, "2.0.0-test"), options), {
+      from: "1.0.0-test",
+      to: "2.0.0-test",
+      outcome: "upgraded",
+    });
     assert.equal(await options.probe(), "2.0.0-test");
     assert.equal((await up(join(root, "bundle-2.0.0-test"), options)).outcome, "unchanged");
   });
 
   it("rolls back to the previous version when the new one does not answer", async () => {
-    await assert.rejects(up(bundle(root, "3.0.0-broken", true), { ...options, timeoutMs: 3000 }), /3\.0\.0-broken did not answer.*rolled back to 2\.0\.0-test, which answers/);
+    await assert.rejects(
+      up(bundle(root, "3.0.0-broken", true), { ...options, timeoutMs: 3000 }),
+      /3\.0\.0-broken did not answer.*rolled back to 2\.0\.0-test, which answers/,
+    );
     assert.equal(await options.probe(), "2.0.0-test");
     assert.equal(readlinkSync(join(installDir, "current")), join("releases", "2.0.0-test"));
   });
@@ -71,8 +89,18 @@ describe("winfleet-agent up", () => {
   // What a writer racing the upgrade would do once the bundle has passed its check: change the code,
   // or the version, to switch the host to an older release already installed without a copy.
   const swaps: [string, string, string, RegExp][] = [
-    ["code", "bin/winfleet-agent.js", "// swapped\n", /was tampered with: bin\/winfleet-agent\.js differs from what was signed/],
-    ["version (to an older release)", "package.json", JSON.stringify({ name: "winfleet", version: "1.0.0-test" }), /was tampered with: package\.json differs from what was signed/],
+    [
+      "code",
+      "bin/winfleet-agent.js",
+      "// swapped\n",
+      /was tampered with: bin\/winfleet-agent\.js differs from what was signed/,
+    ],
+    [
+      "version (to an older release)",
+      "package.json",
+      JSON.stringify({ name: "winfleet", version: "1.0.0-test" }),
+      /was tampered with: package\.json differs from what was signed/,
+    ],
   ];
   for (const [what, file, swapped, message] of swaps) {
     it(`installs only what it verified: a bundle whose ${what} changed after its check is refused as copied`, async () => {
@@ -91,7 +119,11 @@ describe("winfleet-agent up", () => {
       };
       await assert.rejects(up(dir, { ...options, verify }), message);
       assert.equal(checked.length, 2, "the staged copy was checked too");
-      assert.deepEqual(readdirSync(join(installDir, "releases")).filter((e) => e.startsWith(".") || e.startsWith("6.")), [], "nothing left installed");
+      assert.deepEqual(
+        readdirSync(join(installDir, "releases")).filter((e) => e.startsWith(".") || e.startsWith("6.")),
+        [],
+        "nothing left installed",
+      );
       assert.equal(readlinkSync(join(installDir, "current")), join("releases", "2.0.0-test"));
     });
   }
@@ -102,18 +134,53 @@ describe("winfleet-agent up", () => {
     writeFileSync(join(dir, "bin", "winfleet-agent.js"), "");
     for (const version of ["..", ".", ".hidden"]) {
       writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "winfleet", version }));
-      await assert.rejects(up(dir, options), /is not an agent bundle: package\.json must be winfleet's with a version/, version);
+      await assert.rejects(
+        up(dir, options),
+        /is not an agent bundle: package\.json must be winfleet's with a version/,
+        version,
+      );
     }
     assert.equal(readlinkSync(join(installDir, "current")), join("releases", "2.0.0-test"));
   });
 
   it("the CLI reports an upgrade and its detached form returns at once", async () => {
-    const cli = spawn(process.execPath, [AGENT, "up", "--bundle", bundle(root, "4.0.0-test"), "--install-dir", installDir, "--config", config, "--manager", "pidfile"], { stdio: ["ignore", "pipe", "pipe"] });
+    const cli = spawn(
+      process.execPath,
+      [
+        AGENT,
+        "up",
+        "--bundle",
+        bundle(root, "4.0.0-test"),
+        "--install-dir",
+        installDir,
+        "--config",
+        config,
+        "--manager",
+        "pidfile",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     let out = "";
     cli.stdout?.on("data", (d: Buffer) => (out += d.toString()));
     assert.equal(await exitOf(cli), 0);
     assert.equal(out, "upgraded: 2.0.0-test -> 4.0.0-test\n");
-    const detached = spawnSync(process.execPath, [AGENT, "up", "--detach", "--bundle", bundle(root, "5.0.0-test"), "--install-dir", installDir, "--config", config, "--manager", "pidfile"], { encoding: "utf8" });
+    const detached = spawnSync(
+      process.execPath,
+      [
+        AGENT,
+        "up",
+        "--detach",
+        "--bundle",
+        bundle(root, "5.0.0-test"),
+        "--install-dir",
+        installDir,
+        "--config",
+        config,
+        "--manager",
+        "pidfile",
+      ],
+      { encoding: "utf8" },
+    );
     assert.equal(detached.status, 0);
     assert.match(detached.stdout, /upgrade started in the background/);
     const end = Date.now() + 30_000;
@@ -129,10 +196,18 @@ describe("winfleet-agent up", () => {
   });
 });
 
-const SYSTEMD_ANALYZE: Tool = { name: "systemd-analyze", command: "systemd-analyze", install: "apt-get install systemd" };
+const SYSTEMD_ANALYZE: Tool = {
+  name: "systemd-analyze",
+  command: "systemd-analyze",
+  install: "apt-get install systemd",
+};
 
 describe("service definitions", () => {
-  const spec = { installDir: "/opt/winfleet", node: process.execPath, args: ["broker", "--config", "/etc/winfleet/broker config.yaml"] };
+  const spec = {
+    installDir: "/opt/winfleet",
+    node: process.execPath,
+    args: ["broker", "--config", "/etc/winfleet/broker config.yaml"],
+  };
 
   it("the systemd unit passes systemd-analyze verify", { skip: skipUnlessInstalled(SYSTEMD_ANALYZE) }, () => {
     const dir = tempDir("unit-");
@@ -140,15 +215,26 @@ describe("service definitions", () => {
     writeFileSync(unit, renderSystemdUnit(spec));
     const r = spawnSync("systemd-analyze", ["verify", unit], { encoding: "utf8" });
     assert.equal(r.status, 0, r.stderr);
-    assert.match(renderSystemdUnit(spec), /^ExecStart=\S+ \/opt\/winfleet\/current\/bin\/winfleet-agent\.js broker --config "\/etc\/winfleet\/broker config\.yaml"$/m);
+    assert.match(
+      renderSystemdUnit(spec),
+      /^ExecStart=\S+ \/opt\/winfleet\/current\/bin\/winfleet-agent\.js broker --config "\/etc\/winfleet\/broker config\.yaml"$/m,
+    );
   });
 
   it("the Windows registration restarts after 5, 10 and 15 s and quotes every value", () => {
-    const ps = renderWindowsServiceInstall({ installDir: "C:\\ProgramData\\winfleet", node: "C:\\Program Files\\nodejs\\node.exe", args: ["broker", "--config", "C:\\etc\\it's\\config"], nssm: "C:\\nssm.exe" });
+    const ps = renderWindowsServiceInstall({
+      installDir: "C:\\ProgramData\\winfleet",
+      node: "C:\\Program Files\\nodejs\\node.exe",
+      args: ["broker", "--config", "C:\\etc\\it's\\config"],
+      nssm: "C:\\nssm.exe",
+    });
     assert.equal(WINDOWS_FAILURE_ACTIONS, "restart/5000/restart/10000/restart/15000");
     assert.match(ps, /sc\.exe failure \$name reset= 300 actions= restart\/5000\/restart\/10000\/restart\/15000/);
     assert.match(ps, /'C:\\etc\\it''s\\config'/);
-    assert.match(ps, /& \$nssm install \$name 'C:\\Program Files\\nodejs\\node\.exe' 'C:\\ProgramData\\winfleet\\current\\bin\\winfleet-agent\.js' 'broker'/);
+    assert.match(
+      ps,
+      /& \$nssm install \$name 'C:\\Program Files\\nodejs\\node\.exe' 'C:\\ProgramData\\winfleet\\current\\bin\\winfleet-agent\.js' 'broker'/,
+    );
     assert.match(ps, /ObjectName LocalSystem/);
   });
 });

@@ -36,7 +36,10 @@ async function start(socket: string, path: string): Promise<grpc.ServiceError | 
   const client = winsClient("ProcessService", socket);
   try {
     const r = await call<{ Data: { Value: string } }>(client, "Start", { Path: path, Checksum: sha1(tool) });
-    const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
+    const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(
+      client,
+      () => undefined,
+    );
     ka.write({ Data: r.Data });
     ka.end();
     return undefined;

@@ -27,7 +27,8 @@ function treeOf(files: Record<string, string>): string {
   return root;
 }
 
-const check = (root?: string) => spawnSync(process.execPath, [SCRIPT, ...(root ? ["--root", root] : [])], { encoding: "utf8", cwd: ROOT });
+const check = (root?: string) =>
+  spawnSync(process.execPath, [SCRIPT, ...(root ? ["--root", root] : [])], { encoding: "utf8", cwd: ROOT });
 
 /** A tree where agent/cli uses agent/common through its index, as it should. */
 const GOOD = {
@@ -50,20 +51,41 @@ describe("check-layers", () => {
   });
 
   it("refuses an import into a layer above, naming the file and the cycle it closes", () => {
-    const r = check(treeOf({ ...GOOD, "agent/common/index.ts": 'export { twice } from "./math";\nexport { four } from "../cli/main";\n' }));
+    const r = check(
+      treeOf({
+        ...GOOD,
+        "agent/common/index.ts": 'export { twice } from "./math";\nexport { four } from "../cli/main";\n',
+      }),
+    );
     assert.equal(r.status, 1);
     assert.match(r.stderr, /folders import each other in a cycle: agent\/cli, agent\/common/);
-    assert.match(r.stderr, /agent\/common\/index\.ts: agent\/common \(layer 1\) imports agent\/cli \(layer 10\) through "\.\.\/cli\/main"/);
+    assert.match(
+      r.stderr,
+      /agent\/common\/index\.ts: agent\/common \(layer 1\) imports agent\/cli \(layer 10\) through "\.\.\/cli\/main"/,
+    );
   });
 
   it("refuses an import past another folder's index.ts", () => {
-    const r = check(treeOf({ ...GOOD, "agent/cli/other.ts": 'import { twice } from "../common/math";\nexport const six = twice(3);\n' }));
+    const r = check(
+      treeOf({
+        ...GOOD,
+        "agent/cli/other.ts": 'import { twice } from "../common/math";\nexport const six = twice(3);\n',
+      }),
+    );
     assert.equal(r.status, 1);
-    assert.match(r.stderr, /agent\/cli\/other\.ts: imports "\.\.\/common\/math", past agent\/common's public index\.ts/);
+    assert.match(
+      r.stderr,
+      /agent\/cli\/other\.ts: imports "\.\.\/common\/math", past agent\/common's public index\.ts/,
+    );
   });
 
   it("refuses a folder that has no layer yet", () => {
-    const r = check(treeOf({ ...GOOD, "agent/extra/thing.ts": 'import { twice } from "../common";\nexport const eight = twice(4);\n' }));
+    const r = check(
+      treeOf({
+        ...GOOD,
+        "agent/extra/thing.ts": 'import { twice } from "../common";\nexport const eight = twice(4);\n',
+      }),
+    );
     assert.equal(r.status, 1);
     assert.match(r.stderr, /agent\/extra: not in LAYERS/);
   });

@@ -35,7 +35,8 @@ describe("check-links", () => {
 
   it("passes links to files and headings, other sites, and links inside code", () => {
     const root = tree({
-      "README.md": "# Top\n[a](docs/a.md) [b](docs/a.md#the-part-two) [c](#top) [d](https://example.com/x.md)\n`[e](nope.md)`\n```\n[f](nope.md)\n```\n",
+      "README.md":
+        "# Top\n[a](docs/a.md) [b](docs/a.md#the-part-two) [c](#top) [d](https://example.com/x.md)\n`[e](nope.md)`\n```\n[f](nope.md)\n```\n",
       "docs/a.md": "# A\n## The part: two\n[up](../README.md)\n",
     });
     const r = check(root, "README.md", "docs/a.md");

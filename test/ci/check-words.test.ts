@@ -44,13 +44,21 @@ describe("check-words", () => {
       "from sha|red/seeds/004.txt",
       "read /wo|rk/shared/notes",
       "as DES|IGN.md says",
-      "Built by the iss|ue \"Pulumi program\".",
+      'Built by the iss|ue "Pulumi program".',
     ];
     const path = fileOf("refused.md", refused);
     const r = check(path);
     assert.equal(r.status, 1, r.stdout + r.stderr);
-    const flagged = new Set(r.stdout.trim().split("\n").map((l) => Number(/:(\d+): /.exec(l)?.[1])));
-    assert.deepEqual([...flagged].sort((a, b) => a - b), refused.map((_, i) => i + 1));
+    const flagged = new Set(
+      r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => Number(/:(\d+): /.exec(l)?.[1])),
+    );
+    assert.deepEqual(
+      [...flagged].sort((a, b) => a - b),
+      refused.map((_, i) => i + 1),
+    );
     const lines = r.stdout.trim().split("\n");
     assert.equal(lines[0], `${path}:1: "${unbar("st|op 12")}" (a numbered step of the work)`);
     assert.ok(lines.includes(`${path}:6: "${unbar("iss|ue #|14")}" (an issue number)`), r.stdout);

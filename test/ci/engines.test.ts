@@ -12,9 +12,19 @@ import { projectRoot } from "../../agent/common/project-root";
 
 const root = projectRoot();
 const manifest = JSON.parse(readFileSync(join(root, "scripts", "engines", "engines.json"), "utf8")) as {
-  engines: { name: string; version: string; module?: string; versionOf?: string; npm?: string; copyModule?: string; replace?: string[] }[];
+  engines: {
+    name: string;
+    version: string;
+    module?: string;
+    versionOf?: string;
+    npm?: string;
+    copyModule?: string;
+    replace?: string[];
+  }[];
 };
-const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as { packages: Record<string, { version?: string }> };
+const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as {
+  packages: Record<string, { version?: string }>;
+};
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { dependencies: Record<string, string> };
 
 describe("engine pins", () => {
@@ -22,14 +32,22 @@ describe("engine pins", () => {
     if (engine.module && engine.versionOf) {
       it(`${engine.name}: ${engine.versionOf} ${engine.version} is what its go.mod requires`, () => {
         const gomod = readFileSync(join(root, "scripts", "engines", engine.module ?? "", "go.mod"), "utf8");
-        const required = new RegExp(`^\\s*(?:require\\s+)?${engine.versionOf?.replaceAll(".", "\\.")} (v\\S+)`, "m").exec(gomod)?.[1];
+        const required = new RegExp(
+          `^\\s*(?:require\\s+)?${engine.versionOf?.replaceAll(".", "\\.")} (v\\S+)`,
+          "m",
+        ).exec(gomod)?.[1];
         assert.equal(required, engine.version);
       });
     }
     if (engine.npm) {
       it(`${engine.name} ${engine.version} is the release of ${engine.npm} in package-lock.json, pinned exactly`, () => {
         assert.equal(`v${lock.packages[`node_modules/${engine.npm}`]?.version ?? "?"}`, engine.version);
-        if (engine.name !== "pulumi") assert.equal(pkg.dependencies[engine.npm ?? ""], engine.version.replace(/^v/, ""), "an exact version: a caret would let npm move past the plugin set-up builds");
+        if (engine.name !== "pulumi")
+          assert.equal(
+            pkg.dependencies[engine.npm ?? ""],
+            engine.version.replace(/^v/, ""),
+            "an exact version: a caret would let npm move past the plugin set-up builds",
+          );
       });
     }
     if (engine.copyModule) {

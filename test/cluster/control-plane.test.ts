@@ -33,29 +33,48 @@ describe("throwaway control plane", { skip: typeof engines === "string" ? engine
   it("serves the API to the administrator and refuses an anonymous client", async () => {
     const version = await kube.get<{ gitVersion: string }>("/version");
     assert.match(version.gitVersion, /^v1\.34\./);
-    const anonymous = await fetch(`${cp.server}/api/v1/namespaces`, { signal: AbortSignal.timeout(5000) }).catch((e: unknown) => e);
+    const anonymous = await fetch(`${cp.server}/api/v1/namespaces`, { signal: AbortSignal.timeout(5000) }).catch(
+      (e: unknown) => e,
+    );
     // Node's fetch does not trust the throwaway CA: the refusal is TLS's, which is what a stranger meets too.
     assert.ok(anonymous instanceof Error);
   });
 
   it("authorizes with Node and RBAC and admits with NodeRestriction", async () => {
-    const review = await kube.post<{ status: { allowed: boolean } }>("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
-      apiVersion: "authorization.k8s.io/v1",
-      kind: "SubjectAccessReview",
-      spec: { user: "system:node:somebody", groups: ["system:nodes"], resourceAttributes: { verb: "delete", resource: "nodes", name: "someone-else" } },
-    });
+    const review = await kube.post<{ status: { allowed: boolean } }>(
+      "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+      {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SubjectAccessReview",
+        spec: {
+          user: "system:node:somebody",
+          groups: ["system:nodes"],
+          resourceAttributes: { verb: "delete", resource: "nodes", name: "someone-else" },
+        },
+      },
+    );
     assert.equal(review.status.allowed, false);
-    const own = await kube.post<{ status: { allowed: boolean } }>("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
-      apiVersion: "authorization.k8s.io/v1",
-      kind: "SubjectAccessReview",
-      spec: { user: "system:node:somebody", groups: ["system:nodes"], resourceAttributes: { verb: "get", resource: "nodes", name: "somebody" } },
-    });
+    const own = await kube.post<{ status: { allowed: boolean } }>(
+      "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+      {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SubjectAccessReview",
+        spec: {
+          user: "system:node:somebody",
+          groups: ["system:nodes"],
+          resourceAttributes: { verb: "get", resource: "nodes", name: "somebody" },
+        },
+      },
+    );
     assert.equal(own.status.allowed, true);
   });
 
   it("runs the controllers: the service-account controller gives every namespace its default account", async () => {
     await kube.post("/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "cp-test" } });
-    const sa = await kube.waitFor(() => kube.getOrUndefined("/api/v1/namespaces/cp-test/serviceaccounts/default"), 30_000);
+    const sa = await kube.waitFor(
+      () => kube.getOrUndefined("/api/v1/namespaces/cp-test/serviceaccounts/default"),
+      30_000,
+    );
     assert.ok(sa);
   });
 
@@ -65,7 +84,10 @@ describe("throwaway control plane", { skip: typeof engines === "string" ? engine
     assert.equal(await portOpen(port), false);
     await cp.startApiServer();
     assert.equal(await portOpen(port), true);
-    assert.ok(await kube.getOrUndefined("/api/v1/namespaces/cp-test"), "the namespace made before the restart is still there");
+    assert.ok(
+      await kube.getOrUndefined("/api/v1/namespaces/cp-test"),
+      "the namespace made before the restart is still there",
+    );
   });
 
   it("stops without leaving a process, a port or its directory behind", async () => {

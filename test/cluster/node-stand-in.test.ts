@@ -23,7 +23,10 @@ const engines = enginesOrSkip("kubernetes", "etcd");
 const TOKEN = { id: "loc4l1", secret: "0123456789abcdef" };
 const LABELS = { "kubernetes.io/os": "windows", "winfleet.io/pool": "local" };
 
-type Node = { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; status?: { conditions?: { type: string; status: string }[] } };
+type Node = {
+  metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
+  status?: { conditions?: { type: string; status: string }[] };
+};
 
 describe("the node stand-in", { skip: typeof engines === "string" ? engines : false, timeout: 300_000 }, () => {
   let cp: ControlPlane;
@@ -31,8 +34,22 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
   let dir: string;
   const nodes: NodeStandIn[] = [];
   const join_ = async (name: string) => {
-    const credential = await tlsBootstrap({ server: cp.server, caPem: cp.caPem, bootstrapToken: `${TOKEN.id}.${TOKEN.secret}`, nodeName: name, labels: LABELS, dir: join(dir, name) });
-    const node = new NodeStandIn({ server: cp.server, caPem: cp.caPem, credential, nodeName: name, labels: LABELS, heartbeatMs: 1000 });
+    const credential = await tlsBootstrap({
+      server: cp.server,
+      caPem: cp.caPem,
+      bootstrapToken: `${TOKEN.id}.${TOKEN.secret}`,
+      nodeName: name,
+      labels: LABELS,
+      dir: join(dir, name),
+    });
+    const node = new NodeStandIn({
+      server: cp.server,
+      caPem: cp.caPem,
+      credential,
+      nodeName: name,
+      labels: LABELS,
+      heartbeatMs: 1000,
+    });
     nodes.push(node);
     await node.start();
     return { node, credential };
@@ -44,7 +61,10 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
     cp = await startTestControlPlane(engines);
     admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
     for (const o of renderKubeadmJoin(TOKEN.id, TOKEN.secret, "local fleet")) {
-      const path = o.kind === "Secret" ? "/api/v1/namespaces/kube-system/secrets" : "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+      const path =
+        o.kind === "Secret"
+          ? "/api/v1/namespaces/kube-system/secrets"
+          : "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
       await admin.post(path, o);
     }
   });
@@ -61,11 +81,15 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
     assert.equal(node.metadata.labels["kubernetes.io/os"], "windows");
     assert.equal(node.metadata.labels["winfleet.io/pool"], "local");
     assert.equal(node.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
-    const lease = await admin.get<{ spec: { holderIdentity: string; renewTime: string } }>("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/local-1");
+    const lease = await admin.get<{ spec: { holderIdentity: string; renewTime: string } }>(
+      "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/local-1",
+    );
     assert.equal(lease.spec.holderIdentity, "local-1");
     const first = lease.spec.renewTime;
     const renewed = await admin.waitFor(
-      async () => (await admin.get<typeof lease>("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/local-1")).spec.renewTime !== first,
+      async () =>
+        (await admin.get<typeof lease>("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/local-1")).spec
+          .renewTime !== first,
       10_000,
       "the lease to be renewed",
     );
@@ -76,7 +100,10 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
     const { credential } = await join_("local-2");
     const api = await nodeApiFromKubeconfig(credential.kubeconfig, 10_000);
     await api.patchNode("local-2", { metadata: { annotations: { "winfleet.io/state": "converged" } } });
-    assert.equal((await admin.get<Node>("/api/v1/nodes/local-2")).metadata.annotations?.["winfleet.io/state"], "converged");
+    assert.equal(
+      (await admin.get<Node>("/api/v1/nodes/local-2")).metadata.annotations?.["winfleet.io/state"],
+      "converged",
+    );
     const created = await api.createEvent("default", {
       apiVersion: "v1",
       kind: "Event",
@@ -88,10 +115,15 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
       source: { component: "winfleet-agent", host: "local-2" },
     });
     assert.equal(created, "created");
-    const refused = await api.patchNode("local-1", { metadata: { annotations: { "winfleet.io/state": "forged" } } }).catch((e: unknown) => e);
+    const refused = await api
+      .patchNode("local-1", { metadata: { annotations: { "winfleet.io/state": "forged" } } })
+      .catch((e: unknown) => e);
     assert.ok(refused instanceof NodeApiError, `refused: ${String(refused)}`);
     assert.equal(refused.status, 403);
-    assert.equal((await admin.get<Node>("/api/v1/nodes/local-1")).metadata.annotations?.["winfleet.io/state"], undefined);
+    assert.equal(
+      (await admin.get<Node>("/api/v1/nodes/local-1")).metadata.annotations?.["winfleet.io/state"],
+      undefined,
+    );
   });
 
   describe("the agent's reporter under the real Node authorizer", () => {
@@ -100,15 +132,45 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
     const converged: LifecycleEvent[] = [
       { type: "apply-started", at: at(), template, steps: 1, resumed: false },
       { type: "component-installed", at: at(), component: "app", version: "1.0.0" },
-      { type: "state", at: at(), state: "converged", template, components: [{ name: "app", version: "1.0.0", state: "installed" }], agentVersion: "0.1.0", contentDigest: "ab".repeat(32) },
+      {
+        type: "state",
+        at: at(),
+        state: "converged",
+        template,
+        components: [{ name: "app", version: "1.0.0", state: "installed" }],
+        agentVersion: "0.1.0",
+        contentDigest: "ab".repeat(32),
+      },
       { type: "apply-converged", at: at(), template, changed: true },
     ];
     const logged: string[] = [];
-    const log: Logger = { debug() {}, info() {}, warn: (m, f) => void logged.push(`${m} ${JSON.stringify(f ?? {})}`), error: (m, f) => void logged.push(`${m} ${JSON.stringify(f ?? {})}`) };
+    const log: Logger = {
+      debug() {},
+      info() {},
+      warn: (m, f) => void logged.push(`${m} ${JSON.stringify(f ?? {})}`),
+      error: (m, f) => void logged.push(`${m} ${JSON.stringify(f ?? {})}`),
+    };
     const reporter = (kubeconfig: string, nodeName: string) =>
-      new Reporter({ api: () => nodeApiFromKubeconfig(kubeconfig, 5000), nodeName, namespace: "default", queueDir: mkdtempSync(join(dir, "queue-")), queueLimit: 1000, eventsPerSecond: 100, burst: 100, maxBackoffMs: 500, stopTimeoutMs: 5000, log });
+      new Reporter({
+        api: () => nodeApiFromKubeconfig(kubeconfig, 5000),
+        nodeName,
+        namespace: "default",
+        queueDir: mkdtempSync(join(dir, "queue-")),
+        queueLimit: 1000,
+        eventsPerSecond: 100,
+        burst: 100,
+        maxBackoffMs: 500,
+        stopTimeoutMs: 5000,
+        log,
+      });
     const reasonsOn = async (node: string) =>
-      (await admin.get<{ items: { reason: string; involvedObject: { name: string } }[] }>("/api/v1/namespaces/default/events")).items.filter((e) => e.involvedObject.name === node).map((e) => e.reason);
+      (
+        await admin.get<{ items: { reason: string; involvedObject: { name: string } }[] }>(
+          "/api/v1/namespaces/default/events",
+        )
+      ).items
+        .filter((e) => e.involvedObject.name === node)
+        .map((e) => e.reason);
 
     it("loses no report while the API server is down: the queue delivers them when it is back", async () => {
       const { credential } = await join_("local-3");
@@ -122,7 +184,11 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
       } finally {
         await cp.startApiServer();
       }
-      await admin.waitFor(async () => ((await reasonsOn("local-3")).includes("Converged") && r.queued === 0 ? true : undefined), 60_000, "the queued reports to be delivered");
+      await admin.waitFor(
+        async () => ((await reasonsOn("local-3")).includes("Converged") && r.queued === 0 ? true : undefined),
+        60_000,
+        "the queued reports to be delivered",
+      );
       const node = await admin.get<Node>("/api/v1/nodes/local-3");
       assert.equal(node.status?.conditions?.find((c) => c.type === "WinfleetReady")?.status, "True");
       await r.stop();
@@ -134,9 +200,17 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
       const r = reporter(local2, "local-1");
       r.start();
       for (const e of converged) r.event(e);
-      await admin.waitFor(() => Promise.resolve(logged.some((l) => /403|forbidden/i.test(l)) ? true : undefined), 30_000, "the refusal to be logged");
+      await admin.waitFor(
+        () => Promise.resolve(logged.some((l) => /403|forbidden/i.test(l)) ? true : undefined),
+        30_000,
+        "the refusal to be logged",
+      );
       const node = await admin.get<Node>("/api/v1/nodes/local-1");
-      assert.notEqual(node.status?.conditions?.find((c) => c.type === "WinfleetReady")?.status, "True", "local-1's condition is not local-2's to set");
+      assert.notEqual(
+        node.status?.conditions?.find((c) => c.type === "WinfleetReady")?.status,
+        "True",
+        "local-1's condition is not local-2's to set",
+      );
       await r.stop();
     });
   });

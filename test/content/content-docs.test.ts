@@ -15,7 +15,8 @@ import { scratchDir } from "../support";
 const ROOT = join(__dirname, "..", "..");
 const CONTENT = join(ROOT, "content");
 const REFERENCE = join(ROOT, "docs", "content.md");
-const winfleet = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, "bin", "winfleet.js"), ...args], { encoding: "utf8", cwd: ROOT });
+const winfleet = (...args: string[]) =>
+  spawnSync(process.execPath, [join(ROOT, "bin", "winfleet.js"), ...args], { encoding: "utf8", cwd: ROOT });
 const scratch = scratchDir("content-docs-");
 
 describe("docs/content.md", () => {
@@ -25,14 +26,30 @@ describe("docs/content.md", () => {
     const line = expected.findIndex((l, i) => actual[i] !== l);
     if (line >= 0 || actual.length !== expected.length) {
       const at = line >= 0 ? line : Math.min(actual.length, expected.length);
-      assert.fail(`docs/content.md is stale from line ${at + 1} (run \`node bin/winfleet.js content docs\`):\n  committed: ${actual[at] ?? "(end)"}\n  generated: ${expected[at] ?? "(end)"}`);
+      assert.fail(
+        `docs/content.md is stale from line ${at + 1} (run \`node bin/winfleet.js content docs\`):\n  committed: ${actual[at] ?? "(end)"}\n  generated: ${expected[at] ?? "(end)"}`,
+      );
     }
   });
 
   it("covers every Windows template and component, with versions, variables, downloads and host changes", () => {
     const text = readFileSync(REFERENCE, "utf8");
-    for (const t of ["win2019 1.0.0", "win2022 1.0.0", "win2025 1.0.0", "rke2-windows 1.0.0"]) assert.ok(text.includes(`### ${t}`), t);
-    for (const c of ["containerd 1.7.25", "kubelet 1.34.7", "kube-proxy 1.34.7", "calico 3.29.2", "join-kubeadm 1.0.0", "join-rke2 1.34.7+rke2r1", "windows-exporter 0.31.8", "csi-proxy 1.1.2-hotfix.20230807", "winfleet-broker 1.0.0", "node-reset 1.0.0", "prereqs 1.0.0", "winfleet-common 1.0.0"]) {
+    for (const t of ["win2019 1.0.0", "win2022 1.0.0", "win2025 1.0.0", "rke2-windows 1.0.0"])
+      assert.ok(text.includes(`### ${t}`), t);
+    for (const c of [
+      "containerd 1.7.25",
+      "kubelet 1.34.7",
+      "kube-proxy 1.34.7",
+      "calico 3.29.2",
+      "join-kubeadm 1.0.0",
+      "join-rke2 1.34.7+rke2r1",
+      "windows-exporter 0.31.8",
+      "csi-proxy 1.1.2-hotfix.20230807",
+      "winfleet-broker 1.0.0",
+      "node-reset 1.0.0",
+      "prereqs 1.0.0",
+      "winfleet-common 1.0.0",
+    ]) {
       assert.ok(text.includes(`### ${c}`), c);
     }
     assert.match(text, /\| service \| `kubelet` \| under NSSM, runs kubelet\.exe; after containerd;/);
@@ -45,11 +62,22 @@ describe("docs/content.md", () => {
   it("states each template's cluster prerequisites: Calico's IPAM strictAffinity and VXLAN VNI, kube-proxy's RBAC", () => {
     const text = readFileSync(REFERENCE, "utf8");
     for (const t of ["win2019", "win2022", "win2025"]) {
-      const section = text.slice(text.indexOf(`### ${t} 1.0.0`), text.indexOf("### ", text.indexOf(`### ${t} 1.0.0`) + 4));
+      const section = text.slice(
+        text.indexOf(`### ${t} 1.0.0`),
+        text.indexOf("### ", text.indexOf(`### ${t} 1.0.0`) + 4),
+      );
       assert.match(section, /What the cluster must provide:/, t);
       assert.match(section, /- calico: Calico IPAM with strictAffinity true/, t);
-      assert.match(section, /- calico: a FelixConfiguration whose vxlanVNI equals CALICO_VXLAN_VNI and is 4096 or more/, t);
-      assert.match(section, /- kube-proxy: RBAC for kube-proxy's own identity: .*winfleet:kube-proxy ClusterRole.*SelfSubjectAccessReviews/, t);
+      assert.match(
+        section,
+        /- calico: a FelixConfiguration whose vxlanVNI equals CALICO_VXLAN_VNI and is 4096 or more/,
+        t,
+      );
+      assert.match(
+        section,
+        /- kube-proxy: RBAC for kube-proxy's own identity: .*winfleet:kube-proxy ClusterRole.*SelfSubjectAccessReviews/,
+        t,
+      );
     }
   });
 });

@@ -13,14 +13,22 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { AnalyzedComponent } from "../../agent/content/analysis";
 import type { ScriptFacts } from "../../agent/content/powershell-facts";
-import { CALICO_ACCOUNT, CALICO_TOKEN_SECRET, KUBE_PROXY_ACCOUNT, KUBE_PROXY_TOKEN_SECRET, renderCalicoAccess, renderKubeProxyAccess } from "../../components/cluster-render";
+import {
+  CALICO_ACCOUNT,
+  CALICO_TOKEN_SECRET,
+  KUBE_PROXY_ACCOUNT,
+  KUBE_PROXY_TOKEN_SECRET,
+  renderCalicoAccess,
+  renderKubeProxyAccess,
+} from "../../components/cluster-render";
 import { validateKubernetesObject } from "../support";
 import { CONTENT, shippedContent } from "./shipped";
 
 const shipped = shippedContent();
 const { component } = shipped;
 const facts = (c: AnalyzedComponent, leaf: string): ScriptFacts => shipped.script(c, leaf).facts;
-const firstLine = (f: ScriptFacts, name: RegExp): number => Math.min(...f.commands.filter((c) => name.test(c.name)).map((c) => c.line));
+const firstLine = (f: ScriptFacts, name: RegExp): number =>
+  Math.min(...f.commands.filter((c) => name.test(c.name)).map((c) => c.line));
 
 describe("kube-proxy's identity", () => {
   it("declares its own credentials as secrets, none of them required (the preflight decides)", () => {
@@ -33,18 +41,39 @@ describe("kube-proxy's identity", () => {
 
   it("asks the API server (kubectl auth can-i: a SelfSubjectAccessReview) before it registers the service", () => {
     const f = facts(component("kube-proxy"), "install.ps1");
-    const reviews = f.commands.filter((c) => /^Invoke-WinfleetNative$/i.test(c.name) && c.args.some((a) => a.strings.includes("auth")) && c.args.some((a) => a.strings.includes("can-i")));
+    const reviews = f.commands.filter(
+      (c) =>
+        /^Invoke-WinfleetNative$/i.test(c.name) &&
+        c.args.some((a) => a.strings.includes("auth")) &&
+        c.args.some((a) => a.strings.includes("can-i")),
+    );
     assert.equal(reviews.length, 1, "one kubectl auth can-i call");
     const review = reviews[0];
     assert.ok(review);
-    assert.ok(review.args.some((a) => a.text.includes("--kubeconfig=$kubeconfig")), "with kube-proxy's own kubeconfig");
-    const resources = f.assignments.filter((a) => a.strings.some((s) => /endpointslices\.discovery\.k8s\.io/.test(s))).flatMap((a) => a.strings);
-    for (const needed of ["list services", "watch services", "list endpointslices.discovery.k8s.io", "watch endpointslices.discovery.k8s.io"]) {
+    assert.ok(
+      review.args.some((a) => a.text.includes("--kubeconfig=$kubeconfig")),
+      "with kube-proxy's own kubeconfig",
+    );
+    const resources = f.assignments
+      .filter((a) => a.strings.some((s) => /endpointslices\.discovery\.k8s\.io/.test(s)))
+      .flatMap((a) => a.strings);
+    for (const needed of [
+      "list services",
+      "watch services",
+      "list endpointslices.discovery.k8s.io",
+      "watch endpointslices.discovery.k8s.io",
+    ]) {
       assert.ok(resources.includes(needed) || f.commands.some((c) => c.statementText.includes(`'${needed}'`)), needed);
     }
-    assert.ok(review.line < firstLine(f, /^Set-WinfleetHostedService$/i), "the review comes before the service is registered");
+    assert.ok(
+      review.line < firstLine(f, /^Set-WinfleetHostedService$/i),
+      "the review comes before the service is registered",
+    );
     const refusal = f.emissions.find((e) => e.kind === "throw" && /may not: /.test(e.text));
-    assert.ok(refusal && refusal.line > review.line && refusal.line < firstLine(f, /^Set-WinfleetHostedService$/i), "a denied review stops the install");
+    assert.ok(
+      refusal && refusal.line > review.line && refusal.line < firstLine(f, /^Set-WinfleetHostedService$/i),
+      "a denied review stops the install",
+    );
     assert.match(refusal.text, /KUBE_PROXY_TOKEN/);
     assert.match(refusal.text, /KUBE_PROXY_KUBECONFIG/);
   });
@@ -53,7 +82,11 @@ describe("kube-proxy's identity", () => {
     const f = facts(component("kube-proxy"), "install.ps1");
     const built = f.commands.find((c) => /^ConvertTo-WinfleetKubeconfig$/i.test(c.name));
     assert.ok(built?.args.some((a) => a.parameter === "token" && a.variables.includes("proxytoken")));
-    assert.ok(f.commands.some((c) => /^Set-WinfleetSecretFile$/i.test(c.name) && c.args.some((a) => a.variables.includes("proxyconfig"))));
+    assert.ok(
+      f.commands.some(
+        (c) => /^Set-WinfleetSecretFile$/i.test(c.name) && c.args.some((a) => a.variables.includes("proxyconfig")),
+      ),
+    );
   });
 });
 
@@ -65,7 +98,10 @@ describe("ClusterJoin's kube-proxy access", () => {
   });
 
   it("is a service account with a token Secret the token controller fills", () => {
-    const secret = objects.find((o) => o.kind === "Secret") as unknown as { metadata: { name: string; annotations: Record<string, string> }; type: string };
+    const secret = objects.find((o) => o.kind === "Secret") as unknown as {
+      metadata: { name: string; annotations: Record<string, string> };
+      type: string;
+    };
     assert.equal(secret.metadata.name, KUBE_PROXY_TOKEN_SECRET);
     assert.equal(secret.type, "kubernetes.io/service-account-token");
     assert.equal(secret.metadata.annotations["kubernetes.io/service-account.name"], KUBE_PROXY_ACCOUNT);
@@ -73,12 +109,37 @@ describe("ClusterJoin's kube-proxy access", () => {
   });
 
   it("grants what kube-proxy reads and the events it writes, nothing more", () => {
-    const role = objects.find((o) => o.kind === "ClusterRole") as unknown as { rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[] };
-    const grants = role.rules.flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}${g ? `.${g}` : ""}`)))).sort();
-    for (const needed of ["list services", "watch services", "list endpointslices.discovery.k8s.io", "watch endpointslices.discovery.k8s.io", "get nodes", "create events.events.k8s.io"]) assert.ok(grants.includes(needed), needed);
-    for (const g of grants) assert.match(g, /^(get|list|watch) (services|nodes|endpointslices\.discovery\.k8s\.io)$|^(create|patch|update) events(\.events\.k8s\.io)?$/, g);
-    const binding = objects.find((o) => o.kind === "ClusterRoleBinding") as unknown as { subjects: { kind: string; name: string }[]; roleRef: { name: string } };
-    assert.deepEqual(binding.subjects.map((s) => `${s.kind}/${s.name}`), [`ServiceAccount/${KUBE_PROXY_ACCOUNT}`]);
+    const role = objects.find((o) => o.kind === "ClusterRole") as unknown as {
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    };
+    const grants = role.rules
+      .flatMap((r) =>
+        r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}${g ? `.${g}` : ""}`))),
+      )
+      .sort();
+    for (const needed of [
+      "list services",
+      "watch services",
+      "list endpointslices.discovery.k8s.io",
+      "watch endpointslices.discovery.k8s.io",
+      "get nodes",
+      "create events.events.k8s.io",
+    ])
+      assert.ok(grants.includes(needed), needed);
+    for (const g of grants)
+      assert.match(
+        g,
+        /^(get|list|watch) (services|nodes|endpointslices\.discovery\.k8s\.io)$|^(create|patch|update) events(\.events\.k8s\.io)?$/,
+        g,
+      );
+    const binding = objects.find((o) => o.kind === "ClusterRoleBinding") as unknown as {
+      subjects: { kind: string; name: string }[];
+      roleRef: { name: string };
+    };
+    assert.deepEqual(
+      binding.subjects.map((s) => `${s.kind}/${s.name}`),
+      [`ServiceAccount/${KUBE_PROXY_ACCOUNT}`],
+    );
     assert.equal(binding.roleRef.name, "winfleet:kube-proxy");
   });
 });
@@ -97,7 +158,11 @@ describe("Calico's identity", () => {
     const f = facts(component("calico"), "install.ps1");
     const built = f.commands.find((c) => /^ConvertTo-WinfleetKubeconfig$/i.test(c.name));
     assert.ok(built?.args.some((a) => a.parameter === "token" && a.variables.includes("calicotoken")));
-    assert.ok(f.commands.some((c) => /^Set-WinfleetSecretFile$/i.test(c.name) && c.args.some((a) => a.variables.includes("kubeconfig"))));
+    assert.ok(
+      f.commands.some(
+        (c) => /^Set-WinfleetSecretFile$/i.test(c.name) && c.args.some((a) => a.variables.includes("kubeconfig")),
+      ),
+    );
     const refusal = f.emissions.find((e) => e.kind === "throw" && /needs its own identity/.test(e.text));
     assert.ok(refusal && /CALICO_TOKEN/.test(refusal.text) && /CALICO_KUBECONFIG/.test(refusal.text));
   });
@@ -105,14 +170,27 @@ describe("Calico's identity", () => {
   it("is provisioned by ClusterJoin: a service account, its token Secret, a ClusterRole and a kube-system Role, all schema-valid", () => {
     const objects = renderCalicoAccess("winfleet-system");
     for (const o of objects) validateKubernetesObject(o);
-    const secret = objects.find((o) => o.kind === "Secret") as unknown as { metadata: { name: string; annotations: Record<string, string> }; type: string };
+    const secret = objects.find((o) => o.kind === "Secret") as unknown as {
+      metadata: { name: string; annotations: Record<string, string> };
+      type: string;
+    };
     assert.equal(secret.metadata.name, CALICO_TOKEN_SECRET);
     assert.equal(secret.metadata.annotations["kubernetes.io/service-account.name"], CALICO_ACCOUNT);
-    const role = objects.find((o) => o.kind === "Role") as unknown as { metadata: { namespace: string }; rules: { resources: string[]; resourceNames?: string[]; verbs: string[] }[] };
+    const role = objects.find((o) => o.kind === "Role") as unknown as {
+      metadata: { namespace: string };
+      rules: { resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+    };
     assert.equal(role.metadata.namespace, "kube-system");
-    assert.deepEqual(role.rules, [{ apiGroups: [""], resources: ["configmaps"], resourceNames: ["kubeadm-config"], verbs: ["get"] }]);
-    for (const binding of objects.filter((o) => o.kind.endsWith("Binding")) as unknown as { subjects: { kind: string; name: string }[] }[]) {
-      assert.deepEqual(binding.subjects.map((s) => `${s.kind}/${s.name}`), [`ServiceAccount/${CALICO_ACCOUNT}`]);
+    assert.deepEqual(role.rules, [
+      { apiGroups: [""], resources: ["configmaps"], resourceNames: ["kubeadm-config"], verbs: ["get"] },
+    ]);
+    for (const binding of objects.filter((o) => o.kind.endsWith("Binding")) as unknown as {
+      subjects: { kind: string; name: string }[];
+    }[]) {
+      assert.deepEqual(
+        binding.subjects.map((s) => `${s.kind}/${s.name}`),
+        [`ServiceAccount/${CALICO_ACCOUNT}`],
+      );
     }
   });
 });
@@ -123,15 +201,22 @@ const startupTypes = (f: ScriptFacts): Record<string, string> =>
   Object.fromEntries(
     f.commands
       .filter((c) => /^Set-Winfleet(Hosted)?Service$/i.test(c.name))
-      .map((c) => [c.args.find((a) => a.parameter === "name")?.strings[0] ?? "", c.args.find((a) => a.parameter === "startuptype")?.strings[0] ?? ""]),
+      .map((c) => [
+        c.args.find((a) => a.parameter === "name")?.strings[0] ?? "",
+        c.args.find((a) => a.parameter === "startuptype")?.strings[0] ?? "",
+      ]),
   );
-const inFunction = (f: ScriptFacts, fn: string, name: RegExp): number[] => f.commands.filter((c) => c.inFunction?.toLowerCase() === fn.toLowerCase() && name.test(c.name)).map((c) => c.line);
+const inFunction = (f: ScriptFacts, fn: string, name: RegExp): number[] =>
+  f.commands.filter((c) => c.inFunction?.toLowerCase() === fn.toLowerCase() && name.test(c.name)).map((c) => c.line);
 
 describe("the node services' start order", () => {
   it("registers the kubelet, kube-proxy and Calico to start on demand, never by themselves at boot", () => {
     assert.deepEqual(startupTypes(facts(component("kubelet"), "install.ps1")), { kubelet: "Manual" });
     assert.deepEqual(startupTypes(facts(component("kube-proxy"), "install.ps1")), { "kube-proxy": "Manual" });
-    assert.deepEqual(startupTypes(facts(component("calico"), "install.ps1")), { CalicoNode: "Manual", CalicoFelix: "Manual" });
+    assert.deepEqual(startupTypes(facts(component("calico"), "install.ps1")), {
+      CalicoNode: "Manual",
+      CalicoFelix: "Manual",
+    });
   });
 
   it("every template that runs them has the boot task that starts them", () => {
@@ -159,19 +244,45 @@ describe("the node services' start order", () => {
     assert.ok(ready);
     const readyStrings = network.assignments.filter((a) => a.inFunction === undefined).flatMap((a) => a.strings);
     assert.ok(readyStrings.includes("HKLM:\\SOFTWARE\\Tigera\\Calico"), "Calico's recorded boot time");
-    assert.ok(network.commands.some((c) => c.inFunction === "Test-WinfleetCalicoReady" && c.statementText.includes("'External'")), "the External network");
+    assert.ok(
+      network.commands.some(
+        (c) => c.inFunction === "Test-WinfleetCalicoReady" && c.statementText.includes("'External'"),
+      ),
+      "the External network",
+    );
   });
 
   it("defers the kubelet and kube-proxy while Calico is stopped (an upgrade of both), and Calico's install starts them", () => {
     const network = libFacts("Network.ps1");
     const wait = network.functions.find((f) => f.name === "Wait-WinfleetNetworkReady");
     assert.ok(wait?.returnsValue, "Wait-WinfleetNetworkReady says whether the network is ready");
-    const services = readFileSync(join(CONTENT, "components", "winfleet-common", "1.0.0", "files", "k", "winfleet", "common", "lib", "Services.ps1"), "utf8");
-    assert.match(services, /if \(\(Test-WinfleetNetworkService -Name \$Name\) -and -not \(Wait-WinfleetNetworkReady\)\) \{\s+Write-WinfleetLog [^\n]+\s+return\s+\}/);
+    const services = readFileSync(
+      join(
+        CONTENT,
+        "components",
+        "winfleet-common",
+        "1.0.0",
+        "files",
+        "k",
+        "winfleet",
+        "common",
+        "lib",
+        "Services.ps1",
+      ),
+      "utf8",
+    );
+    assert.match(
+      services,
+      /if \(\(Test-WinfleetNetworkService -Name \$Name\) -and -not \(Wait-WinfleetNetworkReady\)\) \{\s+Write-WinfleetLog [^\n]+\s+return\s+\}/,
+    );
     const calico = facts(component("calico"), "install.ps1");
-    const deferred = calico.assignments.find((a) => a.variable === "name" && a.strings.includes("kubelet") && a.strings.includes("kube-proxy"));
+    const deferred = calico.assignments.find(
+      (a) => a.variable === "name" && a.strings.includes("kubelet") && a.strings.includes("kube-proxy"),
+    );
     assert.ok(deferred, "Calico's install starts the kubelet and kube-proxy");
-    const start = calico.commands.find((c) => /^Start-WinfleetService$/i.test(c.name) && c.args.some((a) => a.variables.includes("name")));
+    const start = calico.commands.find(
+      (c) => /^Start-WinfleetService$/i.test(c.name) && c.args.some((a) => a.variables.includes("name")),
+    );
     assert.ok(start && start.line > deferred.line);
   });
 
@@ -185,14 +296,25 @@ describe("the node services' start order", () => {
     const line = (re: RegExp): number => Math.min(...f.commands.filter((c) => re.test(c.name)).map((c) => c.line));
     assert.ok(line(/^Enter-WinfleetNodeLock$/) < line(/^Stop-WinfleetService$/), "the lock before the first stop");
     assert.ok(line(/^Import-WinfleetHns$/) < line(/^Get-HnsPolicyList$/), "HNS cmdlets imported, not looked for");
-    assert.ok(!f.commands.some((c) => /^Get-Command$/i.test(c.name)), "nothing is skipped when HNS cmdlets are missing");
-    assert.ok(line(/^Remove-HnsNetwork$/) < line(/^Reset-WinfleetCalicoBootMarker$/) && line(/^Reset-WinfleetCalicoBootMarker$/) < line(/^Start-WinfleetService$/));
+    assert.ok(
+      !f.commands.some((c) => /^Get-Command$/i.test(c.name)),
+      "nothing is skipped when HNS cmdlets are missing",
+    );
+    assert.ok(
+      line(/^Remove-HnsNetwork$/) < line(/^Reset-WinfleetCalicoBootMarker$/) &&
+        line(/^Reset-WinfleetCalicoBootMarker$/) < line(/^Start-WinfleetService$/),
+    );
     assert.ok(f.commands.some((c) => /^Exit-WinfleetNodeLock$/i.test(c.name)));
   });
 
   it("keeps the vSwitch drop inside Calico's isolated step, with the kubelet held until Calico is ready", () => {
     const f = facts(component("calico"), "install.ps1");
-    const line = (re: RegExp, arg?: string): number => Math.min(...f.commands.filter((c) => re.test(c.name) && (arg === undefined || c.args.some((a) => a.strings.includes(arg)))).map((c) => c.line));
+    const line = (re: RegExp, arg?: string): number =>
+      Math.min(
+        ...f.commands
+          .filter((c) => re.test(c.name) && (arg === undefined || c.args.some((a) => a.strings.includes(arg))))
+          .map((c) => c.line),
+      );
     assert.ok(line(/^Suspend-WinfleetService$/, "kubelet") < line(/^Resume-WinfleetService$/, "CalicoNode"));
     assert.ok(line(/^Resume-WinfleetService$/, "CalicoNode") < line(/^Wait-WinfleetNetworkReady$/));
     assert.ok(line(/^Wait-WinfleetNetworkReady$/) < line(/^Resume-WinfleetService$/, "kubelet"));
@@ -215,7 +337,14 @@ describe("the node services' start order", () => {
     assert.deepEqual(inFunction(services, "Stop-WinfleetService", /^Stop-Process$/), [], "not just the NSSM host");
     assert.equal(inFunction(services, "Stop-WinfleetService", /^Stop-WinfleetProcessTree$/).length, 1);
     const tree = libFacts("Network.ps1");
-    assert.ok(tree.commands.some((c) => c.inFunction === "Stop-WinfleetProcessTree" && /^Get-CimInstance$/i.test(c.name) && c.args.some((a) => a.text === "Win32_Process")));
+    assert.ok(
+      tree.commands.some(
+        (c) =>
+          c.inFunction === "Stop-WinfleetProcessTree" &&
+          /^Get-CimInstance$/i.test(c.name) &&
+          c.args.some((a) => a.text === "Win32_Process"),
+      ),
+    );
   });
 });
 
@@ -232,12 +361,20 @@ describe("what the content leaves writable", () => {
 
   it("gives each an explicit ACL by SID (Users read only; the kubelet's keys SYSTEM and Administrators only)", () => {
     for (const [name, path, priv] of RESTRICTED) {
-      const calls = component(name).scripts.flatMap((s) => s.facts.commands).filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name));
+      const calls = component(name)
+        .scripts.flatMap((s) => s.facts.commands)
+        .filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name));
       const call = calls.find((c) => c.args.some((a) => a.strings.includes(path)));
       assert.ok(call, `${name} restricts ${path}`);
-      assert.equal(call.args.some((a) => a.parameter === "private"), priv === true, `${path} private`);
+      assert.equal(
+        call.args.some((a) => a.parameter === "private"),
+        priv === true,
+        `${path} private`,
+      );
     }
-    const rke2 = component("join-rke2").scripts.flatMap((s) => s.facts.commands).filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name));
+    const rke2 = component("join-rke2")
+      .scripts.flatMap((s) => s.facts.commands)
+      .filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name));
     assert.equal(rke2.length, 2, "join-rke2 restricts both directories it puts on PATH");
     const acl = libFacts("Files.ps1");
     const sids = acl.assignments.filter((a) => a.inFunction === "Set-WinfleetDirectoryAcl").flatMap((a) => a.strings);
@@ -253,15 +390,47 @@ describe("what the content leaves writable", () => {
 
 describe("proxy settings reaching the services without a reboot", () => {
   it("puts the machine's proxy into containerd's, rke2's and the kubelet's own environment and restarts them on a change", () => {
-    for (const [name, service] of [["containerd", "containerd"], ["join-rke2", "rke2"]] as const) {
+    for (const [name, service] of [
+      ["containerd", "containerd"],
+      ["join-rke2", "rke2"],
+    ] as const) {
       const f = facts(component(name), "install.ps1");
-      const set = f.commands.find((c) => /^Set-WinfleetServiceProxyEnvironment$/i.test(c.name) && c.args.some((a) => a.strings.includes(service)));
+      const set = f.commands.find(
+        (c) => /^Set-WinfleetServiceProxyEnvironment$/i.test(c.name) && c.args.some((a) => a.strings.includes(service)),
+      );
       assert.ok(set, `${name} sets ${service}'s proxy environment`);
-      assert.ok(f.assignments.some((a) => a.variable === "proxychanged" && a.valueCommand === "Set-WinfleetServiceProxyEnvironment" && a.line === set.line));
-      const source = readFileSync(join(CONTENT, "components", component(name).key.replace("_", "/"), "files", "k", "winfleet", name, "install.ps1"), "utf8");
-      assert.match(source, new RegExp(`if \\(\\([^)]*-or \\$proxyChanged\\) -and \\(Get-Service -Name '${service}'\\)\\.Status -eq 'Running'\\) \\{\\s+Restart-WinfleetService -Name '${service}'`), `${name} restarts ${service} when it changed`);
+      assert.ok(
+        f.assignments.some(
+          (a) =>
+            a.variable === "proxychanged" &&
+            a.valueCommand === "Set-WinfleetServiceProxyEnvironment" &&
+            a.line === set.line,
+        ),
+      );
+      const source = readFileSync(
+        join(
+          CONTENT,
+          "components",
+          component(name).key.replace("_", "/"),
+          "files",
+          "k",
+          "winfleet",
+          name,
+          "install.ps1",
+        ),
+        "utf8",
+      );
+      assert.match(
+        source,
+        new RegExp(
+          `if \\(\\([^)]*-or \\$proxyChanged\\) -and \\(Get-Service -Name '${service}'\\)\\.Status -eq 'Running'\\) \\{\\s+Restart-WinfleetService -Name '${service}'`,
+        ),
+        `${name} restarts ${service} when it changed`,
+      );
     }
-    const kubelet = facts(component("kubelet"), "install.ps1").commands.find((c) => /^Set-WinfleetHostedService$/i.test(c.name));
+    const kubelet = facts(component("kubelet"), "install.ps1").commands.find((c) =>
+      /^Set-WinfleetHostedService$/i.test(c.name),
+    );
     assert.ok(kubelet?.args.some((a) => a.parameter === "environment" && /Get-WinfleetProxyEnvironment/.test(a.text)));
     const prereqs = facts(component("prereqs"), "install.ps1");
     const loop = prereqs.commands.find((c) => /^Set-WinfleetServiceProxyEnvironment$/i.test(c.name));

@@ -124,7 +124,7 @@ const ACCEPTED: readonly string[] = [
   "& $command @arguments",
   "& (Join-Path $root 'x.ps1'); exit $LASTEXITCODE",
   ". $script",
-  "$x = \"a \"\"q\"\" b\"",
+  '$x = "a ""q"" b"',
   "$x = 'it''s'",
   "Write-Output a#b",
   "$x = $env:Path -split ';'",
@@ -138,13 +138,18 @@ const ACCEPTED: readonly string[] = [
   "foreach ($i in 1..3) { $i }",
   "$h = [ordered]@{\n  a = 1\n  b = @{ a = 2 }\n}",
   "Write-Output ([string]::Format('{0}: {1}', $a, $b))",
-  "Write-Output \"$a`: $b\"",
+  'Write-Output "$a`: $b"',
   "Write-Output ('x' + $a + ': y')",
   "$sb = { param($x) $x }",
   "$a = $b | ForEach-Object { $_ * 2 }",
 ];
 
-const BLOB = { kind: "url", url: "https://sa.blob.core.windows.net/winfleet/content.tgz", sha256: "c".repeat(64), auth: "none" } as const;
+const BLOB = {
+  kind: "url",
+  url: "https://sa.blob.core.windows.net/winfleet/content.tgz",
+  sha256: "c".repeat(64),
+  auth: "none",
+} as const;
 const CONTENT_SOURCES: readonly ContentSource[] = [
   BLOB,
   { ...BLOB, auth: "managedIdentity" },
@@ -163,13 +168,19 @@ describe("PowerShell parse rules: what PowerShell's parser rejects", () => {
   for (const [id, source] of REJECTED) {
     it(`${id}: ${JSON.stringify(source)}`, async () => {
       const errors = await powerShellSyntaxErrors(source);
-      assert.ok(errors.some((e) => e.includes(`: ${id}: `)), `expected ${id}, got ${JSON.stringify(errors)}`);
+      assert.ok(
+        errors.some((e) => e.includes(`: ${id}: `)),
+        `expected ${id}, got ${JSON.stringify(errors)}`,
+      );
     });
   }
 
   it("has at least one corpus entry for every rule id", () => {
     const covered = new Set(REJECTED.map(([id]) => id));
-    assert.deepEqual(POWERSHELL_RULE_IDS.filter((id) => !covered.has(id)), []);
+    assert.deepEqual(
+      POWERSHELL_RULE_IDS.filter((id) => !covered.has(id)),
+      [],
+    );
   });
 
   it("names the position and how to fix the drive-qualified reference", async () => {
@@ -190,9 +201,14 @@ describe("PowerShell parse rules: what PowerShell's parser accepts", () => {
 describe("PowerShell parse rules over what ships", () => {
   it("pass every .ps1/.psm1/.psd1 in content/ and the Windows CI's own scripts", async () => {
     const failures: string[] = [];
-    const scripts = [...files(CONTENT, /\.(ps1|psm1|psd1)$/i), ...files(join(__dirname, "..", "windows"), /\.(ps1|psm1|psd1)$/i)];
+    const scripts = [
+      ...files(CONTENT, /\.(ps1|psm1|psd1)$/i),
+      ...files(join(__dirname, "..", "windows"), /\.(ps1|psm1|psd1)$/i),
+    ];
     assert.ok(scripts.length > 20);
-    for (const f of scripts) for (const e of await powerShellSyntaxErrors(readFileSync(f, "utf8"))) failures.push(`${relative(CONTENT, f)}:${e}`);
+    for (const f of scripts)
+      for (const e of await powerShellSyntaxErrors(readFileSync(f, "utf8")))
+        failures.push(`${relative(CONTENT, f)}:${e}`);
     assert.deepEqual(failures, []);
   });
 
@@ -205,7 +221,9 @@ describe("PowerShell parse rules over what ships", () => {
         const s = (meta[section] ?? {}) as Record<string, unknown>;
         for (const role of ["lprecmds", "commands", "lpstcmds"]) {
           const commands = Array.isArray(s[role]) ? (s[role] as string[]) : [];
-          for (const c of commands) for (const e of await powerShellSyntaxErrors(c)) failures.push(`${relative(CONTENT, m)} ${section}.${role}: ${e}`);
+          for (const c of commands)
+            for (const e of await powerShellSyntaxErrors(c))
+              failures.push(`${relative(CONTENT, m)} ${section}.${role}: ${e}`);
         }
       }
     }
@@ -215,17 +233,40 @@ describe("PowerShell parse rules over what ships", () => {
   it("pass every rendered bootstrap (each content source, each secret set)", async () => {
     const base: BootstrapArgs = {
       node: DEFAULT_NODE_RUNTIME,
-      agent: { url: "https://sa.blob.core.windows.net/winfleet/agent-0.2.0.tgz", sha256: "a".repeat(64), version: "0.2.0" },
+      agent: {
+        url: "https://sa.blob.core.windows.net/winfleet/agent-0.2.0.tgz",
+        sha256: "a".repeat(64),
+        version: "0.2.0",
+      },
       content: BLOB,
-      agentConfig: { template: "win2022", templateVersion: "1.0.0", variables: { KUBE_API_SERVER: "https://10.0.0.4:6443", NOTE: "it's $x: `y`" } },
+      agentConfig: {
+        template: "win2022",
+        templateVersion: "1.0.0",
+        variables: { KUBE_API_SERVER: "https://10.0.0.4:6443", NOTE: "it's $x: `y`" },
+      },
       secretVariables: ["KUBE_BOOTSTRAP_TOKEN", "CALICO_KUBECONFIG", "KUBE_PROXY_KUBECONFIG"],
     };
     for (const content of CONTENT_SOURCES) {
       for (const secretVariables of [base.secretVariables, ["RKE2_TOKEN"]]) {
-        assert.deepEqual(await powerShellSyntaxErrors(renderBootstrap({ ...base, content, secretVariables })), [], `${content.kind} ${secretVariables.length}`);
+        assert.deepEqual(
+          await powerShellSyntaxErrors(renderBootstrap({ ...base, content, secretVariables })),
+          [],
+          `${content.kind} ${secretVariables.length}`,
+        );
         // An Azure pool's: the larger secrets read from a Key Vault secret with the pool's identity.
-        const azure = { ...base, content, secretVariables, identity: "/subscriptions/0/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/winfleet-win-nodes", vaultSecret: "https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets" };
-        assert.deepEqual(await powerShellSyntaxErrors(renderBootstrap(azure)), [], `${content.kind} ${secretVariables.length} with a Key Vault secret`);
+        const azure = {
+          ...base,
+          content,
+          secretVariables,
+          identity:
+            "/subscriptions/0/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/winfleet-win-nodes",
+          vaultSecret: "https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets",
+        };
+        assert.deepEqual(
+          await powerShellSyntaxErrors(renderBootstrap(azure)),
+          [],
+          `${content.kind} ${secretVariables.length} with a Key Vault secret`,
+        );
       }
     }
   });

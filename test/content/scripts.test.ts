@@ -25,7 +25,11 @@ function files(dir: string, pattern: RegExp): string[] {
 }
 
 function shellcheck(paths: readonly string[]): string {
-  const r = spawnSync(locate(SHELLCHECK) ?? "shellcheck", ["--shell=sh", "--severity=style", "--format=gcc", ...paths], { encoding: "utf8" });
+  const r = spawnSync(
+    locate(SHELLCHECK) ?? "shellcheck",
+    ["--shell=sh", "--severity=style", "--format=gcc", ...paths],
+    { encoding: "utf8" },
+  );
   return r.status === 0 ? "" : r.stdout + r.stderr;
 }
 
@@ -34,7 +38,7 @@ const scratch = scratchDir("content-scripts-");
 describe("sh content under shellcheck", { skip: skipUnlessInstalled(SHELLCHECK) }, () => {
   it("flags a broken script (the check can fail)", () => {
     const bad = join(scratch, "bad.sh");
-    writeFileSync(bad, '#!/bin/sh\nrm -rf $DIR/*\nif [ $x == 1 ]; then echo; fi\n');
+    writeFileSync(bad, "#!/bin/sh\nrm -rf $DIR/*\nif [ $x == 1 ]; then echo; fi\n");
     assert.notEqual(shellcheck([bad]), "");
   });
 
@@ -67,13 +71,17 @@ describe("sh content under shellcheck", { skip: skipUnlessInstalled(SHELLCHECK) 
 
 describe("PowerShell content under tree-sitter-powershell", () => {
   it("reports a broken script (the check can fail)", async () => {
-    assert.notDeepEqual(await powerShellSyntaxErrors("function Install-It {\n  if ($x -eq 1) {\n    Write-Output 'x'\n"), []);
+    assert.notDeepEqual(
+      await powerShellSyntaxErrors("function Install-It {\n  if ($x -eq 1) {\n    Write-Output 'x'\n"),
+      [],
+    );
   });
 
   it("parses every .ps1, .psm1 and .psd1 file with zero syntax errors", async () => {
     const failures: string[] = [];
     for (const f of files(CONTENT, /\.(ps1|psm1|psd1)$/i)) {
-      for (const e of await powerShellSyntaxErrors(readFileSync(f, "utf8"))) failures.push(`${relative(CONTENT, f)}:${e}`);
+      for (const e of await powerShellSyntaxErrors(readFileSync(f, "utf8")))
+        failures.push(`${relative(CONTENT, f)}:${e}`);
     }
     assert.deepEqual(failures, []);
   });

@@ -21,19 +21,30 @@ describe("the seed's content", () => {
   });
 
   it("refuses the prewin1809 metadata strictly, saying lenient mode loads it", () => {
-    assert.throws(() => parseMetadata(seed("prewin1809_v1.0.metadata")), (e: unknown) =>
-      e instanceof ValidationError && /--lenient/.test(e.message));
+    assert.throws(
+      () => parseMetadata(seed("prewin1809_v1.0.metadata")),
+      (e: unknown) => e instanceof ValidationError && /--lenient/.test(e.message),
+    );
   });
 
   it("loads the prewin1809 metadata leniently and reports the four commas it inserted", () => {
     const { value, warnings } = parseMetadata(seed("prewin1809_v1.0.metadata"), "prewin1809", { lenient: true });
-    assert.deepEqual(warnings.map((w) => w.message), [
-      'repaired: inserted a missing comma before "uninstall" on line 11',
-      'repaired: inserted a missing comma before "pre_upgrade" on line 18',
-      'repaired: inserted a missing comma before "post_upgrade" on line 26',
-      'repaired: inserted a missing comma before "files" on line 33',
-    ]);
-    assert.deepEqual(value.install, { priority: 100, lprecmds: [], commands: ["\\bin\\prereq1809.ps1"], lpstcmds: [], reboot: false });
+    assert.deepEqual(
+      warnings.map((w) => w.message),
+      [
+        'repaired: inserted a missing comma before "uninstall" on line 11',
+        'repaired: inserted a missing comma before "pre_upgrade" on line 18',
+        'repaired: inserted a missing comma before "post_upgrade" on line 26',
+        'repaired: inserted a missing comma before "files" on line 33',
+      ],
+    );
+    assert.deepEqual(value.install, {
+      priority: 100,
+      lprecmds: [],
+      commands: ["\\bin\\prereq1809.ps1"],
+      lpstcmds: [],
+      reboot: false,
+    });
     assert.equal(value.pre_upgrade.uninstall, false);
   });
 
@@ -41,7 +52,10 @@ describe("the seed's content", () => {
     await assert.rejects(loadComponent(seed("prewin1809_v1.0.ign"), "prewin1809"), /no filesystem specified/);
     const { value, warnings } = await loadComponent(seed("prewin1809_v1.0.ign"), "prewin1809", { lenient: true });
     assert.equal(value.metadata.name, "prewin1809");
-    assert.deepEqual(value.config.files.map((f) => f.path), ["/bin/metadata/prewin1809_v1.0.metadata", "/bin/prereq1809.ps1"]);
+    assert.deepEqual(
+      value.config.files.map((f) => f.path),
+      ["/bin/metadata/prewin1809_v1.0.metadata", "/bin/prereq1809.ps1"],
+    );
     assert.equal(warnings.filter((w) => w.message.startsWith("repaired")).length, 6);
   });
 });

@@ -33,17 +33,32 @@ describe("Windows templates", () => {
       assert.ok(t, name);
       assert.deepEqual(t.os, [build]);
       const names = t.packages.map((p) => p.split("_")[0]);
-      for (const needed of ["winfleet-common", "prereqs", "containerd", "kubelet", "kube-proxy", "calico", "join-kubeadm", "windows-exporter", "csi-proxy", "winfleet-broker", "node-reset"]) assert.ok(names.includes(needed), `${name} lacks ${needed}`);
+      for (const needed of [
+        "winfleet-common",
+        "prereqs",
+        "containerd",
+        "kubelet",
+        "kube-proxy",
+        "calico",
+        "join-kubeadm",
+        "windows-exporter",
+        "csi-proxy",
+        "winfleet-broker",
+        "node-reset",
+      ])
+        assert.ok(names.includes(needed), `${name} lacks ${needed}`);
     }
   });
 
   it("pins every component at a version that exists and is PowerShell", () => {
     const keys = new Set(shipped.content.components.map((c) => c.key));
-    for (const t of shipped.content.templates.filter((x) => x.name !== "sandbox")) for (const p of t.packages) assert.ok(keys.has(p), `${t.name} names ${p}`);
+    for (const t of shipped.content.templates.filter((x) => x.name !== "sandbox"))
+      for (const p of t.packages) assert.ok(keys.has(p), `${t.name} names ${p}`);
   });
 
   it("installs the module first and removes it last, and the join before the CNI and kube-proxy", () => {
-    const priority = (name: string, section: "install" | "uninstall"): number => component(name).metadata[section].priority;
+    const priority = (name: string, section: "install" | "uninstall"): number =>
+      component(name).metadata[section].priority;
     for (const other of shipped.content.components.filter((c) => c.metadata.name !== "winfleet-common")) {
       assert.ok(priority("winfleet-common", "install") < other.metadata.install.priority, other.key);
       assert.ok(priority("winfleet-common", "uninstall") > other.metadata.uninstall.priority, other.key);
@@ -63,14 +78,20 @@ describe("Windows templates", () => {
     assert.equal(t.os, undefined);
     const names = t.packages.map((p) => p.split("_")[0]);
     assert.ok(names.includes("join-rke2"));
-    for (const clash of ["containerd", "kubelet", "kube-proxy", "calico", "join-kubeadm"]) assert.ok(!names.includes(clash), clash);
+    for (const clash of ["containerd", "kubelet", "kube-proxy", "calico", "join-kubeadm"])
+      assert.ok(!names.includes(clash), clash);
   });
 });
 
 describe("contracts with the stack", () => {
   it("join-kubeadm and join-rke2 read the join variables, with the tokens secret", () => {
     const kubeadm = component("join-kubeadm").metadata.variables;
-    assert.deepEqual(Object.keys(kubeadm).filter((k) => k.startsWith("KUBE_")).sort(), ["KUBE_API_SERVER", "KUBE_BOOTSTRAP_TOKEN", "KUBE_CA_CERT_HASH"]);
+    assert.deepEqual(
+      Object.keys(kubeadm)
+        .filter((k) => k.startsWith("KUBE_"))
+        .sort(),
+      ["KUBE_API_SERVER", "KUBE_BOOTSTRAP_TOKEN", "KUBE_CA_CERT_HASH"],
+    );
     assert.equal(kubeadm.KUBE_BOOTSTRAP_TOKEN?.secret, true);
     assert.equal(kubeadm.KUBE_API_SERVER?.secret, false);
     const rke2 = component("join-rke2").metadata.variables;
@@ -83,10 +104,23 @@ describe("contracts with the stack", () => {
   });
 
   it("registers the os=windows:NoSchedule taint when KUBE_REGISTER_TAINT is true", () => {
-    for (const [name, leaf] of [["kubelet", "install.ps1"], ["join-rke2", "install.ps1"]] as const) {
+    for (const [name, leaf] of [
+      ["kubelet", "install.ps1"],
+      ["join-rke2", "install.ps1"],
+    ] as const) {
       const s = script(component(name), leaf);
-      assert.ok(s.facts.commands.some((c) => /Get-WinfleetVariable/i.test(c.name) && c.args.some((a) => a.strings.includes("KUBE_REGISTER_TAINT"))), name);
-      assert.ok(s.facts.assignments.some((a) => a.strings.some((x) => /^(os|windows|NoSchedule|os=windows:NoSchedule)$/.test(x))), name);
+      assert.ok(
+        s.facts.commands.some(
+          (c) => /Get-WinfleetVariable/i.test(c.name) && c.args.some((a) => a.strings.includes("KUBE_REGISTER_TAINT")),
+        ),
+        name,
+      );
+      assert.ok(
+        s.facts.assignments.some((a) =>
+          a.strings.some((x) => /^(os|windows|NoSchedule|os=windows:NoSchedule)$/.test(x)),
+        ),
+        name,
+      );
     }
   });
 
@@ -105,7 +139,10 @@ describe("contracts with the stack", () => {
   });
 
   it("exposes windows_exporter on 9796, the port the broker's proxy allows", () => {
-    assert.match(component("windows-exporter").metadata.variables.WINDOWS_EXPORTER_LISTEN_ADDRESS?.default ?? "", /:9796$/);
+    assert.match(
+      component("windows-exporter").metadata.variables.WINDOWS_EXPORTER_LISTEN_ADDRESS?.default ?? "",
+      /:9796$/,
+    );
   });
 });
 
@@ -114,10 +151,15 @@ describe("lifecycle conventions", () => {
     for (const c of shipped.content.components) {
       for (const s of c.scripts) {
         const changesFeature = s.facts.commands.some((x) => /^(Enable|Disable)-WinfleetFeature$/i.test(x.name));
-        if (changesFeature) assert.ok(s.facts.exits.includes(3010), `${s.where} changes a Windows feature but never exits 3010`);
+        if (changesFeature)
+          assert.ok(s.facts.exits.includes(3010), `${s.where} changes a Windows feature but never exits 3010`);
       }
     }
-    assert.ok(script(component("prereqs"), "install.ps1").facts.commands.some((x) => x.name === "Enable-WinfleetFeature" && x.args.some((a) => a.strings.includes("Containers"))));
+    assert.ok(
+      script(component("prereqs"), "install.ps1").facts.commands.some(
+        (x) => x.name === "Enable-WinfleetFeature" && x.args.some((a) => a.strings.includes("Containers")),
+      ),
+    );
   });
 
   it("gives every component all four sections, and suspends its services before an upgrade", () => {
@@ -125,16 +167,32 @@ describe("lifecycle conventions", () => {
       assert.ok(c.metadata.install.commands.length > 0, `${c.key} install`);
       assert.ok(c.metadata.uninstall.commands.length > 0, `${c.key} uninstall`);
       assert.ok(c.metadata.post_upgrade.commands.length > 0, `${c.key} post_upgrade`);
-      const services = sectionEffects(c, "install").filter((e) => e.kind === "service" && e.action === "create").map((e) => e.key);
+      const services = sectionEffects(c, "install")
+        .filter((e) => e.kind === "service" && e.action === "create")
+        .map((e) => e.key);
       if (services.length === 0) continue;
-      const suspended = c.sections.pre_upgrade.commands.flatMap((x) => x.facts.commands.filter((y) => y.name === "Suspend-WinfleetService").flatMap((y) => y.args.flatMap((a) => a.strings)));
-      assert.ok(suspended.some((s) => services.includes(s)), `${c.key} creates ${services.join(", ")} but its pre_upgrade suspends none of them`);
+      const suspended = c.sections.pre_upgrade.commands.flatMap((x) =>
+        x.facts.commands
+          .filter((y) => y.name === "Suspend-WinfleetService")
+          .flatMap((y) => y.args.flatMap((a) => a.strings)),
+      );
+      assert.ok(
+        suspended.some((s) => services.includes(s)),
+        `${c.key} creates ${services.join(", ")} but its pre_upgrade suspends none of them`,
+      );
     }
   });
 
   it("runs components that reset HNS networking in a process of their own", () => {
     for (const c of shipped.content.components) {
-      const disrupts = c.sections.uninstall.scripts.some((s) => s.facts.commands.some((x) => /^Remove-HnsNetwork$/i.test(x.name) || (x.operator !== undefined && stringsOfVariable(s.facts, x.name).some((v) => /rke2-uninstall\.ps1$/i.test(v)))));
+      const disrupts = c.sections.uninstall.scripts.some((s) =>
+        s.facts.commands.some(
+          (x) =>
+            /^Remove-HnsNetwork$/i.test(x.name) ||
+            (x.operator !== undefined &&
+              stringsOfVariable(s.facts, x.name).some((v) => /rke2-uninstall\.ps1$/i.test(v))),
+        ),
+      );
       if (disrupts) assert.equal(c.metadata.isolated, true, `${c.key} resets HNS but is not isolated`);
     }
     assert.equal(component("calico").metadata.isolated, true);
@@ -143,21 +201,40 @@ describe("lifecycle conventions", () => {
 
   it("registers a startup task that resets HNS and restarts the node services", () => {
     const reset = component("node-reset");
-    assert.ok(sectionEffects(reset, "install").some((e) => e.kind === "scheduled task" && e.key === "winfleet-node-reset"));
+    assert.ok(
+      sectionEffects(reset, "install").some((e) => e.kind === "scheduled task" && e.key === "winfleet-node-reset"),
+    );
     const s = script(reset, "reset.ps1");
-    for (const cmd of ["Remove-HnsNetwork", "Remove-HnsEndpoint", "Remove-HnsPolicyList", "Stop-WinfleetService", "Start-WinfleetService"]) assert.ok(s.facts.commands.some((c) => c.name === cmd), cmd);
+    for (const cmd of [
+      "Remove-HnsNetwork",
+      "Remove-HnsEndpoint",
+      "Remove-HnsPolicyList",
+      "Stop-WinfleetService",
+      "Start-WinfleetService",
+    ])
+      assert.ok(
+        s.facts.commands.some((c) => c.name === cmd),
+        cmd,
+      );
   });
 });
 
 describe("downloads", () => {
   it("pins each digest in the content, or names the variable the stack sets it in, and says where it comes from", () => {
-    const downloading = shipped.content.components.filter((c) => c.scripts.some((s) => s.facts.commands.some((x) => x.name === "Get-WinfleetArtifact")));
+    const downloading = shipped.content.components.filter((c) =>
+      c.scripts.some((s) => s.facts.commands.some((x) => x.name === "Get-WinfleetArtifact")),
+    );
     assert.ok(downloading.length >= 8);
     for (const c of downloading) {
       assert.ok(c.artifacts.length > 0, `${c.key} downloads but has no artifacts.json`);
       for (const a of c.artifacts) {
         assert.match(a.url, /^https:\/\//);
-        if (a.sha256Variable) assert.equal(c.metadata.variables[a.sha256Variable]?.required, true, `${c.key}: ${a.sha256Variable} must be required`);
+        if (a.sha256Variable)
+          assert.equal(
+            c.metadata.variables[a.sha256Variable]?.required,
+            true,
+            `${c.key}: ${a.sha256Variable} must be required`,
+          );
       }
     }
   });
@@ -167,16 +244,26 @@ describe("downloads", () => {
       for (const s of c.scripts) {
         for (const call of s.facts.commands.filter((x) => x.name === "Get-WinfleetArtifact")) {
           const name = call.args.find((a) => a.parameter === "name")?.strings[0];
-          assert.ok(name && c.artifacts.some((a) => a.name === name), `${s.where}:${call.line} asks for ${name ?? "?"}`);
+          assert.ok(
+            name && c.artifacts.some((a) => a.name === name),
+            `${s.where}:${call.line} asks for ${name ?? "?"}`,
+          );
         }
       }
     }
   });
 
   it("pins the published values: containerd 1.7.25, Kubernetes 1.34.7, windows_exporter 0.31.8, NSSM 2.24", () => {
-    const pins = Object.fromEntries(shipped.content.components.flatMap((c) => c.artifacts.map((a) => [`${a.name}@${a.version}`, a.sha256 ?? a.sha512 ?? `var:${a.sha256Variable ?? ""}`])));
+    const pins = Object.fromEntries(
+      shipped.content.components.flatMap((c) =>
+        c.artifacts.map((a) => [`${a.name}@${a.version}`, a.sha256 ?? a.sha512 ?? `var:${a.sha256Variable ?? ""}`]),
+      ),
+    );
     assert.equal(pins["containerd@1.7.25"], "ec819a29d81b52a1aa8ffd995751639de7102ac08d54a0248d1d1484809e0460");
-    assert.equal(pins["kubernetes-node@1.34.7"], "fdc3bbe9e42c21fc6482b73de21db86c50eeb58e9f9270cb9372cbad189624c5a954a9102893006af3d79686581cbdeb9942ef571e422e6ea08980ed1ca70aee");
+    assert.equal(
+      pins["kubernetes-node@1.34.7"],
+      "fdc3bbe9e42c21fc6482b73de21db86c50eeb58e9f9270cb9372cbad189624c5a954a9102893006af3d79686581cbdeb9942ef571e422e6ea08980ed1ca70aee",
+    );
     assert.equal(pins["windows-exporter@0.31.8"], "03bb0fe80b8ad0b4e39606b96c4c5cc56b1f766760011ea2b00111157c6ef077");
     assert.equal(pins["nssm@2.24"], "727d1e42275c605e0f04aba98095c38a8e1e46def453cdffce42869428aa6743");
     assert.equal(pins["calico-windows@3.29.2"], "var:CALICO_WINDOWS_SHA256");

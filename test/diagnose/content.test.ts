@@ -22,12 +22,20 @@ describe("diagnose and a signed content bundle", () => {
     const dir = tempDir("diagnose-signed-");
     dirs.push(dir);
     const bundle = join(dir, "bundle");
-    const built = spawnSync(process.execPath, [join(REPO, "bin", "winfleet.js"), "content", "build", "--content", join(REPO, "content"), "--out", bundle], { encoding: "utf8", timeout: 120_000 });
+    const built = spawnSync(
+      process.execPath,
+      [join(REPO, "bin", "winfleet.js"), "content", "build", "--content", join(REPO, "content"), "--out", bundle],
+      { encoding: "utf8", timeout: 120_000 },
+    );
     assert.equal(built.status, 0, built.stderr);
     const { publicKey, privateKey } = generateKeyPairSync("ed25519");
     await signBundle(bundle, privateKey.export({ type: "pkcs8", format: "pem" }).toString(), "1.4.0");
     const config = writeAgentConfig(join(dir, "etc"), {
-      nodeName: "node-c", root: join(dir, "root"), content: bundle, template: "sandbox", templateVersion: "1.0.0",
+      nodeName: "node-c",
+      root: join(dir, "root"),
+      content: bundle,
+      template: "sandbox",
+      templateVersion: "1.0.0",
       publicKey: publicKey.export({ type: "spki", format: "pem" }).toString(),
     });
     const applied = await applyUntilSettled(["--config", config]);
@@ -38,12 +46,19 @@ describe("diagnose and a signed content bundle", () => {
     const u = unpack(out);
     assert.deepEqual(entryJson<{ format: number }>(u, "content/manifest.json").format, 1);
     const signature = entryJson<{ status: string; version: string; keyId: string }>(u, "content/signature.json");
-    assert.deepEqual([signature.status, signature.version, signature.keyId.length], ["verified", "1.4.0", 64], "the signed release version and the key's fingerprint");
+    assert.deepEqual(
+      [signature.status, signature.version, signature.keyId.length],
+      ["verified", "1.4.0", 64],
+      "the signed release version and the key's fingerprint",
+    );
 
     const template = readdirSync(join(bundle, "templates"))[0] ?? "";
     appendFileSync(join(bundle, "templates", template), " ");
     const r = await agent(["diagnose", "--config", config, "--summary"]);
     assert.equal(r.code, 1);
-    assert.match(r.stdout.split("\n")[0] ?? "", new RegExp(`^CONTENT TAMPERED: .*templates/${template.replace(/\./g, "\\.")} differs from what was signed`));
+    assert.match(
+      r.stdout.split("\n")[0] ?? "",
+      new RegExp(`^CONTENT TAMPERED: .*templates/${template.replace(/\./g, "\\.")} differs from what was signed`),
+    );
   });
 });

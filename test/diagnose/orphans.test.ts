@@ -16,9 +16,10 @@ const children = killedAfterTests();
 const runClient = (socket: string, tool: string) => runClientProcess(socket, tool, children);
 const startBroker = (config: string) => startBrokerProcess(config, children);
 
-
-
-interface Procs { from: string; processes: { name: string; pid: number; state: string }[] }
+interface Procs {
+  from: string;
+  processes: { name: string; pid: number; state: string }[];
+}
 
 describe("diagnose on a host with orphans", () => {
   it("marks the orphan, from the records without a broker and from the broker with one, and the summary names it", async () => {
@@ -26,7 +27,16 @@ describe("diagnose on a host with orphans", () => {
     const tool = script(join(tempDir("diagnose-orphans-bin-"), "exporter.sh"), "echo $$; exec sleep 300");
     const socket = join(dir, "run", "wins.sock");
     const config = join(dir, "broker.yaml");
-    writeFileSync(config, ["white_list:", `  processPaths: [${tool}]`, `listen: ${socket}`, `proxy: ${dir}/run/proxy.sock`, `stateDir: ${dir}/state`].join("\n"));
+    writeFileSync(
+      config,
+      [
+        "white_list:",
+        `  processPaths: [${tool}]`,
+        `listen: ${socket}`,
+        `proxy: ${dir}/run/proxy.sock`,
+        `stateDir: ${dir}/state`,
+      ].join("\n"),
+    );
     const first = await startBroker(config);
     const orphan = await runClient(socket, tool);
     first.kill("SIGKILL");
@@ -37,11 +47,20 @@ describe("diagnose on a host with orphans", () => {
     const base = ["diagnose", "--root", join(dir, "root"), "--broker-config", config];
     const offline = await agent([...base, "--summary", "--out", join(dir, "offline.tar.gz")]);
     assert.equal(offline.code, 1, offline.stderr);
-    assert.match(offline.stdout.split("\n")[0] ?? "", /^ORPHANS: 1 host process\(es\) left by a broker that died; winfleet-agent cli prc kill --orphans ends them/);
+    assert.match(
+      offline.stdout.split("\n")[0] ?? "",
+      /^ORPHANS: 1 host process\(es\) left by a broker that died; winfleet-agent cli prc kill --orphans ends them/,
+    );
     assert.match(offline.stdout, new RegExp(`rancher-wins-exporter\\.sh pid ${orphan.pid}`));
-    const fromRecords = entryJson<Procs & { brokerError: string }>(unpack(join(dir, "offline.tar.gz")), "broker/processes.json");
+    const fromRecords = entryJson<Procs & { brokerError: string }>(
+      unpack(join(dir, "offline.tar.gz")),
+      "broker/processes.json",
+    );
     assert.equal(fromRecords.from, "records");
-    assert.deepEqual(fromRecords.processes.map((p) => [p.name, p.pid, p.state]), [["rancher-wins-exporter.sh", orphan.pid, "orphaned"]]);
+    assert.deepEqual(
+      fromRecords.processes.map((p) => [p.name, p.pid, p.state]),
+      [["rancher-wins-exporter.sh", orphan.pid, "orphaned"]],
+    );
     assert.ok(fromRecords.brokerError, "why the broker was not asked is kept");
 
     const second = await startBroker(config);
@@ -49,9 +68,14 @@ describe("diagnose on a host with orphans", () => {
     assert.equal(online.code, 0, online.stderr);
     const fromBroker = entryJson<Procs>(unpack(join(dir, "online.tar.gz")), "broker/processes.json");
     assert.equal(fromBroker.from, "broker");
-    assert.deepEqual(fromBroker.processes.map((p) => [p.name, p.state]), [["rancher-wins-exporter.sh", "orphaned"]]);
+    assert.deepEqual(
+      fromBroker.processes.map((p) => [p.name, p.state]),
+      [["rancher-wins-exporter.sh", "orphaned"]],
+    );
 
-    const kill = spawnSync(process.execPath, [AGENT, "cli", "prc", "kill", "--orphans", "--server", socket], { encoding: "utf8" });
+    const kill = spawnSync(process.execPath, [AGENT, "cli", "prc", "kill", "--orphans", "--server", socket], {
+      encoding: "utf8",
+    });
     assert.equal(kill.status, 0, kill.stderr);
     await waitFor(() => !alive(orphan.pid), 5000, "the orphan to die");
     const clean = await agent([...base, "--summary"]);

@@ -30,16 +30,30 @@ describe("a hung source", () => {
         await new Promise<never>(() => undefined);
       },
     };
-    const sleeper = commandCollector("hung-command", "system/hung.txt", ["sh", "-c", `echo $$ > ${pidFile}; exec sleep 1000`]);
+    const sleeper = commandCollector("hung-command", "system/hung.txt", [
+      "sh",
+      "-c",
+      `echo $$ > ${pidFile}; exec sleep 1000`,
+    ]);
     const started = Date.now();
-    const d = await diagnose({ root: join(dir, "root"), since: new Date(0), runDir: join(dir, "run"), timeoutMs: 700, extraCollectors: [hung, sleeper] });
+    const d = await diagnose({
+      root: join(dir, "root"),
+      since: new Date(0),
+      runDir: join(dir, "run"),
+      timeoutMs: 700,
+      extraCollectors: [hung, sleeper],
+    });
     assert.ok(Date.now() - started < 10_000, `took ${Date.now() - started} ms`);
     const outcome = Object.fromEntries(d.manifest.collectors.map((c) => [c.collector, c.outcome]));
     assert.equal(outcome["hung-hns"], "timed out");
     assert.equal(outcome["hung-command"], "timed out");
     assert.equal(outcome.status, "ok", "the other sources were collected");
     assert.match(d.manifest.missing.find((m) => m.collector === "hung-hns")?.reason ?? "", /^timed out after 700 ms/);
-    assert.equal(d.files.get("windows/hns-partial.txt")?.toString(), "the networks listed before it hung\n", "what it gave before the hang is kept");
+    assert.equal(
+      d.files.get("windows/hns-partial.txt")?.toString(),
+      "the networks listed before it hung\n",
+      "what it gave before the hang is kept",
+    );
     assert.ok(d.files.has("agent/status.json"));
     const pid = Number(readFileSync(pidFile, "utf8"));
     await waitFor(() => !alive(pid), 5000, "the hung command to be killed");
@@ -54,13 +68,19 @@ describe("a hung source", () => {
     chmodSync(join(bin, "ip"), 0o755);
     const out = join(dir, "d.tar.gz");
     const started = Date.now();
-    const r = await agent(["diagnose", "--root", join(dir, "root"), "--timeout", "1s", "--out", out], { env: { PATH: `${bin}:${process.env.PATH ?? ""}` } });
+    const r = await agent(["diagnose", "--root", join(dir, "root"), "--timeout", "1s", "--out", out], {
+      env: { PATH: `${bin}:${process.env.PATH ?? ""}` },
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.ok(Date.now() - started < 20_000, `took ${Date.now() - started} ms`);
     assert.ok(existsSync(out));
     const u = unpack(out);
     for (const name of ["ip-addr", "ip-route"]) {
-      assert.match(u.manifest.missing.find((m) => m.collector === name)?.reason ?? "", /^timed out after 1000 ms/, name);
+      assert.match(
+        u.manifest.missing.find((m) => m.collector === name)?.reason ?? "",
+        /^timed out after 1000 ms/,
+        name,
+      );
     }
     assert.ok(u.files.has("system/ps.txt"), "the sources that answer are collected");
   });

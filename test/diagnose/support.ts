@@ -44,7 +44,11 @@ export function unpack(archive: string): Unpacked {
     }
   };
   walk(dir);
-  return { files, manifest: JSON.parse(files.get("manifest.json")?.toString() ?? "{}") as Manifest, tar: gunzipSync(readFileSync(archive)) };
+  return {
+    files,
+    manifest: JSON.parse(files.get("manifest.json")?.toString() ?? "{}") as Manifest,
+    tar: gunzipSync(readFileSync(archive)),
+  };
 }
 
 /** An entry parsed as JSON. */

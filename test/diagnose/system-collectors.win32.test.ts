@@ -20,8 +20,18 @@ import { tempDir } from "../support";
 
 describe("the Windows collectors (as data)", () => {
   it("every script parses with zero PowerShell syntax errors, quoted names included", async () => {
-    const scripts = { services: servicesScript(), quoted: servicesScript(["it's"]), firewall: firewallScript(), processes: hostProcessesScript(), reboot: pendingRebootScript(), version: hostVersionScript(), task: agentTaskScript(), quotedTask: agentTaskScript("it's") };
-    for (const [name, script] of Object.entries(scripts)) assert.deepEqual(await powerShellSyntaxErrors(powershell(script)[7] ?? ""), [], name);
+    const scripts = {
+      services: servicesScript(),
+      quoted: servicesScript(["it's"]),
+      firewall: firewallScript(),
+      processes: hostProcessesScript(),
+      reboot: pendingRebootScript(),
+      version: hostVersionScript(),
+      task: agentTaskScript(),
+      quotedTask: agentTaskScript("it's"),
+    };
+    for (const [name, script] of Object.entries(scripts))
+      assert.deepEqual(await powerShellSyntaxErrors(powershell(script)[7] ?? ""), [], name);
     assert.match(servicesScript(["it's"]), /'it''s'/);
   });
 
@@ -33,13 +43,39 @@ describe("the Windows collectors (as data)", () => {
 
   it("reads each event log channel over the --since window, newest first", () => {
     const argv = eventLogCommand("System", "Service Control Manager", 3_600_000);
-    assert.deepEqual(argv, ["wevtutil.exe", "qe", "System", "/q:*[System[Provider[@Name='Service Control Manager'] and TimeCreated[timediff(@SystemTime) <= 3600000]]]", "/f:text", "/rd:true", "/c:5000"]);
-    assert.ok(EVENT_LOGS.some((e) => e.channel === "Microsoft-Windows-Host-Network-Service-Admin"), "HNS");
+    assert.deepEqual(argv, [
+      "wevtutil.exe",
+      "qe",
+      "System",
+      "/q:*[System[Provider[@Name='Service Control Manager'] and TimeCreated[timediff(@SystemTime) <= 3600000]]]",
+      "/f:text",
+      "/rd:true",
+      "/c:5000",
+    ]);
+    assert.ok(
+      EVENT_LOGS.some((e) => e.channel === "Microsoft-Windows-Host-Network-Service-Admin"),
+      "HNS",
+    );
   });
 
   it("has collectors for the kubelet, containerd, kube-proxy and CNI logs, HNS, services, firewall and the network", () => {
     const names = windowsCollectors().map((c) => c.name);
-    for (const n of ["log-kubelet", "log-containerd", "log-kube-proxy", "log-calico", "hns-networks", "hns-endpoints", "services", "firewall", "ipconfig", "routes", "eventlog-scm", "agent-task", "pending-reboot"]) assert.ok(names.includes(n), n);
+    for (const n of [
+      "log-kubelet",
+      "log-containerd",
+      "log-kube-proxy",
+      "log-calico",
+      "hns-networks",
+      "hns-endpoints",
+      "services",
+      "firewall",
+      "ipconfig",
+      "routes",
+      "eventlog-scm",
+      "agent-task",
+      "pending-reboot",
+    ])
+      assert.ok(names.includes(n), n);
     assert.equal(new Set(names).size, names.length, "names are unique");
   });
 });
@@ -52,9 +88,23 @@ describe("a log directory", () => {
     writeFileSync(join(root, "var", "log", "kubelet", "kubelet.old.log"), "old\n");
     utimesSync(join(root, "var", "log", "kubelet", "kubelet.old.log"), new Date(0), new Date(0));
     const collectors = windowsCollectors().filter((c) => c.name === "log-kubelet" || c.name === "log-flannel");
-    const ctx: DiagnoseContext = { root, since: new Date(Date.now() - 3_600_000), platform: "win32", configFile: undefined, config: undefined, configError: undefined, agentLog: undefined, brokerConfigFile: undefined, runDir: root, run: () => Promise.reject(new Error("no commands")) };
+    const ctx: DiagnoseContext = {
+      root,
+      since: new Date(Date.now() - 3_600_000),
+      platform: "win32",
+      configFile: undefined,
+      config: undefined,
+      configError: undefined,
+      agentLog: undefined,
+      brokerConfigFile: undefined,
+      runDir: root,
+      run: () => Promise.reject(new Error("no commands")),
+    };
     const got = await runCollectors(collectors, ctx, { timeoutMs: 5000 });
     assert.deepEqual([...got.files.keys()], ["logs/kubelet/kubelet.log"]);
-    assert.deepEqual(got.missing.map((m) => [m.path, m.reason]), [["logs/flannel", "not present on this host"]]);
+    assert.deepEqual(
+      got.missing.map((m) => [m.path, m.reason]),
+      [["logs/flannel", "not present on this host"]],
+    );
   });
 });

@@ -20,7 +20,15 @@ describe("winfleet local diagnose", () => {
     dirs.push(state);
     const paths = hostPaths(state, "local-1");
     mkdirSync(paths.dir, { recursive: true });
-    writeFileSync(paths.config, renderHostConfig("local-1", paths, { content: join(REPO, "content"), template: "sandbox", templateVersion: "1.0.0" }, []));
+    writeFileSync(
+      paths.config,
+      renderHostConfig(
+        "local-1",
+        paths,
+        { content: join(REPO, "content"), template: "sandbox", templateVersion: "1.0.0" },
+        [],
+      ),
+    );
     writeFileSync(paths.log, '{"level":"info","msg":"serving"}\n');
     const applied = await applyUntilSettled(["--config", paths.config]);
     assert.equal(applied.code, 0, applied.stderr);
@@ -33,7 +41,11 @@ describe("winfleet local diagnose", () => {
     assert.equal(u.files.get("agent/agent.log")?.toString(), '{"level":"info","msg":"serving"}\n');
     assert.equal(entryJson<{ config: { nodeName: string } }>(u, "agent/config.json").config.nodeName, "local-1");
     assert.equal(entryJson<{ host: string }>(u, "manifest.json").host, "local-1");
-    assert.equal(entryJson<{ from: string }>(u, "broker/processes.json").from, "records", "the host is not running: its broker's records are read");
+    assert.equal(
+      entryJson<{ from: string }>(u, "broker/processes.json").from,
+      "records",
+      "the host is not running: its broker's records are read",
+    );
 
     const summary = winfleet(["local", "diagnose", "local-1", "--state-dir", state, "--summary"]);
     assert.equal(summary.code, 0, summary.stdout + summary.stderr);

@@ -39,10 +39,19 @@ describe("winfleet local", () => {
     writeStack(stack, { content: join(REPO, "content"), template: "sandbox", version: "1.0.0", hosts: 2 });
     const fleet = up(["--stack", stack, "--state-dir", state, "--port", "0", "--json"]);
     await fleet.waitFor(/"state":"finished".*"kind":"done"/);
-    const status = JSON.parse(winfleet(["local", "status", "--state-dir", state, "--json"]).stdout) as { running: boolean; hosts: { name: string; state: string; template: { version: string }; reboots: number }[] };
+    const status = JSON.parse(winfleet(["local", "status", "--state-dir", state, "--json"]).stdout) as {
+      running: boolean;
+      hosts: { name: string; state: string; template: { version: string }; reboots: number }[];
+    };
     assert.equal(status.running, true);
-    assert.deepEqual(status.hosts.map((h) => `${h.name} ${h.state} ${h.template.version}`), ["local-1 converged 1.0.0", "local-2 converged 1.0.0"]);
-    assert.ok(status.hosts.every((h) => h.reboots === 1), "each host reboots once during the sandbox install");
+    assert.deepEqual(
+      status.hosts.map((h) => `${h.name} ${h.state} ${h.template.version}`),
+      ["local-1 converged 1.0.0", "local-2 converged 1.0.0"],
+    );
+    assert.ok(
+      status.hosts.every((h) => h.reboots === 1),
+      "each host reboots once during the sandbox install",
+    );
     // What the page and the terminal were told live must agree with the agents' final state.
     const lastViews = new Map<string, { state: string; components: { state: string }[] }>();
     for (const line of fleet.output().split("\n")) {
@@ -52,7 +61,11 @@ describe("winfleet local", () => {
     }
     for (const [name, view] of lastViews) {
       assert.equal(view.state, "converged", name);
-      assert.deepEqual(view.components.map((c) => c.state), Array(5).fill("installed"), `${name}'s live view`);
+      assert.deepEqual(
+        view.components.map((c) => c.state),
+        Array(5).fill("installed"),
+        `${name}'s live view`,
+      );
     }
 
     writeStack(stack, { content: join(REPO, "content"), template: "sandbox", version: "1.1.0", hosts: 2 });
@@ -62,15 +75,31 @@ describe("winfleet local", () => {
     assert.deepEqual(started, ["local-1", "local-2"]);
     // One host at a time: local-2 starts only after local-1 converged.
     const lines = roll.stdout.split("\n");
-    const converged1 = lines.findIndex((l) => l.includes('"host":"local-1"') && l.includes("converged to sandbox 1.1.0"));
+    const converged1 = lines.findIndex(
+      (l) => l.includes('"host":"local-1"') && l.includes("converged to sandbox 1.1.0"),
+    );
     const start2 = lines.findIndex((l) => l.includes("rolling local-2"));
     assert.ok(converged1 >= 0 && converged1 < start2, "local-2 started rolling before local-1 converged");
     for (const host of ["local-1", "local-2"]) {
-      assert.equal(readFileSync(join(state, "hosts", host, "root", "winfleet/sandbox/etc/node.env"), "utf8"), `FORMAT=2\nNODE=${host}\nGREETING=hello from winfleet\n`);
+      assert.equal(
+        readFileSync(join(state, "hosts", host, "root", "winfleet/sandbox/etc/node.env"), "utf8"),
+        `FORMAT=2\nNODE=${host}\nGREETING=hello from winfleet\n`,
+      );
     }
 
     // wins's list syntax: space-separated arguments (quotes would be kept in them).
-    const exec = winfleet(["local", "exec", "local-2", "--state-dir", state, "--", "--path", process.execPath, "--args", "-p process.title.length>0&&require('os').hostname().length>0"]);
+    const exec = winfleet([
+      "local",
+      "exec",
+      "local-2",
+      "--state-dir",
+      state,
+      "--",
+      "--path",
+      process.execPath,
+      "--args",
+      "-p process.title.length>0&&require('os').hostname().length>0",
+    ]);
     assert.equal(exec.code, 0, exec.stderr);
     assert.equal(exec.stdout, "true\n");
     const logs = winfleet(["local", "logs", "local-1", "--state-dir", state]);
@@ -87,7 +116,14 @@ describe("winfleet local", () => {
     const content = writeContent(
       [
         { name: "app", version: "1", metadata: { install: { commands: ["true"] }, uninstall: { commands: ["true"] } } },
-        { name: "app", version: "2", metadata: { install: { commands: ["true"] }, pre_upgrade: { commands: ["echo 'cannot reach the registry' >&2; exit 7"] } } },
+        {
+          name: "app",
+          version: "2",
+          metadata: {
+            install: { commands: ["true"] },
+            pre_upgrade: { commands: ["echo 'cannot reach the registry' >&2; exit 7"] },
+          },
+        },
       ],
       [
         { name: "svc", version: "1", packages: ["app_1"] },
@@ -103,9 +139,17 @@ describe("winfleet local", () => {
     writeStack(stack, { content, template: "svc", version: "2", hosts: 3 });
     const roll = winfleet(["local", "up", "--stack", stack, "--state-dir", state]);
     assert.equal(roll.code, 1);
-    assert.match(roll.stdout, /rollout halted at local-1: app pre_upgrade: echo 'cannot reach the registry' >&2; exit 7: exit 7: cannot reach the registry; not started: local-2, local-3/);
-    const status = JSON.parse(winfleet(["local", "status", "--state-dir", state, "--json"]).stdout) as { hosts: { name: string; state: string; template?: { version: string } }[] };
-    assert.deepEqual(status.hosts.map((h) => `${h.name} ${h.state} ${h.template?.version ?? "-"}`), ["local-1 failed 1", "local-2 converged 1", "local-3 converged 1"]);
+    assert.match(
+      roll.stdout,
+      /rollout halted at local-1: app pre_upgrade: echo 'cannot reach the registry' >&2; exit 7: exit 7: cannot reach the registry; not started: local-2, local-3/,
+    );
+    const status = JSON.parse(winfleet(["local", "status", "--state-dir", state, "--json"]).stdout) as {
+      hosts: { name: string; state: string; template?: { version: string } }[];
+    };
+    assert.deepEqual(
+      status.hosts.map((h) => `${h.name} ${h.state} ${h.template?.version ?? "-"}`),
+      ["local-1 failed 1", "local-2 converged 1", "local-3 converged 1"],
+    );
     assert.equal(winfleet(["local", "down", "--state-dir", state]).code, 0);
     await fleet.exit;
   });
@@ -131,7 +175,10 @@ describe("winfleet local", () => {
     await fleet.waitFor(/"state":"finished"/);
     const other = winfleet(["local", "up", "--stack", b, "--state-dir", state, "--port", "0"]);
     assert.equal(other.code, 1);
-    assert.match(other.stderr, /is owned by the running fleet of stack a \(pid \d+\); stop it with `winfleet local down`/);
+    assert.match(
+      other.stderr,
+      /is owned by the running fleet of stack a \(pid \d+\); stop it with `winfleet local down`/,
+    );
 
     const busy = createServer();
     await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", () => resolve()));

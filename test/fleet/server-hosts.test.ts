@@ -15,18 +15,33 @@ let server: Server;
 let port: number;
 before(async () => {
   // A manager whose state is a marker: it must never reach a foreign Host.
-  const manager = { status: () => ({ hosts: [{ name: "fleet-state-marker" }] }), subscribe: () => () => undefined } as unknown as FleetManager;
-  ({ server, port } = await startServer(0, { manager: () => manager, token: () => "t", acceptSpec: () => { throw new Error("unused"); }, shutdown: () => undefined }));
+  const manager = {
+    status: () => ({ hosts: [{ name: "fleet-state-marker" }] }),
+    subscribe: () => () => undefined,
+  } as unknown as FleetManager;
+  ({ server, port } = await startServer(0, {
+    manager: () => manager,
+    token: () => "t",
+    acceptSpec: () => {
+      throw new Error("unused");
+    },
+    shutdown: () => undefined,
+  }));
 });
-after(() => new Promise<void>((r) => {
-  server.closeAllConnections();
-  server.close(() => r());
-}));
+after(
+  () =>
+    new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+);
 
 /** Sends a GET with `host`; resolves with the response (its body unread) and the request. */
 function get(path: string, host: string): Promise<{ res: IncomingMessage; req: ClientRequest }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, path, headers: { host }, agent: false }, (res) => resolve({ res, req }));
+    const req = request({ host: "127.0.0.1", port, path, headers: { host }, agent: false }, (res) =>
+      resolve({ res, req }),
+    );
     req.on("error", reject);
     req.end();
   });
@@ -48,7 +63,13 @@ describe("the fleet server's Host check", () => {
   });
 
   it("refuses any other Host with 421 and no data, on every path", async () => {
-    for (const host of [`evil.example:${port}`, "evil.example", `127.0.0.1:${port + 1}`, "127.0.0.1", `localhost.evil.example:${port}`]) {
+    for (const host of [
+      `evil.example:${port}`,
+      "evil.example",
+      `127.0.0.1:${port + 1}`,
+      "127.0.0.1",
+      `localhost.evil.example:${port}`,
+    ]) {
       for (const path of ["/", "/api/status", "/api/events"]) {
         const { res } = await get(path, host);
         const body = await text(res);

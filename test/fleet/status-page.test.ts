@@ -29,7 +29,14 @@ describe("the status page in Chromium", { skip: skipUnlessInstalled(CHROMIUM) },
     const content = writeContent(
       [
         { name: "web", version: "1", metadata: { install: { commands: ['echo "v1" > "$WINFLEET_ROOT/web"'] } } },
-        { name: "web", version: "2", metadata: { install: { commands: ['echo "v2" > "$WINFLEET_ROOT/web"'] }, pre_upgrade: { commands: ["sleep 2"] } } },
+        {
+          name: "web",
+          version: "2",
+          metadata: {
+            install: { commands: ['echo "v2" > "$WINFLEET_ROOT/web"'] },
+            pre_upgrade: { commands: ["sleep 2"] },
+          },
+        },
         { name: "db", version: "1", metadata: { install: { commands: ["true"] } } },
       ],
       [
@@ -64,10 +71,16 @@ describe("the status page in Chromium", { skip: skipUnlessInstalled(CHROMIUM) },
       }
 
       writeStack(stack, { content, template: "shop", version: "2", hosts: 2 });
-      const roll = spawn(process.execPath, [join(REPO, "bin", "winfleet.js"), "local", "up", "--stack", stack, "--state-dir", state], { stdio: "ignore" });
+      const roll = spawn(
+        process.execPath,
+        [join(REPO, "bin", "winfleet.js"), "local", "up", "--stack", stack, "--state-dir", state],
+        { stdio: "ignore" },
+      );
       const rolled = exitOf(roll);
       // Mid-rollout: local-1 is moving to shop 2 while local-2 still runs shop 1.
-      await page.locator('tr[data-host="local-1"] td.template', { hasText: "shop 1 → shop 2" }).waitFor({ timeout: 15_000 });
+      await page
+        .locator('tr[data-host="local-1"] td.template', { hasText: "shop 1 → shop 2" })
+        .waitFor({ timeout: 15_000 });
       assert.equal(await page.locator('tr[data-host="local-2"] td.template').innerText(), "shop 1");
       assert.match(await page.locator("#rollout").innerText(), /rolling local-1 to shop 2/);
       mkdirSync(join(REPO, "test", ".tmp"), { recursive: true });

@@ -12,7 +12,10 @@ export const REPO = join(__dirname, "..", "..");
 const WINFLEET = join(REPO, "bin", "winfleet.js");
 
 /** A stack file with one local pool. */
-export function writeStack(file: string, o: { content: string; template: string; version: string; hosts: number; maxUnavailable?: number }): void {
+export function writeStack(
+  file: string,
+  o: { content: string; template: string; version: string; hosts: number; maxUnavailable?: number },
+): void {
   writeFileSync(
     file,
     [
@@ -43,7 +46,11 @@ export interface Fleet {
 
 /** Starts `winfleet local up` with `args`. */
 export function startFleet(args: readonly string[]): Fleet {
-  const child = spawn(process.execPath, [WINFLEET, "local", "up", ...args], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn(process.execPath, [WINFLEET, "local", "up", ...args], {
+    cwd: REPO,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   let out = "";
   const waiters = new Set<() => void>();
   const append = (c: Buffer): void => {
@@ -71,13 +78,15 @@ export function startFleet(args: readonly string[]): Fleet {
         }, timeoutMs);
         waiters.add(check);
         check();
-        void exit.then(() => setTimeout(() => {
-          if (waiters.has(check)) {
-            waiters.delete(check);
-            clearTimeout(timer);
-            reject(new Error(`the fleet exited before ${String(pattern)}:\n${out.slice(-3000)}`));
-          }
-        }, 100));
+        void exit.then(() =>
+          setTimeout(() => {
+            if (waiters.has(check)) {
+              waiters.delete(check);
+              clearTimeout(timer);
+              reject(new Error(`the fleet exited before ${String(pattern)}:\n${out.slice(-3000)}`));
+            }
+          }, 100),
+        );
       }),
   };
 }

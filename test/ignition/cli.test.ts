@@ -18,8 +18,14 @@ const write = (name: string, doc: unknown): string => {
   writeFileSync(file, typeof doc === "string" ? doc : JSON.stringify(doc));
   return file;
 };
-const good = write("good.ign", { ignition: { version: "3.3.0" }, storage: { files: [{ path: "/etc/app.conf", contents: { source: "data:,x%3D1%0A" }, mode: 0o600 }] } });
-const bad = write("bad.ign", { ignition: { version: "3.3.0" }, storage: { files: [{ path: "/ok", contents: { source: "data:,x" } }, { path: "rel" }] } });
+const good = write("good.ign", {
+  ignition: { version: "3.3.0" },
+  storage: { files: [{ path: "/etc/app.conf", contents: { source: "data:,x%3D1%0A" }, mode: 0o600 }] },
+});
+const bad = write("bad.ign", {
+  ignition: { version: "3.3.0" },
+  storage: { files: [{ path: "/ok", contents: { source: "data:,x" } }, { path: "rel" }] },
+});
 
 describe("winfleet-agent ignition", () => {
   it("validate: exit 0 for a valid config", () => {

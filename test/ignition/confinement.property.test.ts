@@ -23,12 +23,24 @@ import fc from "fast-check";
 import { errorMessage } from "../../agent/common/errors";
 import { applyIgnition, parseIgnition, renderV3, rootedMapper } from "../../agent/ignition";
 import { IGNITION_OWN_FILES, prepareRoot, runCoreOsIgnition } from "./coreos";
-import { type ConfinementCase, configOf, confinementCase, coreosConfined, writeLayout, writeSentinel } from "./corpus-confinement";
+import {
+  type ConfinementCase,
+  configOf,
+  confinementCase,
+  coreosConfined,
+  writeLayout,
+  writeSentinel,
+} from "./corpus-confinement";
 import { IGNITION, locate, scratchDir, snapshotTree, type TreeNode } from "../support";
 
 const FIXED_SEED = 20261125;
 const seedText = process.env.WINFLEET_PROPERTY_SEED;
-const seed = seedText === undefined || seedText === "" ? FIXED_SEED : seedText === "random" ? (Date.now() ^ (Math.random() * 0x7fffffff)) | 0 : Number(seedText);
+const seed =
+  seedText === undefined || seedText === ""
+    ? FIXED_SEED
+    : seedText === "random"
+      ? (Date.now() ^ (Math.random() * 0x7fffffff)) | 0
+      : Number(seedText);
 const runs = Number(process.env.WINFLEET_PROPERTY_RUNS ?? 2000);
 /** CoreOS takes ~70 ms a run; comparing one case in this many keeps CI near a minute (1 compares every case). */
 const COMPARE_EVERY = Math.max(1, Number(process.env.WINFLEET_PROPERTY_COMPARE_EVERY ?? 8));
@@ -43,14 +55,22 @@ interface Outcome {
 }
 
 /** Builds the case at `base` (root beside a sentinel), applies with `engine`, and snapshots. */
-async function runCase(c: ConfinementCase, base: string, engine: (root: string) => Promise<string | undefined>): Promise<{ before: Outcome; after: Outcome }> {
+async function runCase(
+  c: ConfinementCase,
+  base: string,
+  engine: (root: string) => Promise<string | undefined>,
+): Promise<{ before: Outcome; after: Outcome }> {
   rmSync(base, { recursive: true, force: true });
   const root = join(base, "root");
   mkdirSync(root, { recursive: true });
   prepareRoot(root);
   writeSentinel(join(base, "outside"));
   writeLayout(root, base, c.layout);
-  const snap = (error?: string): Outcome => ({ beside: snapshotTree(base, ["root"]), root: snapshotTree(root, IGNITION_OWN_FILES), ...(error === undefined ? {} : { error }) });
+  const snap = (error?: string): Outcome => ({
+    beside: snapshotTree(base, ["root"]),
+    root: snapshotTree(root, IGNITION_OWN_FILES),
+    ...(error === undefined ? {} : { error }),
+  });
   const before = snap();
   return { before, after: snap(await engine(root)) };
 }
@@ -79,7 +99,9 @@ function forCoreOs(c: ConfinementCase, base: string): string | undefined {
 
 describe("root confinement", () => {
   it(`holds for ${runs} random layouts and configs (seed ${seed})`, async () => {
-    process.stdout.write(`root confinement property: seed ${seed}, ${runs} cases${coreos ? `, one in ${COMPARE_EVERY} compared with CoreOS Ignition` : ""}\n`);
+    process.stdout.write(
+      `root confinement property: seed ${seed}, ${runs} cases${coreos ? `, one in ${COMPARE_EVERY} compared with CoreOS Ignition` : ""}\n`,
+    );
     const tally = { cases: 0, applied: 0, linked: 0, compared: 0, chained: 0 };
     await fc.assert(
       fc.asyncProperty(confinementCase, async (c) => {
@@ -87,7 +109,12 @@ describe("root confinement", () => {
         const base = join(work, "case");
         const mine = await runCase(c, base, (root) => ours(c, base, root));
         assert.deepEqual(mine.after.beside, mine.before.beside, "something outside the root changed");
-        if (mine.after.error !== undefined) assert.deepEqual(mine.after.root, mine.before.root, `the apply failed (${mine.after.error}) but changed the root`);
+        if (mine.after.error !== undefined)
+          assert.deepEqual(
+            mine.after.root,
+            mine.before.root,
+            `the apply failed (${mine.after.error}) but changed the root`,
+          );
         else tally.applied++;
         if (c.layout.some((l) => l.type === "symlink")) tally.linked++;
         if (!coreos || n % COMPARE_EVERY !== 0) return;
@@ -99,12 +126,32 @@ describe("root confinement", () => {
         if (config === undefined) return;
         const theirs = await runCase(c, base, (root) => {
           const r = runCoreOsIgnition(config, root);
-          return Promise.resolve(r.ok ? undefined : r.log.split("\n").filter((l) => /CRITICAL/.test(l)).join("\n") || "failed");
+          return Promise.resolve(
+            r.ok
+              ? undefined
+              : r.log
+                  .split("\n")
+                  .filter((l) => /CRITICAL/.test(l))
+                  .join("\n") || "failed",
+          );
         });
         tally.compared++;
-        assert.deepEqual(theirs.after.beside, theirs.before.beside, "CoreOS Ignition changed something outside the root on a case it should confine");
-        assert.equal(mine.after.error === undefined, theirs.after.error === undefined, `ours: ${mine.after.error ?? "applied"}; CoreOS: ${theirs.after.error ?? "applied"}`);
-        if (mine.after.error === undefined) assert.deepEqual(mine.after.root, theirs.after.root, "the tree inside the root differs from CoreOS Ignition's");
+        assert.deepEqual(
+          theirs.after.beside,
+          theirs.before.beside,
+          "CoreOS Ignition changed something outside the root on a case it should confine",
+        );
+        assert.equal(
+          mine.after.error === undefined,
+          theirs.after.error === undefined,
+          `ours: ${mine.after.error ?? "applied"}; CoreOS: ${theirs.after.error ?? "applied"}`,
+        );
+        if (mine.after.error === undefined)
+          assert.deepEqual(
+            mine.after.root,
+            theirs.after.root,
+            "the tree inside the root differs from CoreOS Ignition's",
+          );
       }),
       { numRuns: runs, seed, includeErrorInReport: true },
     );
@@ -112,6 +159,7 @@ describe("root confinement", () => {
     // The property must have been exercised: links in most layouts, a good share applied, CoreOS compared.
     assert.ok(tally.linked >= tally.cases / 2, `only ${tally.linked} of ${tally.cases} layouts had links`);
     assert.ok(tally.applied >= tally.cases / 5, `only ${tally.applied} of ${tally.cases} configs applied`);
-    if (coreos && runs >= 2000) assert.ok(tally.compared >= 100, `only ${tally.compared} cases compared with CoreOS Ignition`);
+    if (coreos && runs >= 2000)
+      assert.ok(tally.compared >= 100, `only ${tally.compared} cases compared with CoreOS Ignition`);
   });
 });

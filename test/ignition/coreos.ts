@@ -42,12 +42,30 @@ export function runCoreOsIgnition(config: string, root: string): CoreOsRun {
   try {
     const configFile = join(work, "config.ign");
     writeFileSync(configFile, config);
-    const env = { ...process.env, IGNITION_CONFIG_FILE: configFile, PATH: `${setfilesShim()}:${process.env.PATH ?? ""}` };
-    const common = ["-platform", "file", "-root", root, "-config-cache", join(work, "cache.json"), "-state-file", join(work, "state"), "-log-to-stdout"];
+    const env = {
+      ...process.env,
+      IGNITION_CONFIG_FILE: configFile,
+      PATH: `${setfilesShim()}:${process.env.PATH ?? ""}`,
+    };
+    const common = [
+      "-platform",
+      "file",
+      "-root",
+      root,
+      "-config-cache",
+      join(work, "cache.json"),
+      "-state-file",
+      join(work, "state"),
+      "-log-to-stdout",
+    ];
     let log = "";
     for (const stage of ["fetch-offline", "files"]) {
       const extra = stage === "fetch-offline" ? ["-neednet", join(work, "neednet")] : [];
-      const r = spawnSync(IGNITION.command, ["-stage", stage, ...common, ...extra], { env, encoding: "utf8", timeout: 60_000 });
+      const r = spawnSync(IGNITION.command, ["-stage", stage, ...common, ...extra], {
+        env,
+        encoding: "utf8",
+        timeout: 60_000,
+      });
       log += r.stdout + r.stderr;
       if (r.status !== 0) return { ok: false, log };
     }

@@ -34,15 +34,22 @@ export function encodeResource(rng: Rng, data: Buffer, minor: number, allowGzip 
   const form = rng.pick(allowGzip ? ["pct", "b64", "gzip"] : ["pct", "b64"]);
   const out: Record<string, unknown> = {};
   if (form === "pct") out.source = `data:,${percentEncode(data)}`;
-  else if (form === "b64") out.source = `data:${rng.pick(["", "text/plain", "application/octet-stream;charset=utf-8"])};base64,${data.toString("base64")}`;
+  else if (form === "b64")
+    out.source = `data:${rng.pick(["", "text/plain", "application/octet-stream;charset=utf-8"])};base64,${data.toString("base64")}`;
   else {
     out.source = `data:;base64,${gzipSync(data).toString("base64")}`;
     out.compression = "gzip";
   }
   const roll = rng.next();
   if (roll < 0.3) out.verification = { hash: `sha512-${createHash("sha512").update(data).digest("hex")}` };
-  else if (roll < 0.45 && minor >= 1) out.verification = { hash: `sha256-${createHash("sha256").update(data).digest("hex")}` };
-  else if (roll < 0.46) out.verification = { hash: `sha512-${createHash("sha512").update(Buffer.concat([data, Buffer.from("x")])).digest("hex")}` };
+  else if (roll < 0.45 && minor >= 1)
+    out.verification = { hash: `sha256-${createHash("sha256").update(data).digest("hex")}` };
+  else if (roll < 0.46)
+    out.verification = {
+      hash: `sha512-${createHash("sha512")
+        .update(Buffer.concat([data, Buffer.from("x")]))
+        .digest("hex")}`,
+    };
   return out;
 }
 
@@ -73,12 +80,20 @@ function oneCase(rng: Rng, index: number): ApplyCase {
   for (let n = 0; n < entries; n++) {
     const path = randomPath(rng);
     // Keep the config valid: unique paths, nothing below a link of its own.
-    if (used.includes(path) || linkPaths.some((l) => path.startsWith(`${l}/`)) || used.some((u) => u.startsWith(`${path}/`) && rng.chance(0.9))) continue;
+    if (
+      used.includes(path) ||
+      linkPaths.some((l) => path.startsWith(`${l}/`)) ||
+      used.some((u) => u.startsWith(`${path}/`) && rng.chance(0.9))
+    )
+      continue;
     const kind = rng.next();
     if (kind < 0.55) {
       const file: Record<string, unknown> = { path };
       if (rng.chance(0.8)) file.contents = encodeResource(rng, content(rng), minor);
-      if (rng.chance(0.3)) file.append = Array.from({ length: 1 + rng.int(2) }, () => encodeResource(rng, rng.bytes(rng.int(40), true), minor, rng.chance(0.5)));
+      if (rng.chance(0.3))
+        file.append = Array.from({ length: 1 + rng.int(2) }, () =>
+          encodeResource(rng, rng.bytes(rng.int(40), true), minor, rng.chance(0.5)),
+        );
       const mode = rng.pick(FILE_MODES);
       if (mode !== undefined) file.mode = mode;
       if (file.contents && rng.chance(0.4)) file.overwrite = true;
@@ -109,7 +124,8 @@ function oneCase(rng: Rng, index: number): ApplyCase {
       const at = rng.pick(used);
       if (pre.some((p) => p.path === at || at.startsWith(`${p.path}/`) || p.path.startsWith(`${at}/`))) continue;
       const t = rng.next();
-      if (t < 0.5) pre.push({ path: at, type: "file", data: rng.bytes(rng.int(30), true), mode: rng.pick([0o644, 0o600, 0o755]) });
+      if (t < 0.5)
+        pre.push({ path: at, type: "file", data: rng.bytes(rng.int(30), true), mode: rng.pick([0o644, 0o600, 0o755]) });
       else if (t < 0.8) pre.push({ path: at, type: "dir", mode: rng.pick([0o755, 0o700]) });
       else pre.push({ path: at, type: "symlink", target: rng.pick(["/elsewhere", "../up"]) });
     }

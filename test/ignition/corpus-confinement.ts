@@ -11,7 +11,8 @@ import { dirname, join, posix } from "node:path";
 import fc from "fast-check";
 
 /** A link target: literal text, or the sentinel (absolute, relative from the link, or climbing past `/`). */
-export type TargetSpec = { readonly text: string } | { readonly outside: string; readonly form: "absolute" | "relative" | "climb" };
+export type TargetSpec =
+  { readonly text: string } | { readonly outside: string; readonly form: "absolute" | "relative" | "climb" };
 
 /** A node of a root layout. */
 export type LayoutNode =
@@ -21,9 +22,22 @@ export type LayoutNode =
 
 /** A config entry before it is written in a spec version's shape. */
 export type EntrySpec =
-  | { readonly kind: "file"; readonly path: string; readonly contents?: string; readonly append?: string; readonly mode?: number; readonly overwrite?: boolean }
+  | {
+      readonly kind: "file";
+      readonly path: string;
+      readonly contents?: string;
+      readonly append?: string;
+      readonly mode?: number;
+      readonly overwrite?: boolean;
+    }
   | { readonly kind: "directory"; readonly path: string; readonly mode?: number; readonly overwrite?: boolean }
-  | { readonly kind: "link"; readonly path: string; readonly target: TargetSpec; readonly hard: boolean; readonly overwrite?: boolean };
+  | {
+      readonly kind: "link";
+      readonly path: string;
+      readonly target: TargetSpec;
+      readonly hard: boolean;
+      readonly overwrite?: boolean;
+    };
 
 /** One generated case. */
 export interface ConfinementCase {
@@ -39,12 +53,36 @@ const SEGMENT = fc.constantFrom("a", "b", "c");
 const PATH = fc.array(SEGMENT, { minLength: 1, maxLength: 3 }).map((s) => `/${s.join("/")}`);
 const SENTINEL_SUB = fc.constantFrom("", "/d", "/d/e", "/secret", "/missing");
 const TARGET: fc.Arbitrary<TargetSpec> = fc.oneof(
-  fc.constantFrom("/a", "/b", "/c", "/a/b", "/b/c", "b", "c", "../a", "../../b", "../../../../../c", ".", "..", "/", "a/../b", "/missing/x").map((text) => ({ text })),
-  fc.record({ outside: SENTINEL_SUB, form: fc.constantFrom<"absolute" | "relative" | "climb">("absolute", "relative", "climb") }),
+  fc
+    .constantFrom(
+      "/a",
+      "/b",
+      "/c",
+      "/a/b",
+      "/b/c",
+      "b",
+      "c",
+      "../a",
+      "../../b",
+      "../../../../../c",
+      ".",
+      "..",
+      "/",
+      "a/../b",
+      "/missing/x",
+    )
+    .map((text) => ({ text })),
+  fc.record({
+    outside: SENTINEL_SUB,
+    form: fc.constantFrom<"absolute" | "relative" | "climb">("absolute", "relative", "climb"),
+  }),
 );
 const HARD_TARGET: fc.Arbitrary<TargetSpec> = fc.oneof(
   fc.constantFrom("/a", "/a/b", "/b/c", "/c/a/b", "/a/../b", "/../../../a", "b/c").map((text) => ({ text })),
-  fc.record({ outside: fc.constantFrom("/secret", "/d/keep"), form: fc.constantFrom<"absolute" | "climb">("absolute", "climb") }),
+  fc.record({
+    outside: fc.constantFrom("/secret", "/d/keep"),
+    form: fc.constantFrom<"absolute" | "climb">("absolute", "climb"),
+  }),
 );
 const MODE = fc.constantFrom(0o644, 0o600, 0o755, 0o700, 0o444);
 const TEXT = fc.string({ maxLength: 12 });
@@ -57,10 +95,41 @@ const NODE: fc.Arbitrary<LayoutNode> = fc.oneof(
 );
 
 const ENTRY: fc.Arbitrary<EntrySpec> = fc.oneof(
-  fc.record({ kind: fc.constant("file" as const), path: PATH, contents: TEXT, append: TEXT, mode: MODE, overwrite: fc.boolean() }, { requiredKeys: ["kind", "path"] }),
-  fc.record({ kind: fc.constant("directory" as const), path: PATH, mode: MODE, overwrite: fc.boolean() }, { requiredKeys: ["kind", "path"] }),
-  fc.record({ kind: fc.constant("link" as const), path: PATH, target: TARGET, hard: fc.constant(false), overwrite: fc.boolean() }, { requiredKeys: ["kind", "path", "target", "hard"] }),
-  fc.record({ kind: fc.constant("link" as const), path: PATH, target: HARD_TARGET, hard: fc.constant(true), overwrite: fc.boolean() }, { requiredKeys: ["kind", "path", "target", "hard"] }),
+  fc.record(
+    {
+      kind: fc.constant("file" as const),
+      path: PATH,
+      contents: TEXT,
+      append: TEXT,
+      mode: MODE,
+      overwrite: fc.boolean(),
+    },
+    { requiredKeys: ["kind", "path"] },
+  ),
+  fc.record(
+    { kind: fc.constant("directory" as const), path: PATH, mode: MODE, overwrite: fc.boolean() },
+    { requiredKeys: ["kind", "path"] },
+  ),
+  fc.record(
+    {
+      kind: fc.constant("link" as const),
+      path: PATH,
+      target: TARGET,
+      hard: fc.constant(false),
+      overwrite: fc.boolean(),
+    },
+    { requiredKeys: ["kind", "path", "target", "hard"] },
+  ),
+  fc.record(
+    {
+      kind: fc.constant("link" as const),
+      path: PATH,
+      target: HARD_TARGET,
+      hard: fc.constant(true),
+      overwrite: fc.boolean(),
+    },
+    { requiredKeys: ["kind", "path", "target", "hard"] },
+  ),
 );
 
 const under = (p: string, dir: string): boolean => p.startsWith(`${dir}/`);
@@ -70,7 +139,10 @@ function tidyLayout(nodes: readonly LayoutNode[]): LayoutNode[] {
   const kept: LayoutNode[] = [];
   for (const n of nodes) {
     if (n.path === "/etc" || under(n.path, "/etc")) continue;
-    const clash = kept.some((k) => k.path === n.path || (k.type !== "dir" && under(n.path, k.path)) || (n.type !== "dir" && under(k.path, n.path)));
+    const clash = kept.some(
+      (k) =>
+        k.path === n.path || (k.type !== "dir" && under(n.path, k.path)) || (n.type !== "dir" && under(k.path, n.path)),
+    );
     if (!clash) kept.push(n);
   }
   return kept;
@@ -80,7 +152,12 @@ function tidyLayout(nodes: readonly LayoutNode[]): LayoutNode[] {
 function tidyEntries(entries: readonly EntrySpec[]): EntrySpec[] {
   const kept: EntrySpec[] = [];
   for (const e of entries) {
-    const clash = kept.some((k) => k.path === e.path || (k.kind === "link" && under(e.path, k.path)) || (e.kind === "link" && under(k.path, e.path)));
+    const clash = kept.some(
+      (k) =>
+        k.path === e.path ||
+        (k.kind === "link" && under(e.path, k.path)) ||
+        (e.kind === "link" && under(k.path, e.path)),
+    );
     if (!clash) kept.push(e);
   }
   return kept;
@@ -140,18 +217,24 @@ export function configOf(c: ConfinementCase, base: string): Record<string, unkno
   const directories: Record<string, unknown>[] = [];
   const links: Record<string, unknown>[] = [];
   for (const e of c.entries) {
-    const common = { ...fs, path: e.path, ...(e.overwrite !== undefined && (!v2 || e.kind === "file") ? { overwrite: e.overwrite } : {}) };
+    const common = {
+      ...fs,
+      path: e.path,
+      ...(e.overwrite !== undefined && (!v2 || e.kind === "file") ? { overwrite: e.overwrite } : {}),
+    };
     if (e.kind === "file") {
       const file: Record<string, unknown> = { ...common, ...(e.mode !== undefined ? { mode: e.mode } : {}) };
       if (v2) {
         if (e.contents !== undefined) file.contents = { source: dataUrl(e.contents) };
-        if (e.append !== undefined && e.contents === undefined) Object.assign(file, { append: true, contents: { source: dataUrl(e.append) } });
+        if (e.append !== undefined && e.contents === undefined)
+          Object.assign(file, { append: true, contents: { source: dataUrl(e.append) } });
       } else {
         if (e.contents !== undefined) file.contents = { source: dataUrl(e.contents) };
         if (e.append !== undefined) file.append = [{ source: dataUrl(e.append) }];
       }
       files.push(file);
-    } else if (e.kind === "directory") directories.push({ ...common, ...(e.mode !== undefined ? { mode: e.mode } : {}) });
+    } else if (e.kind === "directory")
+      directories.push({ ...common, ...(e.mode !== undefined ? { mode: e.mode } : {}) });
     else links.push({ ...common, target: targetText(e.target, e.path, base), ...(e.hard ? { hard: true } : {}) });
   }
   return { ignition: { version: c.version }, storage: { files, directories, links } };
@@ -165,7 +248,9 @@ export function configOf(c: ConfinementCase, base: string): Record<string, unkno
  * compared for confinement only.
  */
 export function coreosConfined(c: ConfinementCase, base: string): boolean {
-  const layoutLinks = new Map(c.layout.filter((n) => n.type === "symlink").map((n) => [n.path, targetText(n.target, n.path, base)]));
+  const layoutLinks = new Map(
+    c.layout.filter((n) => n.type === "symlink").map((n) => [n.path, targetText(n.target, n.path, base)]),
+  );
   const reroot = (text: string, dir: string): string => posix.normalize(text.startsWith("/") ? text : `${dir}/${text}`);
   const join1 = (path: string): string => {
     let real = "/";

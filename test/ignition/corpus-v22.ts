@@ -15,7 +15,11 @@ export function v22Corpus(seed: number, count: number): ApplyCase[] {
     for (let n = 0; n < 1 + rng.int(5); n++) {
       const path = `/${rng.pick(["a", "b", "c"])}/${rng.pick(["x", "y", "z.ps1", "w.json"])}`;
       if (rng.chance(0.2) && !used.has(path.split("/").slice(0, 2).join("/"))) {
-        directories.push({ filesystem: "root", path: path.split("/").slice(0, 2).join("/"), mode: rng.pick([0o755, 0o700]) });
+        directories.push({
+          filesystem: "root",
+          path: path.split("/").slice(0, 2).join("/"),
+          mode: rng.pick([0o755, 0o700]),
+        });
         used.add(path.split("/").slice(0, 2).join("/"));
         continue;
       }
@@ -27,9 +31,10 @@ export function v22Corpus(seed: number, count: number): ApplyCase[] {
       files.push(file);
       used.add(path);
     }
-    const pre = rng.chance(0.3) && files.length > 0
-      ? [{ path: files[0]?.path as string, type: "file" as const, data: Buffer.from("existing\n"), mode: 0o644 }]
-      : [];
+    const pre =
+      rng.chance(0.3) && files.length > 0
+        ? [{ path: files[0]?.path as string, type: "file" as const, data: Buffer.from("existing\n"), mode: 0o644 }]
+        : [];
     return { name: `v22-${i}`, config: { ignition: { version: "2.2.0" }, storage: { files, directories } }, pre };
   });
 }

@@ -41,7 +41,12 @@ function makeRoot(name: string, pre: readonly PreNode[]): string {
 }
 
 /** Applies with both engines; `diff` describes any difference. */
-async function compare(name: string, ours: string, theirs: string, pre: readonly PreNode[]): Promise<{ diff?: string; applied: boolean }> {
+async function compare(
+  name: string,
+  ours: string,
+  theirs: string,
+  pre: readonly PreNode[],
+): Promise<{ diff?: string; applied: boolean }> {
   const coreosRoot = makeRoot(`${name}-coreos`, pre);
   const ourRoot = makeRoot(`${name}-ours`, pre);
   const before = snapshotTree(ourRoot, IGNITION_OWN_FILES);
@@ -49,14 +54,24 @@ async function compare(name: string, ours: string, theirs: string, pre: readonly
   let ourError: unknown;
   try {
     const { config } = parseIgnition(ours);
-    await applyIgnition(config, { mapper: rootedMapper(ourRoot), ledgerPath: join(ourRoot, ".winfleet", "ledger.json"), durable: false });
+    await applyIgnition(config, {
+      mapper: rootedMapper(ourRoot),
+      ledgerPath: join(ourRoot, ".winfleet", "ledger.json"),
+      durable: false,
+    });
   } catch (e) {
     ourError = e;
   }
   const ourTree = snapshotTree(ourRoot, IGNITION_OWN_FILES);
   if (!coreos.ok) {
     if (ourError === undefined) {
-      return { applied: false, diff: `Ignition failed but we applied:\n${coreos.log.split("\n").filter((l) => /CRITICAL|ERROR/.test(l)).join("\n")}` };
+      return {
+        applied: false,
+        diff: `Ignition failed but we applied:\n${coreos.log
+          .split("\n")
+          .filter((l) => /CRITICAL|ERROR/.test(l))
+          .join("\n")}`,
+      };
     }
     try {
       assert.deepEqual(ourTree, before);
@@ -65,7 +80,8 @@ async function compare(name: string, ours: string, theirs: string, pre: readonly
     }
     return { applied: false };
   }
-  if (ourError !== undefined) return { applied: true, diff: `Ignition applied but we failed: ${errorMessage(ourError)}` };
+  if (ourError !== undefined)
+    return { applied: true, diff: `Ignition applied but we failed: ${errorMessage(ourError)}` };
   try {
     assert.deepEqual(ourTree, snapshotTree(coreosRoot, IGNITION_OWN_FILES));
   } catch (e) {
@@ -93,14 +109,22 @@ describe("apply matches CoreOS Ignition", { skip }, () => {
     for (const c of applyCorpus(20261122, 200).slice(0, 60)) {
       const root = makeRoot(`${c.name}-idem`, c.pre);
       const { config } = parseIgnition(JSON.stringify(c.config));
-      const options = { mapper: rootedMapper(root), ledgerPath: join(root, ".winfleet", "ledger.json"), durable: false };
+      const options = {
+        mapper: rootedMapper(root),
+        ledgerPath: join(root, ".winfleet", "ledger.json"),
+        durable: false,
+      };
       try {
         await applyIgnition(config, options);
       } catch {
         continue;
       }
       const again = await applyIgnition(config, options);
-      assert.equal(again.operations, 0, `${c.name}: second apply planned ${again.operations} operations (${again.changed.join(", ")})`);
+      assert.equal(
+        again.operations,
+        0,
+        `${c.name}: second apply planned ${again.operations} operations (${again.changed.join(", ")})`,
+      );
     }
   });
 

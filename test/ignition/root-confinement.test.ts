@@ -38,7 +38,11 @@ function layout(): { root: string; outside: string } {
 
 async function apply(root: string, storage: Record<string, unknown>): Promise<void> {
   const { config } = parseIgnition(JSON.stringify({ ignition: { version: "3.3.0" }, storage }));
-  await applyIgnition(config, { mapper: rootedMapper(root), ledgerPath: join(root, ".winfleet", "ledger.json"), durable: false });
+  await applyIgnition(config, {
+    mapper: rootedMapper(root),
+    ledgerPath: join(root, ".winfleet", "ledger.json"),
+    durable: false,
+  });
 }
 
 /** Applies and asserts the outside tree is exactly as it was (bytes, modes, link counts). */
@@ -89,7 +93,10 @@ describe("links already in the root stay inside it", () => {
   it("a link laid down by one apply is followed inside the root by the next", async () => {
     const { root, outside } = layout();
     assert.equal(await applyConfined(root, outside, { links: [{ path: "/l", target: outside }] }), undefined);
-    assert.equal(await applyConfined(root, outside, { files: [{ path: "/l/secret", contents: data("new"), overwrite: true }] }), undefined);
+    assert.equal(
+      await applyConfined(root, outside, { files: [{ path: "/l/secret", contents: data("new"), overwrite: true }] }),
+      undefined,
+    );
     assert.equal(readFileSync(join(root, outside, "secret"), "utf8"), "new");
   });
 
@@ -104,7 +111,12 @@ describe("links already in the root stay inside it", () => {
   it("refuses two entries that meet at one node once links are followed, as Ignition does", async () => {
     const { root, outside } = layout();
     symlinkSync("/b", join(root, "a"));
-    const error = await applyConfined(root, outside, { files: [{ path: "/a/x", contents: data("1") }, { path: "/b/x", contents: data("2") }] });
+    const error = await applyConfined(root, outside, {
+      files: [
+        { path: "/a/x", contents: data("1") },
+        { path: "/b/x", contents: data("2") },
+      ],
+    });
     assert.ok(error instanceof AgentError && /resolves to \/b\/x/.test(error.message), String(error));
   });
 
@@ -126,13 +138,24 @@ describe("links already in the root stay inside it", () => {
     symlinkSync("/b", join(root, "a"));
     symlinkSync("/a", join(root, "b"));
     const error = await applyConfined(root, outside, { files: [{ path: "/a/x", contents: data("1") }] });
-    assert.ok(error instanceof AgentError && /storage\.files\[0\]\.path.*links in its parent chain/.test(error.message), String(error));
+    assert.ok(
+      error instanceof AgentError && /storage\.files\[0\]\.path.*links in its parent chain/.test(error.message),
+      String(error),
+    );
   });
 
   it("a directory swapped for a link between planning and writing stops the apply", async () => {
     const { root, outside } = layout();
     mkdirSync(join(root, "d"));
-    const { config } = parseIgnition(JSON.stringify({ ignition: { version: "3.3.0" }, storage: { files: [{ path: "/d/secret", contents: data("x"), overwrite: true }], directories: [{ path: "/d/keep", overwrite: true }] } }));
+    const { config } = parseIgnition(
+      JSON.stringify({
+        ignition: { version: "3.3.0" },
+        storage: {
+          files: [{ path: "/d/secret", contents: data("x"), overwrite: true }],
+          directories: [{ path: "/d/keep", overwrite: true }],
+        },
+      }),
+    );
     const plan = await planApply(config, new Map(), rootedMapper(root), emptyLedger());
     rmSync(join(root, "d"), { recursive: true });
     symlinkSync(outside, join(root, "d"));
@@ -174,14 +197,19 @@ describe("hard link targets resolve inside the root", () => {
     symlinkSync("/l", join(root, "l"));
     assert.equal(await applyConfined(root, outside, { links: [{ path: "/d", target: "/d", hard: true }] }), undefined);
     const before = snapshotTree(root);
-    const error = await applyConfined(root, outside, { links: [{ path: "/l", target: "/l", hard: true, overwrite: true }] });
+    const error = await applyConfined(root, outside, {
+      links: [{ path: "/l", target: "/l", hard: true, overwrite: true }],
+    });
     assert.ok(error instanceof AgentError && /overwrite removes first/.test(error.message), String(error));
     assert.deepEqual(snapshotTree(root), before);
   });
 
   it("a target with .. inside the root links the file it names there, as Ignition does", async () => {
     const { root, outside } = layout();
-    await applyConfined(root, outside, { files: [{ path: "/f", contents: data("f") }], links: [{ path: "/h", target: "/a/../../f", hard: true }] });
+    await applyConfined(root, outside, {
+      files: [{ path: "/f", contents: data("f") }],
+      links: [{ path: "/h", target: "/a/../../f", hard: true }],
+    });
     assert.equal(lstatSync(join(root, "h")).ino, lstatSync(join(root, "f")).ino);
   });
 });
@@ -190,7 +218,13 @@ describe("removing a component's files follows links inside the root", () => {
   it("removes nothing outside the root through a link in a removed path's parents", async () => {
     const { root, outside } = layout();
     symlinkSync(outside, join(root, "opt"));
-    const version = { name: "app", version: "1.0.0", metadata: { files: ["/opt/d"] }, config: parseIgnition('{"ignition":{"version":"3.3.0"}}').config, paths: ["/opt/secret"] };
+    const version = {
+      name: "app",
+      version: "1.0.0",
+      metadata: { files: ["/opt/d"] },
+      config: parseIgnition('{"ignition":{"version":"3.3.0"}}').config,
+      paths: ["/opt/secret"],
+    };
     const before = snapshotTree(outside);
     await removeComponentFiles(root, rootedMapper(root), version as unknown as Recorded, new Set());
     assert.deepEqual(snapshotTree(outside), before);
@@ -200,7 +234,13 @@ describe("removing a component's files follows links inside the root", () => {
     const { root, outside } = layout();
     symlinkSync(outside, join(root, "opt"));
     await apply(root, { files: [{ path: "/opt/app.txt", contents: data("x") }] });
-    const version = { name: "app", version: "1.0.0", metadata: { files: [] }, config: parseIgnition('{"ignition":{"version":"3.3.0"}}').config, paths: ["/opt/app.txt"] };
+    const version = {
+      name: "app",
+      version: "1.0.0",
+      metadata: { files: [] },
+      config: parseIgnition('{"ignition":{"version":"3.3.0"}}').config,
+      paths: ["/opt/app.txt"],
+    };
     await removeComponentFiles(root, rootedMapper(root), version as unknown as Recorded, new Set());
     assert.throws(() => lstatSync(join(root, outside, "app.txt")), /ENOENT/);
   });
@@ -217,8 +257,20 @@ describe("drift verification reads what the apply wrote, inside the root", () =>
     const recorded = join(stateDir(root), "components", "app_1.0.0");
     mkdirSync(recorded, { recursive: true });
     writeFileSync(join(recorded, "component.ign"), ignition);
-    writeFileSync(join(recorded, "metadata.json"), JSON.stringify({ name: "app", version: "1.0.0", install: { priority: 1, commands: [] }, uninstall: { priority: 1, commands: [] } }));
-    await writeJournal(root, { format: 1, installed: [{ name: "app", version: "1.0.0", since: "2026-01-01T00:00:00.000Z" }], history: [] });
+    writeFileSync(
+      join(recorded, "metadata.json"),
+      JSON.stringify({
+        name: "app",
+        version: "1.0.0",
+        install: { priority: 1, commands: [] },
+        uninstall: { priority: 1, commands: [] },
+      }),
+    );
+    await writeJournal(root, {
+      format: 1,
+      installed: [{ name: "app", version: "1.0.0", since: "2026-01-01T00:00:00.000Z" }],
+      history: [],
+    });
     assert.deepEqual((await verifyHost(root, rootedMapper(root))).items, []);
     assert.equal(readFileSync(join(outside, "secret"), "utf8"), "secret");
   });

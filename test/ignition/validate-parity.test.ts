@@ -35,7 +35,9 @@ describe("validate agrees with ignition-validate", { skip }, () => {
       const ours = oursAccepts(c.text);
       if (!theirs.ok) rejected++;
       if (ours !== theirs.ok) {
-        disagreements.push(`${c.name} (${c.mutation}): ignition-validate ${theirs.ok ? "accepts" : "rejects"}, we ${ours ? "accept" : "reject"}\n${c.text}\n${theirs.log}`);
+        disagreements.push(
+          `${c.name} (${c.mutation}): ignition-validate ${theirs.ok ? "accepts" : "rejects"}, we ${ours ? "accept" : "reject"}\n${c.text}\n${theirs.log}`,
+        );
       }
     }
     assert.deepEqual(disagreements, [], disagreements.slice(0, 5).join("\n\n"));

@@ -6,25 +6,42 @@ import { agentConfigSchema } from "../../agent/service/config";
 import { bootstrapHash, renderBootstrap, type BootstrapArgs } from "../../components/bootstrap";
 import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
 
-const blob = { kind: "url", url: "https://sa.blob.core.windows.net/winfleet/content.tgz", sha256: "c".repeat(64), auth: "none" } as const;
+const blob = {
+  kind: "url",
+  url: "https://sa.blob.core.windows.net/winfleet/content.tgz",
+  sha256: "c".repeat(64),
+  auth: "none",
+} as const;
 const args: BootstrapArgs = {
   node: DEFAULT_NODE_RUNTIME,
   agent: { url: "https://sa.blob.core.windows.net/winfleet/agent-0.2.0.tgz", sha256: "a".repeat(64), version: "0.2.0" },
   content: blob,
-  agentConfig: { template: "sandbox", templateVersion: "1.0.0", variables: { KUBE_API_SERVER: "https://10.0.0.4:6443" } },
+  agentConfig: {
+    template: "sandbox",
+    templateVersion: "1.0.0",
+    variables: { KUBE_API_SERVER: "https://10.0.0.4:6443" },
+  },
   secretVariables: ["KUBE_BOOTSTRAP_TOKEN", "CALICO_KUBECONFIG"],
 };
 
 describe("bootstrap", () => {
   it("parses with zero PowerShell syntax errors, in every content mode", async () => {
-    for (const content of [blob, { ...blob, auth: "managedIdentity" as const }, { ...blob, auth: "sas" as const }, { kind: "file" as const, path: "C:\\ProgramData\\winfleet\\upload\\content.tgz", sha256: "d".repeat(64) }]) {
+    for (const content of [
+      blob,
+      { ...blob, auth: "managedIdentity" as const },
+      { ...blob, auth: "sas" as const },
+      { kind: "file" as const, path: "C:\\ProgramData\\winfleet\\upload\\content.tgz", sha256: "d".repeat(64) },
+    ]) {
       assert.deepEqual(await powerShellSyntaxErrors(renderBootstrap({ ...args, content })), []);
     }
   });
 
   it("is deterministic and its hash follows its content", () => {
     assert.equal(renderBootstrap(args), renderBootstrap({ ...args }));
-    assert.notEqual(bootstrapHash(renderBootstrap(args)), bootstrapHash(renderBootstrap({ ...args, agent: { ...args.agent, version: "0.2.1" } })));
+    assert.notEqual(
+      bootstrapHash(renderBootstrap(args)),
+      bootstrapHash(renderBootstrap({ ...args, agent: { ...args.agent, version: "0.2.1" } })),
+    );
   });
 
   it("verifies the Node runtime, the agent and the content by SHA-256 before using them", () => {
@@ -33,21 +50,43 @@ describe("bootstrap", () => {
       assert.ok(s.includes(`-Url '${a.url}' -ExpectedHash '${a.sha256.toUpperCase()}'`), a.url);
     }
     assert.match(s, /throw "SHA-256 of \$shown is \$actual, expected \$ExpectedHash"/);
-    const copied = renderBootstrap({ ...args, content: { kind: "file", path: "C:\\up\\content.tgz", sha256: "d".repeat(64) } });
+    const copied = renderBootstrap({
+      ...args,
+      content: { kind: "file", path: "C:\\up\\content.tgz", sha256: "d".repeat(64) },
+    });
     assert.match(copied, new RegExp(`Assert-Pinned -Path 'C:\\\\up\\\\content.tgz' -ExpectedHash '${"D".repeat(64)}'`));
   });
 
   it("reads blobs with the managed identity, or with a SAS passed as an argument", () => {
-    assert.match(renderBootstrap({ ...args, content: { ...blob, auth: "managedIdentity" } }), /-Headers \(Get-StorageHeaders\)/);
+    assert.match(
+      renderBootstrap({ ...args, content: { ...blob, auth: "managedIdentity" } }),
+      /-Headers \(Get-StorageHeaders\)/,
+    );
     const sas = renderBootstrap({ ...args, content: { ...blob, auth: "sas" } });
-    assert.match(sas, /Get-Pinned -Url \('https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/content\.tgz' \+ '\?' \+ \$ContentSas/);
+    assert.match(
+      sas,
+      /Get-Pinned -Url \('https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/content\.tgz' \+ '\?' \+ \$ContentSas/,
+    );
   });
 
   it("asks IMDS for the named identity's token, and reads the agent bundle with it when told to", async () => {
-    const id = "/subscriptions/0000/resourceGroups/rg-x/providers/Microsoft.ManagedIdentity/userAssignedIdentities/winfleet-win-nodes";
-    const s = renderBootstrap({ ...args, content: { ...blob, auth: "managedIdentity" }, identity: id, agent: { ...args.agent, auth: "managedIdentity" } });
-    assert.ok(s.includes(`resource=https%3A%2F%2Fstorage.azure.com%2F&msi_res_id=%2Fsubscriptions%2F0000%2FresourceGroups%2Frg-x%2Fproviders%2FMicrosoft.ManagedIdentity%2FuserAssignedIdentities%2Fwinfleet-win-nodes'`));
-    assert.match(s, /Get-Pinned -Url 'https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/agent-0\.2\.0\.tgz' [^\n]* -Headers \(Get-StorageHeaders\)\n/);
+    const id =
+      "/subscriptions/0000/resourceGroups/rg-x/providers/Microsoft.ManagedIdentity/userAssignedIdentities/winfleet-win-nodes";
+    const s = renderBootstrap({
+      ...args,
+      content: { ...blob, auth: "managedIdentity" },
+      identity: id,
+      agent: { ...args.agent, auth: "managedIdentity" },
+    });
+    assert.ok(
+      s.includes(
+        `resource=https%3A%2F%2Fstorage.azure.com%2F&msi_res_id=%2Fsubscriptions%2F0000%2FresourceGroups%2Frg-x%2Fproviders%2FMicrosoft.ManagedIdentity%2FuserAssignedIdentities%2Fwinfleet-win-nodes'`,
+      ),
+    );
+    assert.match(
+      s,
+      /Get-Pinned -Url 'https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/agent-0\.2\.0\.tgz' [^\n]* -Headers \(Get-StorageHeaders\)\n/,
+    );
     assert.deepEqual(await powerShellSyntaxErrors(s), []);
     const plain = renderBootstrap(args);
     assert.doesNotMatch(plain, /msi_res_id/);
@@ -58,7 +97,10 @@ describe("bootstrap", () => {
     const s = renderBootstrap(args);
     assert.match(s, /\[string\]\$Secrets,\n {4}\[switch\]\$SecretsFromStdin/);
     assert.match(s, /if \(\$SecretsFromStdin\) \{ \$Secrets = \[Console\]::In\.ReadLine\(\) \}/);
-    assert.match(s, /foreach \(\$name in @\('CALICO_KUBECONFIG', 'KUBE_BOOTSTRAP_TOKEN'\)\) \{\n {4}if \(-not \$secretValues\.\$name\) \{ throw/);
+    assert.match(
+      s,
+      /foreach \(\$name in @\('CALICO_KUBECONFIG', 'KUBE_BOOTSTRAP_TOKEN'\)\) \{\n {4}if \(-not \$secretValues\.\$name\) \{ throw/,
+    );
     assert.match(s, /\$config \| Add-Member -NotePropertyName secrets -NotePropertyValue \$secretValues -Force/);
     assert.doesNotMatch(s, /password/i);
     assert.throws(() => renderBootstrap({ ...args, secretVariables: [] }), /join token/);
@@ -67,8 +109,16 @@ describe("bootstrap", () => {
   it("writes an agent config the agent accepts", () => {
     const s = renderBootstrap(args);
     const json = /\$config = '(.*)' \| ConvertFrom-Json/s.exec(s)?.[1]?.replace(/''/g, "'") ?? "";
-    const config = { ...(JSON.parse(json) as Record<string, unknown>), content: "C:\\ProgramData\\winfleet\\content\\cccccccccccc", secrets: { KUBE_BOOTSTRAP_TOKEN: "abcdef.0123456789abcdef" } };
-    assert.equal(agentConfigSchema.safeParse(config).success, true, JSON.stringify(agentConfigSchema.safeParse(config).error?.issues));
+    const config = {
+      ...(JSON.parse(json) as Record<string, unknown>),
+      content: "C:\\ProgramData\\winfleet\\content\\cccccccccccc",
+      secrets: { KUBE_BOOTSTRAP_TOKEN: "abcdef.0123456789abcdef" },
+    };
+    assert.equal(
+      agentConfigSchema.safeParse(config).success,
+      true,
+      JSON.stringify(agentConfigSchema.safeParse(config).error?.issues),
+    );
   });
 
   it("quotes values so a quote in them cannot end the string", () => {
@@ -79,19 +129,31 @@ describe("bootstrap", () => {
   it("retries a download, and never names a SAS (the URL's query) in what it prints or throws", async () => {
     const f = await scriptFacts(renderBootstrap({ ...args, content: { ...blob, auth: "sas" } }));
     const inGet = f.commands.filter((c) => c.inFunction === "Get-Pinned");
-    assert.match(renderBootstrap(args), /for \(\$attempt = 1; ; \$attempt\+\+\) \{\s+try \{\s+Invoke-WebRequest /, "a retry loop around Invoke-WebRequest");
-    assert.ok(inGet.some((c) => c.name === "Start-Sleep"), "with a pause between attempts");
-    assert.ok(renderBootstrap(args).includes("$shown = ($Url -split '\\?')[0]"), "the query cut off (a regex: the ? escaped)");
+    assert.match(
+      renderBootstrap(args),
+      /for \(\$attempt = 1; ; \$attempt\+\+\) \{\s+try \{\s+Invoke-WebRequest /,
+      "a retry loop around Invoke-WebRequest",
+    );
+    assert.ok(
+      inGet.some((c) => c.name === "Start-Sleep"),
+      "with a pause between attempts",
+    );
+    assert.ok(
+      renderBootstrap(args).includes("$shown = ($Url -split '\\?')[0]"),
+      "the query cut off (a regex: the ? escaped)",
+    );
     const said = [
       ...f.emissions.filter((e) => e.inFunction === "Get-Pinned" && e.kind === "throw").map((e) => e.variables),
       ...inGet.filter((c) => c.name === "Write-Output").map((c) => c.args.flatMap((a) => a.variables)),
     ];
     assert.ok(said.length >= 3);
-    for (const variables of said) assert.ok(!variables.includes("url"), `a message reads $Url: ${variables.join(", ")}`);
+    for (const variables of said)
+      assert.ok(!variables.includes("url"), `a message reads $Url: ${variables.join(", ")}`);
   });
 
   describe("with a Key Vault secret for the larger secrets", () => {
-    const id = "/subscriptions/0000/resourceGroups/rg-x/providers/Microsoft.ManagedIdentity/userAssignedIdentities/winfleet-win-nodes";
+    const id =
+      "/subscriptions/0000/resourceGroups/rg-x/providers/Microsoft.ManagedIdentity/userAssignedIdentities/winfleet-win-nodes";
     const vaultSecret = "https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets";
     const withVault = renderBootstrap({ ...args, identity: id, vaultSecret });
 
@@ -99,46 +161,107 @@ describe("bootstrap", () => {
       assert.deepEqual(await powerShellSyntaxErrors(withVault), []);
       assert.ok(withVault.includes(`resource=https%3A%2F%2Fvault.azure.net&msi_res_id=${encodeURIComponent(id)}'`));
       assert.match(withVault, /\[string\]\$SecretsVersion\n\)/);
-      assert.ok(withVault.includes("$vaultUrl = 'https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets?api-version=7.4'"), "the latest version without -SecretsVersion");
-      assert.ok(withVault.includes("$vaultUrl = 'https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets/' + $SecretsVersion + '?api-version=7.4'"));
-      assert.match(withVault, /if \(\$SecretsVersion -notmatch '\^\[0-9a-f\]\{32\}\$'\) \{ throw/, "a version, not anything that would change the URL");
+      assert.ok(
+        withVault.includes(
+          "$vaultUrl = 'https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets?api-version=7.4'",
+        ),
+        "the latest version without -SecretsVersion",
+      );
+      assert.ok(
+        withVault.includes(
+          "$vaultUrl = 'https://kv-winfleet.vault.azure.net/secrets/winfleet-dev-win-secrets/' + $SecretsVersion + '?api-version=7.4'",
+        ),
+      );
+      assert.match(
+        withVault,
+        /if \(\$SecretsVersion -notmatch '\^\[0-9a-f\]\{32\}\$'\) \{ throw/,
+        "a version, not anything that would change the URL",
+      );
       const read = withVault.indexOf("(Get-VaultSecrets -Url $vaultUrl)");
-      assert.ok(read > withVault.indexOf("function Get-VaultSecrets") && read < withVault.indexOf("foreach ($name in @("), "merged before the required variables are checked");
-      assert.match(withVault, /\$secretValues \| Add-Member -NotePropertyName \$p\.Name -NotePropertyValue \$p\.Value -Force/);
-      assert.doesNotMatch(renderBootstrap(args), /Get-VaultSecrets|vault\.azure\.net/, "nothing of it without a vault secret");
-      assert.throws(() => renderBootstrap({ ...args, vaultSecret: `${vaultSecret}/0123` }), /not a Key Vault secret URL without a version/);
+      assert.ok(
+        read > withVault.indexOf("function Get-VaultSecrets") && read < withVault.indexOf("foreach ($name in @("),
+        "merged before the required variables are checked",
+      );
+      assert.match(
+        withVault,
+        /\$secretValues \| Add-Member -NotePropertyName \$p\.Name -NotePropertyValue \$p\.Value -Force/,
+      );
+      assert.doesNotMatch(
+        renderBootstrap(args),
+        /Get-VaultSecrets|vault\.azure\.net/,
+        "nothing of it without a vault secret",
+      );
+      assert.throws(
+        () => renderBootstrap({ ...args, vaultSecret: `${vaultSecret}/0123` }),
+        /not a Key Vault secret URL without a version/,
+      );
     });
 
     it("retries the token and the read (a new role assignment takes minutes to reach Key Vault), bounded, with a pause", async () => {
       const f = await scriptFacts(withVault);
       for (const fn of ["Get-ImdsToken", "Get-VaultSecrets"]) {
         const inFn = f.commands.filter((c) => c.inFunction === fn);
-        assert.ok(inFn.some((c) => c.name === "Invoke-RestMethod"), fn);
-        assert.ok(inFn.some((c) => c.name === "Start-Sleep"), `${fn} pauses between attempts`);
-        assert.ok(f.emissions.some((e) => e.inFunction === fn && e.kind === "throw" && e.variables.includes("attempt")), `${fn} gives up after a bounded number of attempts`);
+        assert.ok(
+          inFn.some((c) => c.name === "Invoke-RestMethod"),
+          fn,
+        );
+        assert.ok(
+          inFn.some((c) => c.name === "Start-Sleep"),
+          `${fn} pauses between attempts`,
+        );
+        assert.ok(
+          f.emissions.some((e) => e.inFunction === fn && e.kind === "throw" && e.variables.includes("attempt")),
+          `${fn} gives up after a bounded number of attempts`,
+        );
       }
-      assert.match(withVault, /function Get-VaultSecrets\(\[string\]\$Url\) \{\n {4}for \(\$attempt = 1; ; \$attempt\+\+\) \{\n {8}try \{\n {12}\$response = Invoke-RestMethod [^\n]*Get-ImdsToken/, "a fresh token on each attempt");
+      assert.match(
+        withVault,
+        /function Get-VaultSecrets\(\[string\]\$Url\) \{\n {4}for \(\$attempt = 1; ; \$attempt\+\+\) \{\n {8}try \{\n {12}\$response = Invoke-RestMethod [^\n]*Get-ImdsToken/,
+        "a fresh token on each attempt",
+      );
       assert.match(withVault, /if \(\$attempt -ge 10\) \{ throw "reading the node's secrets from \$Url failed/);
-      assert.ok(!f.commands.some((c) => (c.inFunction === "Get-ImdsToken" || c.inFunction === "Get-VaultSecrets") && c.name === "Write-Output"), "progress as warnings: a function's output is its result");
+      assert.ok(
+        !f.commands.some(
+          (c) => (c.inFunction === "Get-ImdsToken" || c.inFunction === "Get-VaultSecrets") && c.name === "Write-Output",
+        ),
+        "progress as warnings: a function's output is its result",
+      );
     });
 
     it("never names a token, a secret value or what it parsed in what it prints or throws", async () => {
       const f = await scriptFacts(withVault);
       const fns = new Set(["Get-ImdsToken", "Get-VaultSecrets", "Get-StorageHeaders"]);
       const said = [
-        ...f.emissions.filter((e) => e.inFunction !== undefined && fns.has(e.inFunction) && e.kind === "throw").map((e) => e.variables),
-        ...f.commands.filter((c) => c.inFunction !== undefined && fns.has(c.inFunction) && /^Write-/.test(c.name)).map((c) => c.args.flatMap((a) => a.variables)),
+        ...f.emissions
+          .filter((e) => e.inFunction !== undefined && fns.has(e.inFunction) && e.kind === "throw")
+          .map((e) => e.variables),
+        ...f.commands
+          .filter((c) => c.inFunction !== undefined && fns.has(c.inFunction) && /^Write-/.test(c.name))
+          .map((c) => c.args.flatMap((a) => a.variables)),
       ];
       assert.ok(said.length >= 5, `${said.length}`);
-      for (const variables of said) for (const v of ["token", "response", "values", "_", "secrets", "secretvalues", "p"]) assert.ok(!variables.includes(v), `a message reads $${v}: ${variables.join(", ")}`);
-      assert.match(withVault, /try \{ \$values = \$response\.value \| ConvertFrom-Json \} catch \{ \$values = \$null \}/, "a value that does not parse is not quoted by ConvertFrom-Json's error");
-      assert.match(withVault, /\$reason = \$_\.Exception\.Message\n/, "the reason is the exception's message (status and text, not the request's headers)");
+      for (const variables of said)
+        for (const v of ["token", "response", "values", "_", "secrets", "secretvalues", "p"])
+          assert.ok(!variables.includes(v), `a message reads $${v}: ${variables.join(", ")}`);
+      assert.match(
+        withVault,
+        /try \{ \$values = \$response\.value \| ConvertFrom-Json \} catch \{ \$values = \$null \}/,
+        "a value that does not parse is not quoted by ConvertFrom-Json's error",
+      );
+      assert.match(
+        withVault,
+        /\$reason = \$_\.Exception\.Message\n/,
+        "the reason is the exception's message (status and text, not the request's headers)",
+      );
     });
   });
 
   it("restricts its directory by SID, so the ACL works on any display language", () => {
     const s = renderBootstrap(args);
-    assert.match(s, /icacls\.exe \$root \/inheritance:r \/grant:r '\*S-1-5-18:\(OI\)\(CI\)F' '\*S-1-5-32-544:\(OI\)\(CI\)F'/);
+    assert.match(
+      s,
+      /icacls\.exe \$root \/inheritance:r \/grant:r '\*S-1-5-18:\(OI\)\(CI\)F' '\*S-1-5-32-544:\(OI\)\(CI\)F'/,
+    );
     assert.doesNotMatch(s, /'(SYSTEM|Administrators):/);
   });
 
@@ -146,7 +269,10 @@ describe("bootstrap", () => {
     const s = renderBootstrap(args);
     assert.doesNotMatch(s, /Set-Content[^\n]*configPath/);
     assert.match(s, /\[IO\.File\]::ReadAllText\(\$configPath\) -ceq \$json/);
-    assert.match(s, /\[IO\.File\]::WriteAllText\("\$configPath\.partial", \$json, \(New-Object System\.Text\.UTF8Encoding -ArgumentList \$false\)\)/);
+    assert.match(
+      s,
+      /\[IO\.File\]::WriteAllText\("\$configPath\.partial", \$json, \(New-Object System\.Text\.UTF8Encoding -ArgumentList \$false\)\)/,
+    );
   });
 
   it("runs the agent as a Windows service, not a scheduled task (see agent-service.test.ts)", () => {

@@ -35,7 +35,8 @@ describe("the content archive", () => {
     mkdirSync(out);
     const r = spawnSync("tar", ["-xzf", file, "-C", out], { encoding: "utf8" });
     assert.equal(r.status, 0, r.stderr);
-    for (const f of ["manifest.json", "components/a/run.sh", "components/a/bin.dat", long]) assert.ok(readFileSync(join(out, f)).equals(readFileSync(join(src, f))), f);
+    for (const f of ["manifest.json", "components/a/run.sh", "components/a/bin.dat", long])
+      assert.ok(readFileSync(join(out, f)).equals(readFileSync(join(src, f))), f);
     assert.equal(statSync(join(out, "components/a/run.sh")).mode & 0o777, 0o755);
     assert.equal(statSync(join(out, "manifest.json")).mode & 0o777, 0o644);
     const listing = spawnSync("tar", ["-tvzf", file], { encoding: "utf8" }).stdout;

@@ -4,7 +4,11 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { type Changes, DRIFT_EXIT, type StackOps, checkDrift } from "../../infra/drift";
 
-function ops(refresh: Changes, preview: Changes, upResult: Changes | Error = { update: 1, same: 9 }): StackOps & { calls: string[] } {
+function ops(
+  refresh: Changes,
+  preview: Changes,
+  upResult: Changes | Error = { update: 1, same: 9 },
+): StackOps & { calls: string[] } {
   const calls: string[] = [];
   return {
     calls,
@@ -39,19 +43,28 @@ describe("drift decisions", () => {
     assert.deepEqual(o.calls, ["refresh", "preview", "up"]);
     assert.equal(r.exitCode, DRIFT_EXIT.remediated);
     assert.match(r.summary, /DRIFT corrected by pulumi up: 1 to update/);
-    await assert.rejects(checkDrift("dev", ops({ delete: 1 }, {}, new Error("conflict")), { remediate: true }), /conflict/);
+    await assert.rejects(
+      checkDrift("dev", ops({ delete: 1 }, {}, new Error("conflict")), { remediate: true }),
+      /conflict/,
+    );
   });
 });
 
 describe("npm run drift", () => {
   it("says clearly when the Pulumi CLI is not there, with its own exit code", () => {
-    const r = spawnSync(process.execPath, ["--import", "tsx", join(__dirname, "..", "..", "infra", "drift-main.ts"), "--stack", "dev"], { encoding: "utf8", env: { ...process.env, PATH: "/nonexistent" } });
+    const r = spawnSync(
+      process.execPath,
+      ["--import", "tsx", join(__dirname, "..", "..", "infra", "drift-main.ts"), "--stack", "dev"],
+      { encoding: "utf8", env: { ...process.env, PATH: "/nonexistent" } },
+    );
     assert.equal(r.status, DRIFT_EXIT.noCli, r.stderr);
     assert.match(r.stderr, /the Pulumi CLI is not installed here/);
   });
 
   it("exits 2 without --stack", () => {
-    const r = spawnSync(process.execPath, ["--import", "tsx", join(__dirname, "..", "..", "infra", "drift-main.ts")], { encoding: "utf8" });
+    const r = spawnSync(process.execPath, ["--import", "tsx", join(__dirname, "..", "..", "infra", "drift-main.ts")], {
+      encoding: "utf8",
+    });
     assert.equal(r.status, DRIFT_EXIT.usage);
   });
 });

@@ -18,11 +18,20 @@ function unwrap(v: unknown): unknown {
 }
 
 async function rendered(stack: string): Promise<PolicyResource[]> {
-  return (await renderStack(stack)).raw.map((r) => ({ type: r.type, name: r.name, props: unwrap(r.inputs) as Record<string, unknown> }));
+  return (await renderStack(stack)).raw.map((r) => ({
+    type: r.type,
+    name: r.name,
+    props: unwrap(r.inputs) as Record<string, unknown>,
+  }));
 }
 
 /** `resources` with the first resource of `type` changed by `edit`. */
-function edited(resources: readonly PolicyResource[], type: string, edit: (props: Record<string, any>) => void): PolicyResource[] { // eslint-disable-line @typescript-eslint/no-explicit-any -- provider input shapes, edited in place
+function edited(
+  resources: readonly PolicyResource[],
+  type: string,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- provider input shapes, edited in place
+  edit: (props: Record<string, any>) => void,
+): PolicyResource[] {
   let done = false;
   return resources.map((r) => {
     if (done || r.type !== type) return r;
@@ -34,7 +43,10 @@ function edited(resources: readonly PolicyResource[], type: string, edit: (props
 }
 
 describe("the policy pack over what the program really deploys", () => {
-  const mandatory = async (resources: readonly PolicyResource[], config: Record<string, unknown> = {}): Promise<Violation[]> => (await runPolicies(resources, config)).filter((v) => v.enforcementLevel === "mandatory");
+  const mandatory = async (
+    resources: readonly PolicyResource[],
+    config: Record<string, unknown> = {},
+  ): Promise<Violation[]> => (await runPolicies(resources, config)).filter((v) => v.enforcementLevel === "mandatory");
 
   it("finds nothing wrong with the shipped stacks", async () => {
     for (const stack of ["dev", "rke2", "byoh"]) assert.deepEqual(await mandatory(await rendered(stack)), [], stack);
@@ -48,10 +60,18 @@ describe("the policy pack over what the program really deploys", () => {
       ext.protectedSettings = {};
     });
     const v = await mandatory(moved);
-    assert.deepEqual(v.map((x) => x.policy), ["winfleet-extension-secrets-protected", "winfleet-extension-secrets-protected"]);
-    assert.match(v[0]?.message ?? "", /^virtualMachineProfile\.extensionProfile\.extensions\[0\]\.settings\.commandToExecute is stored in plain text/);
+    assert.deepEqual(
+      v.map((x) => x.policy),
+      ["winfleet-extension-secrets-protected", "winfleet-extension-secrets-protected"],
+    );
+    assert.match(
+      v[0]?.message ?? "",
+      /^virtualMachineProfile\.extensionProfile\.extensions\[0\]\.settings\.commandToExecute is stored in plain text/,
+    );
     const sas = edited(dev, "azure-native:compute:VirtualMachineScaleSet", (p) => {
-      p.virtualMachineProfile.extensionProfile.extensions[0].settings = { fileUris: ["https://sa.blob.core.windows.net/c/b.ps1?sv=1&sig=abc"] };
+      p.virtualMachineProfile.extensionProfile.extensions[0].settings = {
+        fileUris: ["https://sa.blob.core.windows.net/c/b.ps1?sv=1&sig=abc"],
+      };
     });
     assert.match((await mandatory(sas))[0]?.message ?? "", /fileUris carries a SAS signature/);
     const rke2 = edited(await rendered("rke2"), "azure-native:compute:VirtualMachineExtension", (p) => {
@@ -63,46 +83,96 @@ describe("the policy pack over what the program really deploys", () => {
   it("advises an expiry on a bootstrap token, without refusing one that has none", async () => {
     const dev = await rendered("dev");
     const v = await runPolicies(dev);
-    assert.deepEqual(v.map((x) => [x.policy, x.enforcementLevel]), [["winfleet-bootstrap-token-expires", "advisory"]]);
+    assert.deepEqual(
+      v.map((x) => [x.policy, x.enforcementLevel]),
+      [["winfleet-bootstrap-token-expires", "advisory"]],
+    );
     assert.match(v[0]?.message ?? "", /bootstrap-token-wfdev1 never expires: set cluster\.join\.tokenExpiry/);
     // The bootstrap token, among dev's Secrets (kube-proxy's token is another).
-    const isToken = (r: PolicyResource): boolean => r.type === "kubernetes:core/v1:Secret" && (r.props as { type?: string }).type === "bootstrap.kubernetes.io/token";
+    const isToken = (r: PolicyResource): boolean =>
+      r.type === "kubernetes:core/v1:Secret" && (r.props as { type?: string }).type === "bootstrap.kubernetes.io/token";
     assert.equal(dev.filter(isToken).length, 1, "dev has one bootstrap token");
-    const expiring = dev.map((r) => (isToken(r) ? { ...r, props: { ...r.props, stringData: { ...(r.props.stringData as Record<string, unknown>), expiration: "2027-01-01T00:00:00Z" } } } : r));
+    const expiring = dev.map((r) =>
+      isToken(r)
+        ? {
+            ...r,
+            props: {
+              ...r.props,
+              stringData: { ...(r.props.stringData as Record<string, unknown>), expiration: "2027-01-01T00:00:00Z" },
+            },
+          }
+        : r,
+    );
     assert.deepEqual(await runPolicies(expiring), []);
   });
 
   it("refuses an upgrader DaemonSet that could take every node at once", async () => {
     const dev = await rendered("dev");
     for (const bad of ["100%", 0, undefined]) {
-      const v = await mandatory(edited(dev, "kubernetes:apps/v1:DaemonSet", (p) => void (p.spec.updateStrategy.rollingUpdate.maxUnavailable = bad)));
-      assert.deepEqual(v.map((x) => x.policy), ["winfleet-upgrader-bounded-rollout"], String(bad));
+      const v = await mandatory(
+        edited(
+          dev,
+          "kubernetes:apps/v1:DaemonSet",
+          (p) => void (p.spec.updateStrategy.rollingUpdate.maxUnavailable = bad),
+        ),
+      );
+      assert.deepEqual(
+        v.map((x) => x.policy),
+        ["winfleet-upgrader-bounded-rollout"],
+        String(bad),
+      );
     }
-    assert.ok(boundedMaxUnavailable(2) && boundedMaxUnavailable("25%") && !boundedMaxUnavailable("75%") && !boundedMaxUnavailable(1.5));
+    assert.ok(
+      boundedMaxUnavailable(2) &&
+        boundedMaxUnavailable("25%") &&
+        !boundedMaxUnavailable("75%") &&
+        !boundedMaxUnavailable(1.5),
+    );
   });
 
   it("refuses a pool that is not pinned to exact versions", async () => {
     const rke2 = await rendered("rke2");
-    const v = await mandatory(edited(rke2, "azure-native:compute:VirtualMachine", (p) => {
-      delete p.tags["winfleet-template-version"];
-      p.tags["winfleet-agent-version"] = "latest";
-    }));
-    assert.deepEqual(v.map((x) => x.message), ['tag winfleet-template-version is missing: pin the pool to an exact version', 'tag winfleet-agent-version is "latest": pin the pool to an exact version']);
+    const v = await mandatory(
+      edited(rke2, "azure-native:compute:VirtualMachine", (p) => {
+        delete p.tags["winfleet-template-version"];
+        p.tags["winfleet-agent-version"] = "latest";
+      }),
+    );
+    assert.deepEqual(
+      v.map((x) => x.message),
+      [
+        "tag winfleet-template-version is missing: pin the pool to an exact version",
+        'tag winfleet-agent-version is "latest": pin the pool to an exact version',
+      ],
+    );
   });
 
   it("refuses public IPs on Windows nodes unless the pool is allowed, as the program renders them", async () => {
     const dir = tempDir("winfleet-policy-");
     for (const stack of ["dev", "rke2"]) {
-      const text = readFileSync(join(__dirname, "..", "..", "stacks", `Pulumi.${stack}.yaml`), "utf8").replace("registerTaint: true", "registerTaint: true\n        publicIp: true").replace("dir: content", `dir: ${join(__dirname, "..", "..", "content")}`);
+      const text = readFileSync(join(__dirname, "..", "..", "stacks", `Pulumi.${stack}.yaml`), "utf8")
+        .replace("registerTaint: true", "registerTaint: true\n        publicIp: true")
+        .replace("dir: content", `dir: ${join(__dirname, "..", "..", "content")}`);
       writeFileSync(join(dir, `Pulumi.${stack}.yaml`), text);
     }
-    const vmss = (await renderStack("dev", { dir })).raw.map((r) => ({ type: r.type, name: r.name, props: unwrap(r.inputs) as Record<string, unknown> }));
+    const vmss = (await renderStack("dev", { dir })).raw.map((r) => ({
+      type: r.type,
+      name: r.name,
+      props: unwrap(r.inputs) as Record<string, unknown>,
+    }));
     const v = await mandatory(vmss);
     assert.equal(v.length, 1);
     assert.match(v[0]?.message ?? "", /publicIPAddressConfiguration: pool win may not have public IPs/);
     assert.deepEqual(await mandatory(vmss, { "winfleet-no-public-ip": { allowedPools: ["win"] } }), []);
-    const vms = (await renderStack("rke2", { dir })).raw.map((r) => ({ type: r.type, name: r.name, props: unwrap(r.inputs) as Record<string, unknown> }));
+    const vms = (await renderStack("rke2", { dir })).raw.map((r) => ({
+      type: r.type,
+      name: r.name,
+      props: unwrap(r.inputs) as Record<string, unknown>,
+    }));
     const nic = await mandatory(vms);
-    assert.ok(nic.length >= 6 && nic.every((x) => x.policy === "winfleet-no-public-ip"), "three NICs and their three addresses");
+    assert.ok(
+      nic.length >= 6 && nic.every((x) => x.policy === "winfleet-no-public-ip"),
+      "three NICs and their three addresses",
+    );
   });
 });

@@ -19,7 +19,11 @@ const REPO = join(__dirname, "..", "..");
 const scratch = scratchDir("winfleet-render-");
 
 function render(args: readonly string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [join(REPO, "bin", "winfleet.js"), "render", ...args], { cwd: REPO, encoding: "utf8", timeout: 120_000 });
+  const r = spawnSync(process.execPath, [join(REPO, "bin", "winfleet.js"), "render", ...args], {
+    cwd: REPO,
+    encoding: "utf8",
+    timeout: 120_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -36,11 +40,19 @@ function tree(dir: string): Map<string, string> {
   return out;
 }
 
-type Fleet = Record<string, unknown> & { pools: Record<string, unknown>[]; cluster: { join: Record<string, unknown> }; content: Record<string, unknown>; agent: Record<string, unknown>; upgrader: Record<string, unknown> };
+type Fleet = Record<string, unknown> & {
+  pools: Record<string, unknown>[];
+  cluster: { join: Record<string, unknown> };
+  content: Record<string, unknown>;
+  agent: Record<string, unknown>;
+  upgrader: Record<string, unknown>;
+};
 let n = 0;
 /** The dev stack with one edit, as a stack file of its own. */
 function badStack(edit: (fleet: Fleet) => void, base = "dev"): string {
-  const doc = parseYaml(readFileSync(join(STACKS_DIR, `Pulumi.${base}.yaml`), "utf8")) as { config: Record<string, unknown> };
+  const doc = parseYaml(readFileSync(join(STACKS_DIR, `Pulumi.${base}.yaml`), "utf8")) as {
+    config: Record<string, unknown>;
+  };
   const fleet = doc.config["winfleet:fleet"] as Fleet;
   fleet.content.dir = join(REPO, "content");
   edit(fleet);
@@ -102,7 +114,12 @@ describe("winfleet render", () => {
     assert.match(r.stderr, />=\s*0|at least 0|too small/i);
     assert.deepEqual(readdirSync(out), ["index.json"], "the output directory was touched");
     assert.equal(readFileSync(join(out, "index.json"), "utf8"), "[] an earlier render\n");
-    const missing = render(["--stack", badStack((f) => delete (f.content.variables as Record<string, unknown>).CALICO_WINDOWS_SHA256), "--out", join(scratch, "never")]);
+    const missing = render([
+      "--stack",
+      badStack((f) => delete (f.content.variables as Record<string, unknown>).CALICO_WINDOWS_SHA256),
+      "--out",
+      join(scratch, "never"),
+    ]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /calico 3\.29\.2 needs CALICO_WINDOWS_SHA256/);
     assert.doesNotMatch(missing.stderr, /\n\s+at /, "a refusal, not a stack trace");
@@ -120,8 +137,14 @@ describe("winfleet render", () => {
 describe("what a render shows", () => {
   it("names resources as the provider will: a reference to a VM or a container renders its real name, not the logical one", async () => {
     const r = await renderStack("rke2");
-    const vms = r.resources.filter((x) => x.type === "azure-native:compute:VirtualMachine").map((x) => x.inputs.vmName).sort();
-    const extensions = r.resources.filter((x) => x.type === "azure-native:compute:VirtualMachineExtension").map((x) => x.inputs.vmName).sort();
+    const vms = r.resources
+      .filter((x) => x.type === "azure-native:compute:VirtualMachine")
+      .map((x) => x.inputs.vmName)
+      .sort();
+    const extensions = r.resources
+      .filter((x) => x.type === "azure-native:compute:VirtualMachineExtension")
+      .map((x) => x.inputs.vmName)
+      .sort();
     assert.deepEqual(vms, ["rke2win-1", "rke2win-2", "rke2win-3"]);
     assert.deepEqual(extensions, vms, "each extension names its VM as Azure knows it");
     const blob = r.resources.find((x) => x.type === "azure-native:storage:Blob")?.inputs;
@@ -137,7 +160,10 @@ describe("a crash inside the program", () => {
       runs++;
       return Promise.reject(new Error("a bug in a component"));
     };
-    await assert.rejects(renderStack("dev", { program }), (e: Error) => /a bug in a component/.test(e.message) && /\n\s+at /.test(e.stack ?? ""));
+    await assert.rejects(
+      renderStack("dev", { program }),
+      (e: Error) => /a bug in a component/.test(e.message) && /\n\s+at /.test(e.stack ?? ""),
+    );
     assert.equal(runs, 2, "the failing run is repeated once with traces on");
     assert.ok(Error.stackTraceLimit > 0, "trace settings restored");
   });
@@ -146,24 +172,94 @@ describe("a crash inside the program", () => {
 describe("bad stack configs, each named by its key path", () => {
   const cases: [string, (f: Fleet) => void, RegExp][] = [
     ["a negative node count", (f) => void (f.pools[0]!.count = -1), /winfleet:fleet\.pools\[0\]\.count: .*(>=|0)/],
-    ["a subnet that is not a resource id", (f) => void (f.pools[0]!.subnetId = "nodes"), /winfleet:fleet\.pools\[0\]\.subnetId: a subnet resource id/],
-    ["a CA hash without its sha256: prefix", (f) => void (f.cluster.join.caCertHash = "abc"), /winfleet:fleet\.cluster\.join\.caCertHash: sha256:<64 hex digits>/],
-    ["a bootstrap token id of the wrong length", (f) => void (f.cluster.join.tokenId = "toolongid"), /winfleet:fleet\.cluster\.join\.tokenId: 6 lower-case letters or digits/],
-    ["an agent bundle digest that is not hex", (f) => void ((f.agent.bundle as Record<string, unknown>).sha256 = "XYZ"), /winfleet:fleet\.agent\.bundle\.sha256: 64 lower-case hex digits/],
-    ["Azure nodes with content in a ConfigMap", (f) => void (f.content.publish = { to: "configMap" }), /winfleet:fleet\.content\.publish: must be \{ to: blob, … \}: pools\[0\] \(azure\)/],
-    ["a SAS without an expiry", (f) => void (f.content.publish = { ...(f.content.publish as object), auth: "sas" }), /winfleet:fleet\.content\.publish\.sasExpiry: is required with auth: sas/],
-    ["a join variable set by hand", (f) => void ((f.content.variables as Record<string, unknown>).KUBE_API_SERVER = "https://x:6443"), /winfleet:fleet\.content\.variables\.KUBE_API_SERVER: is set by winfleet from cluster\.join\.apiServer/],
+    [
+      "a subnet that is not a resource id",
+      (f) => void (f.pools[0]!.subnetId = "nodes"),
+      /winfleet:fleet\.pools\[0\]\.subnetId: a subnet resource id/,
+    ],
+    [
+      "a CA hash without its sha256: prefix",
+      (f) => void (f.cluster.join.caCertHash = "abc"),
+      /winfleet:fleet\.cluster\.join\.caCertHash: sha256:<64 hex digits>/,
+    ],
+    [
+      "a bootstrap token id of the wrong length",
+      (f) => void (f.cluster.join.tokenId = "toolongid"),
+      /winfleet:fleet\.cluster\.join\.tokenId: 6 lower-case letters or digits/,
+    ],
+    [
+      "an agent bundle digest that is not hex",
+      (f) => void ((f.agent.bundle as Record<string, unknown>).sha256 = "XYZ"),
+      /winfleet:fleet\.agent\.bundle\.sha256: 64 lower-case hex digits/,
+    ],
+    [
+      "Azure nodes with content in a ConfigMap",
+      (f) => void (f.content.publish = { to: "configMap" }),
+      /winfleet:fleet\.content\.publish: must be \{ to: blob, … \}: pools\[0\] \(azure\)/,
+    ],
+    [
+      "a SAS without an expiry",
+      (f) => void (f.content.publish = { ...(f.content.publish as object), auth: "sas" }),
+      /winfleet:fleet\.content\.publish\.sasExpiry: is required with auth: sas/,
+    ],
+    [
+      "a join variable set by hand",
+      (f) => void ((f.content.variables as Record<string, unknown>).KUBE_API_SERVER = "https://x:6443"),
+      /winfleet:fleet\.content\.variables\.KUBE_API_SERVER: is set by winfleet from cluster\.join\.apiServer/,
+    ],
     ["an unknown key in a pool", (f) => void (f.pools[0]!.vmCount = 3), /winfleet:fleet\.pools\[0\]: .*vmCount/],
-    ["two pools with one name", (f) => void f.pools.push({ ...f.pools[0]! }), /winfleet:fleet\.pools\[1\]\.name: duplicates pool win/],
-    ["no cluster for real nodes", (f) => void delete (f as Record<string, unknown>).cluster, /winfleet:fleet\.cluster: is required: pools\[0\] \(azure\) deploys real nodes/],
-    ["masquerade without an account", (f) => void (f.upgrader.masquerade = { enabled: true }), /winfleet:fleet\.upgrader\.masquerade\.as: masquerade\.as is required/],
-    ["a template version the content does not have", (f) => void (f.content.templateVersion = "9.9.9"), /winfleet:fleet\.content: template win2022 9\.9\.9 is not in .*it has: .*win2022 1\.0\.0/],
-    ["a required content variable left out", (f) => void delete (f.content.variables as Record<string, unknown>).CSI_PROXY_SHA256, /pools\[0\] \(win\): csi-proxy \S+ needs CSI_PROXY_SHA256.*winfleet:fleet\.content\.variables/],
-    ["a public key that is not PEM", (f) => void (f.agent.publicKey = "ssh-ed25519 AAAA"), /winfleet:fleet\.agent\.publicKey: is not a PEM public key/],
-    ["an RSA public key", (f) => void (f.agent.publicKey = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ type: "spki", format: "pem" })), /winfleet:fleet\.agent\.publicKey: is an rsa key, not ed25519/],
-    ["the private key where the public one goes", (f) => void (f.agent.publicKey = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" })), /winfleet:fleet\.agent\.publicKey: is a private key: pin the public key/],
+    [
+      "two pools with one name",
+      (f) => void f.pools.push({ ...f.pools[0]! }),
+      /winfleet:fleet\.pools\[1\]\.name: duplicates pool win/,
+    ],
+    [
+      "no cluster for real nodes",
+      (f) => void delete (f as Record<string, unknown>).cluster,
+      /winfleet:fleet\.cluster: is required: pools\[0\] \(azure\) deploys real nodes/,
+    ],
+    [
+      "masquerade without an account",
+      (f) => void (f.upgrader.masquerade = { enabled: true }),
+      /winfleet:fleet\.upgrader\.masquerade\.as: masquerade\.as is required/,
+    ],
+    [
+      "a template version the content does not have",
+      (f) => void (f.content.templateVersion = "9.9.9"),
+      /winfleet:fleet\.content: template win2022 9\.9\.9 is not in .*it has: .*win2022 1\.0\.0/,
+    ],
+    [
+      "a required content variable left out",
+      (f) => void delete (f.content.variables as Record<string, unknown>).CSI_PROXY_SHA256,
+      /pools\[0\] \(win\): csi-proxy \S+ needs CSI_PROXY_SHA256.*winfleet:fleet\.content\.variables/,
+    ],
+    [
+      "a public key that is not PEM",
+      (f) => void (f.agent.publicKey = "ssh-ed25519 AAAA"),
+      /winfleet:fleet\.agent\.publicKey: is not a PEM public key/,
+    ],
+    [
+      "an RSA public key",
+      (f) =>
+        void (f.agent.publicKey = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({
+          type: "spki",
+          format: "pem",
+        })),
+      /winfleet:fleet\.agent\.publicKey: is an rsa key, not ed25519/,
+    ],
+    [
+      "the private key where the public one goes",
+      (f) =>
+        void (f.agent.publicKey = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" })),
+      /winfleet:fleet\.agent\.publicKey: is a private key: pin the public key/,
+    ],
     // ClusterJoin passes Calico's token, so only content that requires its own kubeconfig needs the stack's.
-    ["a content secret left out", (f) => void ((f.content.secrets = {}), (f.content.dir = contentRequiring("calico", "3.29.2", "CALICO_KUBECONFIG"))), /calico 3\.29\.2 needs CALICO_KUBECONFIG.*a secret/],
+    [
+      "a content secret left out",
+      (f) =>
+        void ((f.content.secrets = {}), (f.content.dir = contentRequiring("calico", "3.29.2", "CALICO_KUBECONFIG"))),
+      /calico 3\.29\.2 needs CALICO_KUBECONFIG.*a secret/,
+    ],
   ];
   for (const [what, edit, message] of cases) {
     it(`refuses ${what}`, async () => {
@@ -172,8 +268,14 @@ describe("bad stack configs, each named by its key path", () => {
   }
 
   it("refuses a BYO host with two credentials, and a file that is not a stack", async () => {
-    const byo = badStack((f) => void ((f.pools[0]!.hosts as Record<string, unknown>[])[0]!.passwordSecret = "pw"), "byoh");
-    assert.match(await refusal(byo), /winfleet:fleet\.pools\[0\]\.hosts\[0\]: set exactly one of privateKeySecret and passwordSecret/);
+    const byo = badStack(
+      (f) => void ((f.pools[0]!.hosts as Record<string, unknown>[])[0]!.passwordSecret = "pw"),
+      "byoh",
+    );
+    assert.match(
+      await refusal(byo),
+      /winfleet:fleet\.pools\[0\]\.hosts\[0\]: set exactly one of privateKeySecret and passwordSecret/,
+    );
     const notYaml = join(scratch, "Pulumi.broken.yaml");
     writeFileSync(notYaml, "config: [unclosed\n");
     assert.match(await refusal(notYaml), /not valid YAML/);

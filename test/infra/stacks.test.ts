@@ -33,7 +33,9 @@ async function uniqueSecrets(stack: string): Promise<Record<string, string>> {
 const count = (r: Rendered, type: string): number => r.resources.filter((x) => x.type === type).length;
 const typesOf = (r: Rendered): Set<string> => new Set(r.resources.map((x) => x.type));
 const kube = (r: Rendered, kind: string, name: RegExp): boolean =>
-  r.resources.some((x) => x.type.endsWith(`:${kind}`) && name.test(String((x.inputs.metadata as { name?: string } | undefined)?.name)));
+  r.resources.some(
+    (x) => x.type.endsWith(`:${kind}`) && name.test(String((x.inputs.metadata as { name?: string } | undefined)?.name)),
+  );
 
 // Strings that are not inside a value Pulumi marks secret.
 function plainStrings(value: unknown, out: string[] = []): string[] {
@@ -76,30 +78,72 @@ describe("what each stack deploys", () => {
   it("dev: one scale set with its bootstrap extension in its model, a managed identity reading the content blob, and the kubeadm cluster side", () => {
     const r = get("dev");
     assert.equal(count(r, "azure-native:compute:VirtualMachineScaleSet"), 1);
-    assert.equal(count(r, "azure-native:compute:VirtualMachineScaleSetExtension"), 0, "the extension is in the scale set's model");
+    assert.equal(
+      count(r, "azure-native:compute:VirtualMachineScaleSetExtension"),
+      0,
+      "the extension is in the scale set's model",
+    );
     assert.equal(count(r, "azure-native:storage:Blob"), 1);
     assert.equal(count(r, "azure-native:managedidentity:UserAssignedIdentity"), 1);
-    assert.equal(count(r, "azure-native:authorization:RoleAssignment"), 2, "content reader, and reader of the pool's Key Vault secret");
+    assert.equal(
+      count(r, "azure-native:authorization:RoleAssignment"),
+      2,
+      "content reader, and reader of the pool's Key Vault secret",
+    );
     assert.equal(count(r, "azure-native:keyvault:Secret"), 1, "the nodes' larger secrets");
     assert.equal(count(r, "azure-native:compute:VirtualMachine"), 0);
-    for (const t of ["winfleet:index:WindowsNodePool", "winfleet:index:ContentBundle", "winfleet:index:ClusterJoin", "winfleet:index:AgentUpgrader"]) assert.ok(typesOf(r).has(t), t);
+    for (const t of [
+      "winfleet:index:WindowsNodePool",
+      "winfleet:index:ContentBundle",
+      "winfleet:index:ClusterJoin",
+      "winfleet:index:AgentUpgrader",
+    ])
+      assert.ok(typesOf(r).has(t), t);
     assert.ok(!typesOf(r).has("winfleet:index:WinsUpgrader"), "no wins upgrader without the chart's winsConfigs");
-    const vmss = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as { sku: { capacity: number }; identity: { type: string }; tags: Record<string, string>; virtualMachineProfile: { userData: string; extensionProfile: { extensions: { forceUpdateTag: string; protectedSettings: unknown; settings: unknown }[] } } };
+    const vmss = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as {
+      sku: { capacity: number };
+      identity: { type: string };
+      tags: Record<string, string>;
+      virtualMachineProfile: {
+        userData: string;
+        extensionProfile: { extensions: { forceUpdateTag: string; protectedSettings: unknown; settings: unknown }[] };
+      };
+    };
     assert.equal(vmss.sku.capacity, 2);
     assert.equal(vmss.identity.type, "UserAssigned");
-    assert.deepEqual([vmss.tags["winfleet-template"], vmss.tags["winfleet-template-version"], vmss.tags["winfleet-agent-version"]], ["win2022", "1.0.0", "0.1.0"]);
-    const ext = vmss.virtualMachineProfile.extensionProfile.extensions[0] as { forceUpdateTag: string; protectedSettings: unknown; settings: unknown };
-    assert.equal(ext.forceUpdateTag, vmss.tags["winfleet-bootstrap-sha256"], "the extension re-runs exactly when the bootstrap changes");
+    assert.deepEqual(
+      [vmss.tags["winfleet-template"], vmss.tags["winfleet-template-version"], vmss.tags["winfleet-agent-version"]],
+      ["win2022", "1.0.0", "0.1.0"],
+    );
+    const ext = vmss.virtualMachineProfile.extensionProfile.extensions[0] as {
+      forceUpdateTag: string;
+      protectedSettings: unknown;
+      settings: unknown;
+    };
+    assert.equal(
+      ext.forceUpdateTag,
+      vmss.tags["winfleet-bootstrap-sha256"],
+      "the extension re-runs exactly when the bootstrap changes",
+    );
     assert.deepEqual(ext.protectedSettings, { commandToExecute: "[secret]" });
     assert.deepEqual(ext.settings, {});
     const bootstrap = Buffer.from(vmss.virtualMachineProfile.userData, "base64").toString("utf8");
     assert.match(bootstrap, /win2022/);
     assert.ok(r.files.has("bootstrap/win-vmss.ps1"));
-    const token = r.resources.find((x) => x.type === "kubernetes:core/v1:Secret" && x.name.includes("bootstrap-token"))?.inputs as { metadata: { namespace: string }; type: string };
+    const token = r.resources.find((x) => x.type === "kubernetes:core/v1:Secret" && x.name.includes("bootstrap-token"))
+      ?.inputs as { metadata: { namespace: string }; type: string };
     assert.deepEqual([token.metadata.namespace, token.type], ["kube-system", "bootstrap.kubernetes.io/token"]);
-    assert.ok(kube(r, "ServiceAccount", /^winfleet-kube-proxy$/) && kube(r, "ClusterRoleBinding", /^winfleet:kube-proxy$/), "kube-proxy's own identity");
+    assert.ok(
+      kube(r, "ServiceAccount", /^winfleet-kube-proxy$/) && kube(r, "ClusterRoleBinding", /^winfleet:kube-proxy$/),
+      "kube-proxy's own identity",
+    );
     assert.match(bootstrap, /'KUBE_PROXY_TOKEN'/, "the node is told to expect kube-proxy's token among its secrets");
-    assert.ok(kube(r, "ServiceAccount", /^winfleet-calico-node$/) && kube(r, "ClusterRoleBinding", /^winfleet:calico-node$/) && kube(r, "RoleBinding", /^winfleet:calico-node-kubeadm-config$/), "Calico's own identity");
+    assert.ok(
+      kube(r, "ServiceAccount", /^winfleet-calico-node$/) &&
+        kube(r, "ClusterRoleBinding", /^winfleet:calico-node$/) &&
+        kube(r, "RoleBinding", /^winfleet:calico-node-kubeadm-config$/),
+      "Calico's own identity",
+    );
     assert.match(bootstrap, /'CALICO_TOKEN'/, "the node is told to expect Calico's token among its secrets");
     assert.equal(count(r, "kubernetes:apps/v1:DaemonSet"), 1);
   });
@@ -113,7 +157,9 @@ describe("what each stack deploys", () => {
     assert.equal(count(r, "azure-native:authorization:RoleAssignment"), 0, "a SAS, not the identity, reads the blob");
     assert.ok(kube(r, "Secret", /^winfleet-content-sas$/), "the upgrader pods read the SAS from a Secret");
     assert.ok(!kube(r, "Secret", /^bootstrap-token-/), "RKE2 joins with its own token");
-    const vm = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachine")?.inputs as { tags: Record<string, string> };
+    const vm = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachine")?.inputs as {
+      tags: Record<string, string>;
+    };
     assert.equal(vm.tags["winfleet-template"], "rke2-windows");
   });
 
@@ -123,11 +169,19 @@ describe("what each stack deploys", () => {
     assert.equal(count(r, "command:remote:Command"), 6);
     assert.equal(count(r, "command:remote:CopyFile"), 2);
     assert.ok(![...typesOf(r)].some((t) => t.startsWith("azure-native:")));
-    const run = r.resources.find((x) => x.name === "lab-winlab-01-bootstrap")?.inputs as { create: string; stdin: string; connection: Record<string, unknown>; triggers: string[] };
+    const run = r.resources.find((x) => x.name === "lab-winlab-01-bootstrap")?.inputs as {
+      create: string;
+      stdin: string;
+      connection: Record<string, unknown>;
+      triggers: string[];
+    };
     assert.match(run.create, /-SecretsFromStdin/);
     assert.equal(run.stdin, "[secret]");
     assert.equal(run.connection.privateKey, "[secret]");
-    assert.ok(run.triggers.includes(r.outputs.contentSha256 as string), "the bootstrap runs again when the content changes");
+    assert.ok(
+      run.triggers.includes(r.outputs.contentSha256 as string),
+      "the bootstrap runs again when the content changes",
+    );
     assert.ok(kube(r, "ConfigMap", /^winfleet-content-[0-9a-f]{16}$/), "upgrades reach the hosts through a ConfigMap");
   });
 
@@ -138,13 +192,28 @@ describe("what each stack deploys", () => {
   it("local with a cluster: the cluster side for its hosts (join, content, an upgrader), and no machine", async () => {
     const dir = join(scratch, "local-cluster");
     cpSync(STACKS_DIR, dir, { recursive: true });
-    const doc = parseYaml(readFileSync(join(dir, "Pulumi.local.yaml"), "utf8")) as { config: Record<string, Record<string, unknown>> };
+    const doc = parseYaml(readFileSync(join(dir, "Pulumi.local.yaml"), "utf8")) as {
+      config: Record<string, Record<string, unknown>>;
+    };
     const fleet = doc.config["winfleet:fleet"] as Record<string, unknown>;
     (fleet.content as Record<string, unknown>).dir = join(REPO, "content");
-    fleet.cluster = { name: "local", join: { method: "kubeadm", apiServer: "https://127.0.0.1:6443", caCertHash: `sha256:${"a".repeat(64)}`, tokenId: "loc4l1", tokenSecret: "bootstrapTokenSecret" } };
+    fleet.cluster = {
+      name: "local",
+      join: {
+        method: "kubeadm",
+        apiServer: "https://127.0.0.1:6443",
+        caCertHash: `sha256:${"a".repeat(64)}`,
+        tokenId: "loc4l1",
+        tokenSecret: "bootstrapTokenSecret",
+      },
+    };
     fleet.upgrader = { image: "winfleet-agent:local" };
     writeFileSync(join(dir, "Pulumi.local.yaml"), toYaml(doc));
-    await assert.rejects(renderStack("local", { dir }), /agent/, "a cluster needs the agent version its upgraders carry");
+    await assert.rejects(
+      renderStack("local", { dir }),
+      /agent/,
+      "a cluster needs the agent version its upgraders carry",
+    );
     fleet.agent = { version: "0.1.0", bundle: { url: "https://artifacts.example.test/a.tgz", sha256: "0".repeat(64) } };
     writeFileSync(join(dir, "Pulumi.local.yaml"), toYaml(doc));
     const r = await renderStack("local", { dir });
@@ -152,7 +221,10 @@ describe("what each stack deploys", () => {
     assert.ok(types.has("kubernetes:apps/v1:DaemonSet"), "an upgrader DaemonSet for the pool");
     assert.ok(kube(r, "Secret", /^bootstrap-token-loc4l1$/), "the bootstrap token the hosts join with");
     assert.ok(kube(r, "ConfigMap", /^winfleet-content-[0-9a-f]{16}$/), "the content the upgraders apply");
-    assert.ok(![...types].some((t) => t.startsWith("azure-native:") || t.startsWith("command:")), "no machine is provisioned");
+    assert.ok(
+      ![...types].some((t) => t.startsWith("azure-native:") || t.startsWith("command:")),
+      "no machine is provisioned",
+    );
   });
 });
 
@@ -192,35 +264,63 @@ describe("what the stacks render", () => {
 
   it("keeps every secret value out of plain settings and out of every file, base64 included", () => {
     // The scan itself finds a value however it is encoded.
-    for (const planted of [`x${"s3cr3t-probe"}`, Buffer.from("s3cr3t-probe").toString("base64").padEnd(44, "A"), Buffer.from(`-EncodedCommand s3cr3t-probe ${"p".repeat(30)}`, "utf16le").toString("base64")]) {
-      assert.ok(decodedForms(planted).some((f) => f.includes("s3cr3t-probe")), planted);
+    for (const planted of [
+      `x${"s3cr3t-probe"}`,
+      Buffer.from("s3cr3t-probe").toString("base64").padEnd(44, "A"),
+      Buffer.from(`-EncodedCommand s3cr3t-probe ${"p".repeat(30)}`, "utf16le").toString("base64"),
+    ]) {
+      assert.ok(
+        decodedForms(planted).some((f) => f.includes("s3cr3t-probe")),
+        planted,
+      );
     }
     for (const [stack, r] of rendered) {
       const values = Object.values(secrets.get(stack) ?? {});
       if (stack !== "local") assert.ok(values.length >= 2, stack);
       for (const raw of r.raw) {
         for (const s of plainStrings(raw.inputs)) {
-          for (const form of decodedForms(s)) for (const v of values) assert.ok(!form.includes(v), `${stack}: ${raw.type} ${raw.name} holds a secret in a plain setting`);
+          for (const form of decodedForms(s))
+            for (const v of values)
+              assert.ok(!form.includes(v), `${stack}: ${raw.type} ${raw.name} holds a secret in a plain setting`);
         }
       }
       for (const [file, text] of r.files) {
-        for (const form of decodedForms(text)) for (const v of values) assert.ok(!form.includes(v), `${stack}: ${file} holds a secret`);
+        for (const form of decodedForms(text))
+          for (const v of values) assert.ok(!form.includes(v), `${stack}: ${file} holds a secret`);
       }
     }
   });
 
   it("passes the secrets where they belong: the extension's protected command (the join token), the pool's Key Vault secret (the rest) and the SSH stdin carry them", () => {
-    // The scale set's model holds the admin password and the extension's protected settings, so Pulumi marks it secret as a whole.
-    const profile = (get("dev").raw.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as { virtualMachineProfile: Record<string, unknown> }).virtualMachineProfile;
+    // The scale set's model holds the admin password and the extension's protected settings, so Pulumi marks it secret
+    // as a whole.
+    const profile = (
+      get("dev").raw.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as {
+        virtualMachineProfile: Record<string, unknown>;
+      }
+    ).virtualMachineProfile;
     assert.equal(profile[SIG], SECRET_SIG);
-    const dev = (profile.value as { extensionProfile: { extensions: { protectedSettings: { commandToExecute: string } }[] } }).extensionProfile.extensions[0];
+    const dev = (
+      profile.value as { extensionProfile: { extensions: { protectedSettings: { commandToExecute: string } }[] } }
+    ).extensionProfile.extensions[0];
     const command = dev?.protectedSettings.commandToExecute ?? "";
     assert.ok(decodeExtensionCommand(command).includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
     const kubeconfig = secrets.get("dev")?.calicoKubeconfig ?? "none";
-    assert.ok(!decodeExtensionCommand(command).includes(JSON.stringify(kubeconfig).slice(1, -1)), "the kubeconfig does not travel in the command");
-    const vault = get("dev").raw.find((x) => x.type === "azure-native:keyvault:Secret")?.inputs as { properties: { value: { value: string } } };
-    assert.equal((JSON.parse(vault.properties.value.value) as Record<string, string>).CALICO_KUBECONFIG, kubeconfig, "but in the pool's Key Vault secret");
-    const byo = get("byoh").raw.find((x) => x.name === "lab-winlab-02-bootstrap")?.inputs as { stdin: Record<string, unknown> };
+    assert.ok(
+      !decodeExtensionCommand(command).includes(JSON.stringify(kubeconfig).slice(1, -1)),
+      "the kubeconfig does not travel in the command",
+    );
+    const vault = get("dev").raw.find((x) => x.type === "azure-native:keyvault:Secret")?.inputs as {
+      properties: { value: { value: string } };
+    };
+    assert.equal(
+      (JSON.parse(vault.properties.value.value) as Record<string, string>).CALICO_KUBECONFIG,
+      kubeconfig,
+      "but in the pool's Key Vault secret",
+    );
+    const byo = get("byoh").raw.find((x) => x.name === "lab-winlab-02-bootstrap")?.inputs as {
+      stdin: Record<string, unknown>;
+    };
     assert.match(JSON.stringify(byo.stdin), new RegExp(secrets.get("byoh")?.calicoKubeconfig ?? "none"));
   });
 });
@@ -230,7 +330,9 @@ describe("upgrader rollouts", () => {
   async function variant(name: string, edit: (fleet: Record<string, unknown>) => void): Promise<Rendered> {
     const dir = join(scratch, name);
     cpSync(STACKS_DIR, dir, { recursive: true });
-    const doc = parseYaml(readFileSync(join(dir, "Pulumi.dev.yaml"), "utf8")) as { config: Record<string, Record<string, unknown>> };
+    const doc = parseYaml(readFileSync(join(dir, "Pulumi.dev.yaml"), "utf8")) as {
+      config: Record<string, Record<string, unknown>>;
+    };
     const fleet = doc.config["winfleet:fleet"] as Record<string, unknown>;
     (fleet.content as Record<string, unknown>).dir = join(REPO, "content");
     edit(fleet);
@@ -238,10 +340,13 @@ describe("upgrader rollouts", () => {
     return renderStack("dev", { dir, secrets: secrets.get("dev") ?? {} });
   }
   const podTemplate = (r: Rendered): string => {
-    const ds = r.resources.find((x) => x.type === "kubernetes:apps/v1:DaemonSet")?.inputs as { spec: { template: unknown } };
+    const ds = r.resources.find((x) => x.type === "kubernetes:apps/v1:DaemonSet")?.inputs as {
+      spec: { template: unknown };
+    };
     return JSON.stringify(ds.spec.template);
   };
-  const at = <T>(o: Record<string, unknown>, ...path: string[]): T => path.reduce<unknown>((x, k) => (x as Record<string, unknown>)[k], o) as T;
+  const at = <T>(o: Record<string, unknown>, ...path: string[]): T =>
+    path.reduce<unknown>((x, k) => (x as Record<string, unknown>)[k], o) as T;
 
   it("pins the release's public key in every node's agent config when the stack names one", async () => {
     const { publicKey } = generateKeyPairSync("ed25519");
@@ -249,9 +354,14 @@ describe("upgrader rollouts", () => {
     const pinned = await variant("pinned", (f) => {
       at<Record<string, unknown>>(f, "agent").publicKey = pem;
     });
-    const vmss = pinned.resources.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as { virtualMachineProfile: { userData: string } };
+    const vmss = pinned.resources.find((x) => x.type === "azure-native:compute:VirtualMachineScaleSet")?.inputs as {
+      virtualMachineProfile: { userData: string };
+    };
     const bootstrap = Buffer.from(vmss.virtualMachineProfile.userData, "base64").toString("utf8");
-    assert.ok(bootstrap.includes(JSON.stringify(pem).slice(1, -1)), "the agent config the bootstrap writes carries the key");
+    assert.ok(
+      bootstrap.includes(JSON.stringify(pem).slice(1, -1)),
+      "the agent config the bootstrap writes carries the key",
+    );
   });
 
   it("changes the pod template for a new agent version or new content, and not for anything else", async () => {

@@ -11,7 +11,17 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { agent, agentBundle, type AgentOptions, applyUntilSettled, hostTree, Rng, scratchDir, tempDir, writeContent } from "../support";
+import {
+  agent,
+  agentBundle,
+  type AgentOptions,
+  applyUntilSettled,
+  hostTree,
+  Rng,
+  scratchDir,
+  tempDir,
+  writeContent,
+} from "../support";
 
 // Every command appends its own name to runs.log, so the log says which steps ran and how often.
 const cmd = (id: string): string => `echo "${id}" >> "$WINFLEET_ROOT/runs.log"`;
@@ -32,7 +42,18 @@ const content = writeContent(
   })),
   [{ name: "crashy", version: "1", packages: ["a_1", "b_1", "c_1", "d_1"] }],
 );
-const ALL = ["a lprecmds 0", "a commands 0", "a commands 1", "b commands 0", "b commands 1", "c commands 0", "c commands 1", "c lpstcmds 0", "d commands 0", "d commands 1"];
+const ALL = [
+  "a lprecmds 0",
+  "a commands 0",
+  "a commands 1",
+  "b commands 0",
+  "b commands 1",
+  "c commands 0",
+  "c commands 1",
+  "c lpstcmds 0",
+  "d commands 0",
+  "d commands 1",
+];
 const args = (root: string): string[] => ["--content", content, "--template", "crashy", "--root", root];
 const skipLog = (rel: string): boolean => rel === "runs.log";
 
@@ -47,21 +68,30 @@ function doneCommands(root: string): string[] {
   if (!existsSync(file)) return [];
   const j = JSON.parse(readFileSync(file, "utf8")) as JournalView; // must always parse: writes are atomic
   if (!j.run) return ALL; // finished
-  return j.run.steps.slice(0, j.run.next).flatMap((s) => (s.kind === "command" && s.command ? [/echo "([^"]*)"/.exec(s.command)?.[1] ?? ""] : []));
+  return j.run.steps
+    .slice(0, j.run.next)
+    .flatMap((s) => (s.kind === "command" && s.command ? [/echo "([^"]*)"/.exec(s.command)?.[1] ?? ""] : []));
 }
 
 function runCounts(root: string): Map<string, number> {
   const counts = new Map<string, number>();
   const log = join(root, "runs.log");
-  for (const line of existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : []) counts.set(line, (counts.get(line) ?? 0) + 1);
+  for (const line of existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean) : [])
+    counts.set(line, (counts.get(line) ?? 0) + 1);
   return counts;
 }
 
-function checkConverged(root: string, reference: Record<string, string>, doneAtCrash: readonly string[], where: string): void {
+function checkConverged(
+  root: string,
+  reference: Record<string, string>,
+  doneAtCrash: readonly string[],
+  where: string,
+): void {
   assert.deepEqual(hostTree(root, skipLog), reference, `${where}: the tree differs from an uninterrupted install`);
   const counts = runCounts(root);
   for (const id of ALL) assert.ok((counts.get(id) ?? 0) >= 1, `${where}: ${id} never ran`);
-  for (const id of doneAtCrash) assert.equal(counts.get(id), 1, `${where}: ${id} was recorded done, yet ran ${counts.get(id)} times`);
+  for (const id of doneAtCrash)
+    assert.equal(counts.get(id), 1, `${where}: ${id} was recorded done, yet ran ${counts.get(id)} times`);
   for (const [id, n] of counts) assert.ok(n <= 2, `${where}: ${id} ran ${n} times`);
 }
 
@@ -88,7 +118,10 @@ describe("crashes during a full install", () => {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.reboots, 1);
     reference = hostTree(root, skipLog);
-    assert.deepEqual([...runCounts(root).values()], ALL.map(() => 1));
+    assert.deepEqual(
+      [...runCounts(root).values()],
+      ALL.map(() => 1),
+    );
   });
   after(() => {
     for (const r of roots) rmSync(r, { recursive: true, force: true });
@@ -143,7 +176,11 @@ describe("crashes during a full install", () => {
       clearTimeout(timer);
       const done = doneCommands(root);
       const settled = await applyUntilSettled(args(root), shipped);
-      assert.equal(settled.code, 0, `round ${round} (kill after ${delay} ms, first run ${first.signal ?? String(first.code)}): ${settled.stderr}`);
+      assert.equal(
+        settled.code,
+        0,
+        `round ${round} (kill after ${delay} ms, first run ${first.signal ?? String(first.code)}): ${settled.stderr}`,
+      );
       checkConverged(root, reference, done, `kill after ${delay} ms`);
       rmSync(root, { recursive: true, force: true });
     }

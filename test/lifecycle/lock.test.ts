@@ -17,8 +17,15 @@ import { exitOf, readUntil, sleep, tempDir } from "../support";
 
 const WORKER = join(__dirname, "lock-worker.ts");
 
-function contender(root: string, go: string, log: string, holdMs: number): { child: ChildProcess; code: Promise<number | null> } {
-  const child = spawn(process.execPath, ["--import", "tsx", WORKER, root, go, log, String(holdMs)], { stdio: ["ignore", "ignore", "inherit"] });
+function contender(
+  root: string,
+  go: string,
+  log: string,
+  holdMs: number,
+): { child: ChildProcess; code: Promise<number | null> } {
+  const child = spawn(process.execPath, ["--import", "tsx", WORKER, root, go, log, String(holdMs)], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   return { child, code: exitOf(child) };
 }
 
@@ -42,28 +49,57 @@ describe("the apply lock", () => {
       writeFileSync(log, "");
       mkdirSync(join(root, ".winfleet"), { recursive: true });
       // What a crashed agent leaves: a record naming a process that is gone.
-      writeFileSync(join(root, ".winfleet", "lock"), JSON.stringify({ pid: 999_999_999, identity: "gone", command: "winfleet-agent apply", host: hostname(), since: "2026-01-01T00:00:00Z" }));
+      writeFileSync(
+        join(root, ".winfleet", "lock"),
+        JSON.stringify({
+          pid: 999_999_999,
+          identity: "gone",
+          command: "winfleet-agent apply",
+          host: hostname(),
+          since: "2026-01-01T00:00:00Z",
+        }),
+      );
       const all = Array.from({ length: 5 }, () => contender(root, go, log, 300));
       await sleep(1500); // every contender loaded and polling
       writeFileSync(go, "");
       const codes = await Promise.all(all.map((c) => c.code));
-      assert.equal(overlap(log), 1, `round ${round}: ${readFileSync(log, "utf8").replace(/\n/g, " ")} exit codes ${codes.join(",")}`);
-      assert.ok(codes.every((c) => c === 0 || c === 3), `round ${round}: exit codes ${codes.join(",")}`);
+      assert.equal(
+        overlap(log),
+        1,
+        `round ${round}: ${readFileSync(log, "utf8").replace(/\n/g, " ")} exit codes ${codes.join(",")}`,
+      );
+      assert.ok(
+        codes.every((c) => c === 0 || c === 3),
+        `round ${round}: exit codes ${codes.join(",")}`,
+      );
     }
   });
 
   it("goes to exactly one of four acquisitions started at once against a dead holder's record (300 trials)", async () => {
     // A probe as uneven as a real one: every contender judges the recorded holder dead, at slightly different times.
-    const uneven = { identity: async (pid: number) => {
-      await sleep(Math.random() * 3);
-      return pid === process.pid ? "me" : undefined;
-    } };
+    const uneven = {
+      identity: async (pid: number) => {
+        await sleep(Math.random() * 3);
+        return pid === process.pid ? "me" : undefined;
+      },
+    };
     for (let trial = 0; trial < 300; trial++) {
       const root = tempDir("winfleet-lock-");
       mkdirSync(join(root, ".winfleet"));
-      writeFileSync(join(root, ".winfleet", "lock"), JSON.stringify({ pid: 999_999_999, identity: "gone", command: "winfleet-agent apply", host: hostname(), since: "2026-01-01T00:00:00Z" }));
+      writeFileSync(
+        join(root, ".winfleet", "lock"),
+        JSON.stringify({
+          pid: 999_999_999,
+          identity: "gone",
+          command: "winfleet-agent apply",
+          host: hostname(),
+          since: "2026-01-01T00:00:00Z",
+        }),
+      );
       const results = await Promise.allSettled([0, 1, 2, 3].map(() => acquireLock(root, "test", uneven)));
-      const held = results.filter((r): r is PromiseFulfilledResult<Awaited<ReturnType<typeof acquireLock>>> => r.status === "fulfilled");
+      const held = results.filter(
+        (r): r is PromiseFulfilledResult<Awaited<ReturnType<typeof acquireLock>>> => r.status === "fulfilled",
+      );
       assert.equal(held.length, 1, `trial ${trial}: ${held.length} holders`);
       await Promise.all(held.map((h) => h.value.release()));
       rmSync(root, { recursive: true, force: true });
@@ -77,7 +113,10 @@ describe("the apply lock", () => {
     const key = join(root, ".winfleet", "lock-key");
     assert.equal(statSync(key).mode & 0o777, 0o600);
     const dir = realpathSync(join(root, ".winfleet"));
-    assert.notEqual(lockEndpoint(dir, readFileSync(key, "utf8").trim(), "linux"), lockEndpoint(dir, "another key", "linux"));
+    assert.notEqual(
+      lockEndpoint(dir, readFileSync(key, "utf8").trim(), "linux"),
+      lockEndpoint(dir, "another key", "linux"),
+    );
     // A squatter on the name a key-less scheme would use does not block the lock.
     const squat = createServer();
     await new Promise<void>((r) => squat.listen(lockEndpoint(dir, "", "linux"), r));

@@ -46,7 +46,11 @@ describe("reboots", () => {
     assert.equal(order(), "one\ntwo\nthree\n");
     const s1 = JSON.parse((await agent(["status", "--root", root, "--json"])).stdout) as Status;
     assert.equal(s1.state, "reboot-pending");
-    assert.deepEqual(s1.reboot?.reasons, ["one 1 install asks for a reboot", "two 1 install asks for a reboot", 'three 1 install.commands[0]: echo "three" >> "$WINFLEET_ROOT/order.log"; exit 194 asked for a reboot (exit 194)']);
+    assert.deepEqual(s1.reboot?.reasons, [
+      "one 1 install asks for a reboot",
+      "two 1 install asks for a reboot",
+      'three 1 install.commands[0]: echo "three" >> "$WINFLEET_ROOT/order.log"; exit 194 asked for a reboot (exit 194)',
+    ]);
 
     const second = await agent(args);
     assert.equal(second.code, REBOOT_STATUS, second.stderr);

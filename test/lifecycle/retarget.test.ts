@@ -25,9 +25,30 @@ describe("retarget", () => {
     const config = join(install, "agent.json");
     const root = join(dir, "host");
     mkdirSync(root);
-    writeFileSync(config, JSON.stringify({ content: join(dir, "none"), template: "sandbox", templateVersion: "1.0.0", root, secrets: { JOIN: "keep-me" } }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        content: join(dir, "none"),
+        template: "sandbox",
+        templateVersion: "1.0.0",
+        root,
+        secrets: { JOIN: "keep-me" },
+      }),
+    );
 
-    const wrong = await agent(["retarget", "--config", config, "--template", "sandbox", "--template-version", "1.1.0", "--content-archive", built.path, "--content-sha256", "0".repeat(64)]);
+    const wrong = await agent([
+      "retarget",
+      "--config",
+      config,
+      "--template",
+      "sandbox",
+      "--template-version",
+      "1.1.0",
+      "--content-archive",
+      built.path,
+      "--content-sha256",
+      "0".repeat(64),
+    ]);
     assert.equal(wrong.code, 1);
     assert.match(wrong.stderr, /has SHA-256 [0-9a-f]{64}, expected 0{64}; nothing was changed/);
     assert.equal((JSON.parse(readFileSync(config, "utf8")) as { templateVersion: string }).templateVersion, "1.0.0");
@@ -39,18 +60,46 @@ describe("retarget", () => {
     await new Promise<void>((r) => served.listen(0, "127.0.0.1", () => r()));
     const url = `http://127.0.0.1:${(served.address() as { port: number }).port}/content.tgz`;
     try {
-      const ok = await agent(["retarget", "--config", config, "--template", "sandbox", "--template-version", "1.1.0", "--content-url", url, "--content-sha256", built.sha256]);
+      const ok = await agent([
+        "retarget",
+        "--config",
+        config,
+        "--template",
+        "sandbox",
+        "--template-version",
+        "1.1.0",
+        "--content-url",
+        url,
+        "--content-sha256",
+        built.sha256,
+      ]);
       assert.equal(ok.code, 0, ok.stderr);
       assert.match(ok.stdout, /retargeted to sandbox 1\.1\.0/);
     } finally {
       served.close();
     }
-    const after = JSON.parse(readFileSync(config, "utf8")) as { content: string; templateVersion: string; secrets: Record<string, string> };
+    const after = JSON.parse(readFileSync(config, "utf8")) as {
+      content: string;
+      templateVersion: string;
+      secrets: Record<string, string>;
+    };
     assert.equal(after.templateVersion, "1.1.0");
     assert.deepEqual(after.secrets, { JOIN: "keep-me" });
     assert.equal(after.content, join(install, "content", built.sha256.slice(0, 12)));
 
-    const again = await agent(["retarget", "--config", config, "--template", "sandbox", "--template-version", "1.1.0", "--content-archive", built.path, "--content-sha256", built.sha256]);
+    const again = await agent([
+      "retarget",
+      "--config",
+      config,
+      "--template",
+      "sandbox",
+      "--template-version",
+      "1.1.0",
+      "--content-archive",
+      built.path,
+      "--content-sha256",
+      built.sha256,
+    ]);
     assert.match(again.stdout, /already at sandbox 1\.1\.0/);
 
     // The agent reads the unpacked bundle like any content.
@@ -60,7 +109,17 @@ describe("retarget", () => {
   });
 
   it("needs exactly one source (usage)", async () => {
-    const r = await agent(["retarget", "--config", "x.json", "--template", "t", "--template-version", "1", "--content-sha256", "a".repeat(64)]);
+    const r = await agent([
+      "retarget",
+      "--config",
+      "x.json",
+      "--template",
+      "t",
+      "--template-version",
+      "1",
+      "--content-sha256",
+      "a".repeat(64),
+    ]);
     assert.equal(r.code, 2);
   });
 });

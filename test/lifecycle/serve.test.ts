@@ -23,12 +23,20 @@ after(() => {
 interface Served {
   readonly child: ChildProcess;
   readonly events: Record<string, unknown>[];
-  waitFor(type: string, predicate?: (e: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  waitFor(
+    type: string,
+    predicate?: (e: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
   exit: Promise<number | null>;
 }
 
 function startServe(config: string): Served {
-  const child = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], {
+    cwd: REPO,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   children.push(child);
   const events: Record<string, unknown>[] = [];
   let buffer = "";
@@ -60,7 +68,9 @@ function startServe(config: string): Served {
         };
         const timer = setTimeout(() => {
           listeners.delete(check);
-          reject(new Error(`no ${type} event within ${timeoutMs} ms; saw ${events.map((e) => String(e.event)).join(", ")}`));
+          reject(
+            new Error(`no ${type} event within ${timeoutMs} ms; saw ${events.map((e) => String(e.event)).join(", ")}`),
+          );
         }, timeoutMs);
         listeners.add(check);
         check();
@@ -89,7 +99,11 @@ describe("serve", () => {
       nodeName: "served",
       verifyIntervalSeconds: 1,
       autoCorrect: true,
-      broker: { listen: join(dir, "broker.sock"), proxy: join(dir, "proxy.sock"), white_list: { processPaths: ["/usr/bin/echo"] } },
+      broker: {
+        listen: join(dir, "broker.sock"),
+        proxy: join(dir, "proxy.sock"),
+        white_list: { processPaths: ["/usr/bin/echo"] },
+      },
     };
     writeConfig(file, config);
 
@@ -103,13 +117,33 @@ describe("serve", () => {
       await second.waitFor("apply-converged", (e) => (e.template as { version: string }).version === "1.0.0");
 
       const sock = join(dir, "broker.sock");
-      const ready = await agent(["ready", "--server", sock, "--template", "sandbox", "--template-version", "1.0.0", "--agent-version", AGENT_VERSION]);
+      const ready = await agent([
+        "ready",
+        "--server",
+        sock,
+        "--template",
+        "sandbox",
+        "--template-version",
+        "1.0.0",
+        "--agent-version",
+        AGENT_VERSION,
+      ]);
       assert.equal(ready.code, 0, ready.stdout);
       const behind = await agent(["ready", "--server", sock, "--template-version", "1.1.0"]);
       assert.equal(behind.code, 1);
       assert.equal(behind.stdout, "not ready: it runs sandbox 1.0.0, not 1.1.0\n");
 
-      const prc = await agent(["cli", "prc", "run", "--server", join(dir, "broker.sock"), "--path", "/usr/bin/echo", "--args", "through the broker"]);
+      const prc = await agent([
+        "cli",
+        "prc",
+        "run",
+        "--server",
+        join(dir, "broker.sock"),
+        "--path",
+        "/usr/bin/echo",
+        "--args",
+        "through the broker",
+      ]);
       assert.equal(prc.code, 0, prc.stderr);
       assert.equal(prc.stdout, "through the broker\n");
 
@@ -119,7 +153,9 @@ describe("serve", () => {
 
       writeFileSync(join(root, "winfleet/sandbox/bin/write-config.sh"), "#!/bin/sh\necho tampered\n");
       const found = await second.waitFor("drift-found");
-      assert.deepEqual(found.items, [{ component: "sandbox-config", path: "/winfleet/sandbox/bin/write-config.sh", problem: "content" }]);
+      assert.deepEqual(found.items, [
+        { component: "sandbox-config", path: "/winfleet/sandbox/bin/write-config.sh", problem: "content" },
+      ]);
       await second.waitFor("drift-corrected");
       assert.match(readFileSync(join(root, "winfleet/sandbox/bin/write-config.sh"), "utf8"), /format 2/);
     } finally {
@@ -136,7 +172,15 @@ describe("serve", () => {
     mkdirSync(root);
     const log = (id: string): string => `echo ${id} >> "$WINFLEET_ROOT/runs.log"`;
     const content = writeContent(
-      [{ name: "slow", version: "1", metadata: { install: { commands: [`${log("one")}; touch "$WINFLEET_ROOT/started"; sleep 2`, log("two"), log("three")] } } }],
+      [
+        {
+          name: "slow",
+          version: "1",
+          metadata: {
+            install: { commands: [`${log("one")}; touch "$WINFLEET_ROOT/started"; sleep 2`, log("two"), log("three")] },
+          },
+        },
+      ],
       [{ name: "t", version: "1", packages: ["slow_1"] }],
     );
     const file = join(dir, "agent.json");
@@ -146,7 +190,11 @@ describe("serve", () => {
     first.child.kill("SIGTERM");
     assert.equal(await first.exit, 0);
     assert.equal(readFileSync(join(root, "runs.log"), "utf8"), "one\n", "it ran past the command it was in");
-    const status = JSON.parse((await agent(["status", "--root", root, "--json"])).stdout) as { state: string; run: { done: number; total: number }; history: { event: string }[] };
+    const status = JSON.parse((await agent(["status", "--root", root, "--json"])).stdout) as {
+      state: string;
+      run: { done: number; total: number };
+      history: { event: string }[];
+    };
     assert.equal(status.state, "applying");
     assert.equal(status.run.done, 2, "the finished command was not recorded done");
     assert.ok(status.history.some((h) => h.event === "interrupted"));

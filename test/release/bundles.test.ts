@@ -7,7 +7,22 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { builtinModules } from "node:module";
 import { basename, join } from "node:path";
 import { before, describe, it } from "node:test";
@@ -18,8 +33,17 @@ import { scratchDir } from "../support";
 const REPO = join(__dirname, "..", "..");
 const scratch = scratchDir("winfleet-bundle-");
 
-const node = (args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd = scratch): { code: number | null; stdout: string; stderr: string } => {
-  const r = spawnSync(process.execPath, args, { cwd, encoding: "utf8", timeout: 60_000, env: { PATH: process.env.PATH ?? "", HOME: scratch, WINFLEET_CODE_CACHE: "off", ...env } });
+const node = (
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  cwd = scratch,
+): { code: number | null; stdout: string; stderr: string } => {
+  const r = spawnSync(process.execPath, args, {
+    cwd,
+    encoding: "utf8",
+    timeout: 60_000,
+    env: { PATH: process.env.PATH ?? "", HOME: scratch, WINFLEET_CODE_CACHE: "off", ...env },
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 };
 
@@ -46,24 +70,39 @@ describe("the agent bundle", () => {
     assert.equal(v.stdout.trim(), pkg.version);
     // Only Node's own modules, and the optional externals, are required at run time.
     const lib = readFileSync(join(shipped, "lib", "winfleet-agent.js"), "utf8");
-    const required = new Set([...lib.matchAll(/require\("([^"./][^"]*)"\)/g)].map((m) => m[1] as string).filter((m) => !m.startsWith("node:")));
+    const required = new Set(
+      [...lib.matchAll(/require\("([^"./][^"]*)"\)/g)].map((m) => m[1] as string).filter((m) => !m.startsWith("node:")),
+    );
     const builtins = new Set<string>(builtinModules);
-    const foreign = [...required].filter((m) => !builtins.has(m) && !["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader"].some((x) => m === x || m.startsWith(`${x}/`)));
+    const foreign = [...required].filter(
+      (m) =>
+        !builtins.has(m) &&
+        !["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader"].some((x) => m === x || m.startsWith(`${x}/`)),
+    );
     assert.deepEqual(foreign, [], "packages the bundle would need from node_modules");
     assert.ok(existsSync(join(out, ".build", "agent.json")));
   });
 
   it("starts --version without loading the built-ins only commands use (lazy-builtins.ts)", () => {
     const preload = join(scratch, "loaded.js");
-    writeFileSync(preload, 'process.on("exit", () => require("fs").writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.join("\\n")));\n');
+    writeFileSync(
+      preload,
+      'process.on("exit", () => require("fs").writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.join("\\n")));\n',
+    );
     const loadedOut = join(scratch, "loaded.txt");
     // stdout to a file: a piped stdout is a net.Socket, which would load net itself.
     const stdout = openSync(join(scratch, "version.txt"), "w");
-    const r = spawnSync(process.execPath, ["-r", preload, bin, "--version"], { stdio: ["ignore", stdout, "pipe"], env: { PATH: process.env.PATH ?? "", HOME: scratch, LOADED_OUT: loadedOut } });
+    const r = spawnSync(process.execPath, ["-r", preload, bin, "--version"], {
+      stdio: ["ignore", stdout, "pipe"],
+      env: { PATH: process.env.PATH ?? "", HOME: scratch, LOADED_OUT: loadedOut },
+    });
     closeSync(stdout);
     assert.equal(r.status, 0, String(r.stderr));
     const loaded = readFileSync(loadedOut, "utf8").split("\n");
-    assert.deepEqual(LAZY_BUILTINS.filter((m) => loaded.includes(`NativeModule ${m}`)), []);
+    assert.deepEqual(
+      LAZY_BUILTINS.filter((m) => loaded.includes(`NativeModule ${m}`)),
+      [],
+    );
   });
 
   it("is pure ASCII, and a build that would not be fails naming where", async () => {
@@ -73,20 +112,41 @@ describe("the agent bundle", () => {
     // What esbuild's charset: "ascii" lets through: a character inside a regular expression literal.
     const slipped = join(out, "slipped.js");
     writeFileSync(slipped, 'var ok = "plain";\nvar RESERVED = /^com[0-9\u00b9]$/;\n');
-    await assert.rejects(assertAscii(slipped), /slipped\.js:2: a non-ASCII character at byte 42, in ".*var RESERVED = \/\^com\[0-9\u00b9\]\$\/;\\n": write it as a \\u escape/);
+    await assert.rejects(
+      assertAscii(slipped),
+      /slipped\.js:2: a non-ASCII character at byte 42, in ".*var RESERVED = \/\^com\[0-9\u00b9\]\$\/;\\n": write it as a \\u escape/,
+    );
   });
 
   it("runs the lifecycle engine end to end with no node_modules: apply with its reboot, resume, verify, uninstall", () => {
     const content = join(scratch, "content-bundle");
-    const built = spawnSync(process.execPath, [join(REPO, "bin", "winfleet.js"), "content", "build", "--out", content], { encoding: "utf8" });
+    const built = spawnSync(
+      process.execPath,
+      [join(REPO, "bin", "winfleet.js"), "content", "build", "--out", content],
+      { encoding: "utf8" },
+    );
     assert.equal(built.status, 0, built.stderr);
     const root = join(scratch, "host");
-    const apply = (): ReturnType<typeof node> => node([bin, "apply", "--content", content, "--template", "sandbox@1.0.0", "--root", root, "--node-name", "bundled-1"]);
+    const apply = (): ReturnType<typeof node> =>
+      node([
+        bin,
+        "apply",
+        "--content",
+        content,
+        "--template",
+        "sandbox@1.0.0",
+        "--root",
+        root,
+        "--node-name",
+        "bundled-1",
+      ]);
     const first = apply();
     assert.equal(first.code, 194, `the sandbox's reboot (3010 arrives as 194): ${first.stderr}`);
     const second = apply();
     assert.equal(second.code, 0, second.stderr);
-    const status = JSON.parse(node([bin, "status", "--root", root, "--json"]).stdout) as { template?: { name: string; version: string } };
+    const status = JSON.parse(node([bin, "status", "--root", root, "--json"]).stdout) as {
+      template?: { name: string; version: string };
+    };
     assert.deepEqual(status.template, { name: "sandbox", version: "1.0.0" });
     assert.equal(node([bin, "verify", "--root", root]).code, 0);
     writeFileSync(join(root, "winfleet", "sandbox", "bin", "write-config.sh"), "#!/bin/sh\n# edited\n");
@@ -140,7 +200,14 @@ describe("the checkout launcher", () => {
     writeFileSync(source, "// stands for the sources\n");
     const s = statSync(source);
     mkdirSync(join(dir, "dist", ".build"), { recursive: true });
-    writeFileSync(join(dir, "dist", ".build", "agent.json"), JSON.stringify({ format: 1, bundle: "agent/bin/winfleet-agent.js", inputs: { "agent/cli/agent-main.ts": { size: s.size, mtimeMs: s.mtimeMs } } }));
+    writeFileSync(
+      join(dir, "dist", ".build", "agent.json"),
+      JSON.stringify({
+        format: 1,
+        bundle: "agent/bin/winfleet-agent.js",
+        inputs: { "agent/cli/agent-main.ts": { size: s.size, mtimeMs: s.mtimeMs } },
+      }),
+    );
     return { dir, source };
   }
 
@@ -155,7 +222,10 @@ describe("the checkout launcher", () => {
     assert.equal(stale.code, 1);
     assert.match(stale.stderr, /cannot run the agent bundle: agent\/cli\/agent-main\.ts changed/);
     rmSync(join(dir, "dist"), { recursive: true });
-    assert.match(node([agent, "--version"], { WINFLEET_LAUNCH: "bundle" }).stderr, /dist\/agent\/bin\/winfleet-agent\.js does not exist \(run npm run build\)/);
+    assert.match(
+      node([agent, "--version"], { WINFLEET_LAUNCH: "bundle" }).stderr,
+      /dist\/agent\/bin\/winfleet-agent\.js does not exist \(run npm run build\)/,
+    );
     assert.equal(node([agent, "--version"], { WINFLEET_LAUNCH: "sometimes" }).code, 2);
   });
 
@@ -165,7 +235,14 @@ describe("the checkout launcher", () => {
     symlinkSync(join(REPO, "node_modules"), join(dir, "node_modules"));
     writeFileSync(source, 'process.stdout.write("from the sources\\n");\n');
     const s = statSync(source);
-    writeFileSync(join(dir, "dist", ".build", "agent.json"), JSON.stringify({ format: 1, bundle: "agent/bin/winfleet-agent.js", inputs: { "agent/cli/agent-main.ts": { size: s.size, mtimeMs: s.mtimeMs } } }));
+    writeFileSync(
+      join(dir, "dist", ".build", "agent.json"),
+      JSON.stringify({
+        format: 1,
+        bundle: "agent/bin/winfleet-agent.js",
+        inputs: { "agent/cli/agent-main.ts": { size: s.size, mtimeMs: s.mtimeMs } },
+      }),
+    );
     const agent = join(dir, "bin", "winfleet-agent.js");
     const pkg = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string };
     assert.equal(node([agent, "--version"]).stdout.trim(), pkg.version, "the bundle, which is current");
@@ -181,13 +258,28 @@ describe("the operator bundle", () => {
   const winfleet = (): string => join(out, "winfleet", "bin", "winfleet.js");
 
   it("needs only native packages from node_modules, each only for the command that uses it", () => {
-    assert.deepEqual(readdirSync(join(out, "winfleet", "lib")).sort(), ["winfleet-render.js", "winfleet-render.js.map", "winfleet.js", "winfleet.js.map"]);
+    assert.deepEqual(readdirSync(join(out, "winfleet", "lib")).sort(), [
+      "winfleet-render.js",
+      "winfleet-render.js.map",
+      "winfleet.js",
+      "winfleet.js.map",
+    ]);
     for (const file of ["winfleet.js", "winfleet-render.js"]) {
       const lib = readFileSync(join(out, "winfleet", "lib", file), "utf8");
       // (Pulumi's closure serialiser writes require("${...}") into the code it generates: text, not a require.)
-      const required = new Set([...lib.matchAll(/require\("([^"./$][^"]*)"\)/g)].map((m) => m[1] as string).filter((m) => !m.startsWith("node:")));
+      const required = new Set(
+        [...lib.matchAll(/require\("([^"./$][^"]*)"\)/g)]
+          .map((m) => m[1] as string)
+          .filter((m) => !m.startsWith("node:")),
+      );
       const builtins = new Set<string>(builtinModules);
-      const foreign = [...required].filter((m) => !builtins.has(m) && !["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader", "esbuild", "encoding"].some((x) => m === x || m.startsWith(`${x}/`)));
+      const foreign = [...required].filter(
+        (m) =>
+          !builtins.has(m) &&
+          !["tree-sitter", "tree-sitter-powershell", "@grpc/proto-loader", "esbuild", "encoding"].some(
+            (x) => m === x || m.startsWith(`${x}/`),
+          ),
+      );
       assert.deepEqual(foreign, [], `packages ${file} would need from node_modules`);
     }
     const main = readFileSync(join(out, "winfleet", "lib", "winfleet.js"), "utf8");
@@ -195,7 +287,10 @@ describe("the operator bundle", () => {
     assert.ok(!main.includes("@pulumi/azure-native"), "Pulumi stays out of the main file");
     const v = node([winfleet(), "--version"]);
     assert.equal(v.code, 0, v.stderr);
-    assert.equal(v.stdout.trim(), (JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string }).version);
+    assert.equal(
+      v.stdout.trim(),
+      (JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string }).version,
+    );
   });
 
   it("checks PowerShell with the checkout's tree-sitter, whether its code cache is being written or read", () => {
@@ -206,14 +301,22 @@ describe("the operator bundle", () => {
     assert.ok(script, "the content has PowerShell");
     writeFileSync(join(bad, script), "function Broken {\n  if ($x -eq 1 {\n}\n");
     for (const round of ["missing", "consumed"]) {
-      const good = node([winfleet(), "content", "validate", "--content", join(REPO, "content")], { WINFLEET_CODE_CACHE: cache }, REPO);
+      const good = node(
+        [winfleet(), "content", "validate", "--content", join(REPO, "content")],
+        { WINFLEET_CODE_CACHE: cache },
+        REPO,
+      );
       assert.equal(good.code, 0, `${round}: ${good.stderr}`);
       assert.doesNotMatch(good.stdout + good.stderr, /PowerShell syntax not checked/, round);
       const broken = node([winfleet(), "content", "validate", "--content", bad], { WINFLEET_CODE_CACHE: cache }, REPO);
       assert.equal(broken.code, 1, `${round}: ${broken.stderr}`);
       assert.match(broken.stdout + broken.stderr, new RegExp(basename(script).replace(".", "\\.")), round);
     }
-    assert.equal(readdirSync(cache).filter((f) => f.endsWith(".bin")).length, 1, "one entry, written by the first run, read by the second");
+    assert.equal(
+      readdirSync(cache).filter((f) => f.endsWith(".bin")).length,
+      1,
+      "one entry, written by the first run, read by the second",
+    );
   });
 
   it("renders a stack of the checkout byte for byte as the sources do", () => {
@@ -221,12 +324,22 @@ describe("the operator bundle", () => {
     const fromSources = join(scratch, "render-sources");
     const a = node([winfleet(), "render", "--stack", "byoh", "--out", fromBundle], {}, REPO);
     assert.equal(a.code, 0, a.stderr);
-    const b = spawnSync(process.execPath, [join(REPO, "bin", "winfleet.js"), "render", "--stack", "byoh", "--out", fromSources], { cwd: REPO, encoding: "utf8", env: { ...process.env, WINFLEET_LAUNCH: "source" } });
+    const b = spawnSync(
+      process.execPath,
+      [join(REPO, "bin", "winfleet.js"), "render", "--stack", "byoh", "--out", fromSources],
+      { cwd: REPO, encoding: "utf8", env: { ...process.env, WINFLEET_LAUNCH: "source" } },
+    );
     assert.equal(b.status, 0, b.stderr);
     const files = readdirSync(fromSources, { recursive: true, encoding: "utf8" }).sort();
     assert.deepEqual(readdirSync(fromBundle, { recursive: true, encoding: "utf8" }).sort(), files);
-    for (const f of files) if (statSync(join(fromSources, f)).isFile()) assert.equal(readFileSync(join(fromBundle, f), "utf8"), readFileSync(join(fromSources, f), "utf8"), f);
-    const refused = node([winfleet(), "render", "--stack", "no-such-stack", "--out", join(scratch, "render-none")], {}, REPO);
+    for (const f of files)
+      if (statSync(join(fromSources, f)).isFile())
+        assert.equal(readFileSync(join(fromBundle, f), "utf8"), readFileSync(join(fromSources, f), "utf8"), f);
+    const refused = node(
+      [winfleet(), "render", "--stack", "no-such-stack", "--out", join(scratch, "render-none")],
+      {},
+      REPO,
+    );
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /Pulumi\.no-such-stack\.yaml is invalid:\n.*no such stack file; stacks here: .*byoh/);
     assert.ok(!existsSync(join(scratch, "render-none")));

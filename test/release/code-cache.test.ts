@@ -10,14 +10,26 @@ import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { BUNDLE_HEAD, BUNDLE_TAIL, MAX_ENTRIES, MAX_IDLE_DAYS, cacheEntry, cacheKeyDigest, pruneCodeCache, runBundle } from "../../agent/release/code-cache";
+import {
+  BUNDLE_HEAD,
+  BUNDLE_TAIL,
+  MAX_ENTRIES,
+  MAX_IDLE_DAYS,
+  cacheEntry,
+  cacheKeyDigest,
+  pruneCodeCache,
+  runBundle,
+} from "../../agent/release/code-cache";
 import { scratchDir } from "../support";
 
 const scratch = scratchDir("winfleet-code-cache-");
 
 const seen = globalThis as { winfleetCodeCacheTest?: string };
 
-/** Runs `lib` through the code-cache path (the test runner's loader turns source maps on, which sends runBundle to Node's own loader). */
+/**
+ * Runs `lib` through the code-cache path (the test runner's loader turns source maps on, which sends runBundle to
+ * Node's own loader).
+ */
 function runCached(lib: string, command: string, cache: string): ReturnType<typeof runBundle> {
   const maps = process.sourceMapsEnabled;
   process.setSourceMapsEnabled(false);
@@ -31,14 +43,23 @@ function runCached(lib: string, command: string, cache: string): ReturnType<type
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
 /** Sets a file's modification time to `ago` ms before now. */
-const age = (path: string, ago: number): void => utimesSync(path, new Date(Date.now() - ago), new Date(Date.now() - ago));
+const age = (path: string, ago: number): void =>
+  utimesSync(path, new Date(Date.now() - ago), new Date(Date.now() - ago));
 const entryName = (i: number): string => `${i.toString(16).padStart(32, "0")}.bin`;
 
 describe("runBundle", () => {
   // Written as the file's own text: an escape in an ASCII file, the characters themselves in a UTF-8 one.
   const cases = [
-    { what: "ASCII", source: 'globalThis.winfleetCodeCacheTest = "plain \\u00e9 escaped";\n', expected: "plain \u00e9 escaped" },
-    { what: "UTF-8", source: 'globalThis.winfleetCodeCacheTest = "h\u00e9llo \u2713 \u{1f680}";\n', expected: "h\u00e9llo \u2713 \u{1f680}" },
+    {
+      what: "ASCII",
+      source: 'globalThis.winfleetCodeCacheTest = "plain \\u00e9 escaped";\n',
+      expected: "plain \u00e9 escaped",
+    },
+    {
+      what: "UTF-8",
+      source: 'globalThis.winfleetCodeCacheTest = "h\u00e9llo \u2713 \u{1f680}";\n',
+      expected: "h\u00e9llo \u2713 \u{1f680}",
+    },
   ];
   for (const { what, source, expected } of cases) {
     it(`runs a bundle written in ${what} with its strings intact`, () => {
@@ -52,12 +73,19 @@ describe("runBundle", () => {
 
 describe("a bundle the build made (BUNDLE_HEAD ... BUNDLE_TAIL)", () => {
   // What the module sees of itself: its this, its module, its require and where it is.
-  const body = "globalThis.winfleetCodeCacheTest = JSON.stringify({ self: this === module.exports, filename: __filename, dirname: __dirname, require: typeof require('node:path').join, line: new Error().stack.split('\\n')[1].replace(/.*:(\\d+):\\d+\\)?$/, '$1') });\nmodule.exports.ran = true;";
+  const body =
+    "globalThis.winfleetCodeCacheTest = JSON.stringify({ self: this === module.exports, filename: __filename, dirname: __dirname, require: typeof require('node:path').join, line: new Error().stack.split('\\n')[1].replace(/.*:(\\d+):\\d+\\)?$/, '$1') });\nmodule.exports.ran = true;";
   it("runs the same compiled by the entry (no cache, then cached) as required by Node, on its own lines", () => {
     const lib = join(scratch, "built", "lib.js");
     mkdirSync(join(scratch, "built"), { recursive: true });
     writeFileSync(lib, `${BUNDLE_HEAD}\n${body}\n${BUNDLE_TAIL}\n`);
-    const expected = JSON.stringify({ self: true, filename: lib, dirname: join(scratch, "built"), require: "function", line: "2" });
+    const expected = JSON.stringify({
+      self: true,
+      filename: lib,
+      dirname: join(scratch, "built"),
+      require: "function",
+      line: "2",
+    });
     const cache = join(scratch, "built-cache");
     // Each run in a process of its own: the entry is written as the process exits. (tsx turns source
     // maps on, which sends runBundle to Node's own loader.)
@@ -121,13 +149,21 @@ describe("the code cache's size", () => {
 
 describe("cache entry names", () => {
   it("are 32 hex digits, the same for the same key, and differ for keys a byte, a field or an mtime apart", () => {
-    const base = ["/opt/winfleet/current/lib/winfleet-agent.js", 1356800, 1764040000123.456, "v20.20.2", "x64", "serve"].join("\0");
+    const base = [
+      "/opt/winfleet/current/lib/winfleet-agent.js",
+      1356800,
+      1764040000123.456,
+      "v20.20.2",
+      "x64",
+      "serve",
+    ].join("\0");
     assert.match(cacheKeyDigest(base), /^[0-9a-f]{32}$/);
     assert.equal(cacheKeyDigest(base), cacheKeyDigest(`${base}`));
     const keys = new Set<string>();
     for (let i = 0; i < 20_000; i++) keys.add(base.replace("1764040000123.456", String(1764040000123.456 + i)));
     for (const command of ["", "apply", "broker", "--version", "ignition"]) keys.add(base.replace("serve", command));
-    for (let i = 0; i < base.length; i++) keys.add(base.slice(0, i) + String.fromCharCode(base.charCodeAt(i) ^ 1) + base.slice(i + 1));
+    for (let i = 0; i < base.length; i++)
+      keys.add(base.slice(0, i) + String.fromCharCode(base.charCodeAt(i) ^ 1) + base.slice(i + 1));
     const names = new Set([...keys].map(cacheKeyDigest));
     assert.ok(keys.size > 20_000);
     assert.equal(names.size, keys.size, "every key its own name");

@@ -33,21 +33,46 @@ describe("pinned public keys", () => {
 
   it("tells a signing key from anything else, and release refuses one before building", () => {
     assert.equal(ed25519PrivateKeyProblem(pem.private), undefined);
-    assert.match(ed25519PrivateKeyProblem(pem.public) ?? "", /is a public key: releases are signed with the private key/);
-    assert.match(ed25519PrivateKeyProblem(generateKeyPairSync("rsa", { modulusLength: 1024 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString()) ?? "", /is an rsa key, not ed25519/);
-    assert.match(ed25519PrivateKeyProblem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") ?? "", /is not a PEM private key/);
+    assert.match(
+      ed25519PrivateKeyProblem(pem.public) ?? "",
+      /is a public key: releases are signed with the private key/,
+    );
+    assert.match(
+      ed25519PrivateKeyProblem(
+        generateKeyPairSync("rsa", { modulusLength: 1024 })
+          .privateKey.export({ type: "pkcs8", format: "pem" })
+          .toString(),
+      ) ?? "",
+      /is an rsa key, not ed25519/,
+    );
+    assert.match(
+      ed25519PrivateKeyProblem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") ?? "",
+      /is not a PEM private key/,
+    );
     const pub = join(scratch, "fleet.pub");
     writeFileSync(pub, pem.public);
-    const r = spawnSync(process.execPath, [join(__dirname, "..", "..", "bin", "winfleet.js"), "release", "--key", pub, "--out", join(scratch, "release")], { encoding: "utf8", timeout: 60_000 });
+    const r = spawnSync(
+      process.execPath,
+      [join(__dirname, "..", "..", "bin", "winfleet.js"), "release", "--key", pub, "--out", join(scratch, "release")],
+      { encoding: "utf8", timeout: 60_000 },
+    );
     assert.equal(r.status, 1);
-    assert.equal(r.stderr, `error: --key ${pub} is a public key: releases are signed with the private key (the .key file)\n`);
+    assert.equal(
+      r.stderr,
+      `error: --key ${pub} is a public key: releases are signed with the private key (the .key file)\n`,
+    );
     assert.ok(!existsSync(join(scratch, "release")));
   });
 
   it("refuses a bad publicKey in the agent config, naming it", async () => {
     const config = join(scratch, "agent.json");
     writeFileSync(config, JSON.stringify({ content: "content", template: "sandbox", publicKey: pem.rsa }));
-    await assert.rejects(loadAgentConfig(config), (e: unknown) => e instanceof ValidationError && e.issues.some((i) => i.path === "publicKey" && /is an rsa key, not ed25519/.test(i.message)));
+    await assert.rejects(
+      loadAgentConfig(config),
+      (e: unknown) =>
+        e instanceof ValidationError &&
+        e.issues.some((i) => i.path === "publicKey" && /is an rsa key, not ed25519/.test(i.message)),
+    );
     writeFileSync(config, JSON.stringify({ content: "content", template: "sandbox", publicKey: pem.public }));
     assert.equal((await loadAgentConfig(config)).publicKey, pem.public);
   });

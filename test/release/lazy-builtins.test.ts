@@ -28,7 +28,15 @@ async function bundle(name: string, source: string): Promise<string> {
   writeFileSync(join(dir, "probe.js"), PROBE);
   writeFileSync(join(dir, `${name}.js`), source);
   const out = join(dir, `${name}.bundle.js`);
-  await esbuild.build({ entryPoints: [join(dir, `${name}.js`)], bundle: true, platform: "node", format: "cjs", outfile: out, plugins: [lazyBuiltins()], logLevel: "silent" });
+  await esbuild.build({
+    entryPoints: [join(dir, `${name}.js`)],
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    outfile: out,
+    plugins: [lazyBuiltins()],
+    logLevel: "silent",
+  });
   return out;
 }
 
@@ -36,7 +44,10 @@ const run = (file: string): Record<string, unknown>[] => {
   const probeOut = `${file}.out`;
   const r = spawnSync(process.execPath, [file], { encoding: "utf8", env: { ...process.env, PROBE_OUT: probeOut } });
   assert.equal(r.status, 0, r.stderr);
-  return readFileSync(probeOut, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+  return readFileSync(probeOut, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 };
 
 describe("lazy built-ins", () => {
@@ -57,7 +68,13 @@ describe("lazy built-ins", () => {
     assert.deepEqual(start, { label: "start", crypto: false, net: false, child_process: false, http2: false });
     assert.equal(afterCrypto?.crypto, true);
     assert.equal(afterCrypto?.net, false);
-    assert.deepEqual(values, { label: "values", digest: "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881", isIP: 4, spawnSync: "function", same: true });
+    assert.deepEqual(values, {
+      label: "values",
+      digest: "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881",
+      isIP: 4,
+      spawnSync: "function",
+      same: true,
+    });
     assert.deepEqual(end, { label: "end", crypto: true, net: true, child_process: true, http2: false });
   });
 

@@ -14,7 +14,11 @@ import { scratchDir } from "../support";
 
 const scratch = scratchDir("winfleet-output-dir-");
 
-const shape: OutputShape = { what: "a test output", marker: "index.json", owns: (e) => e.isDirectory() || e.name === "index.json" };
+const shape: OutputShape = {
+  what: "a test output",
+  marker: "index.json",
+  owns: (e) => e.isDirectory() || e.name === "index.json",
+};
 
 function dir(name: string, files: Record<string, string>): string {
   const d = join(scratch, name);
@@ -39,8 +43,16 @@ describe("output directories", () => {
   });
 
   const refusals: [string, Record<string, string> | "file", RegExp][] = [
-    ["a directory holding a file it does not write", { "index.json": "", "README.md": "mine" }, /holds README\.md, which is not part of a test output/],
-    ["a directory without the marker", { "src/main.ts": "mine" }, /is not empty and has no index\.json, so it is not a test output written earlier/],
+    [
+      "a directory holding a file it does not write",
+      { "index.json": "", "README.md": "mine" },
+      /holds README\.md, which is not part of a test output/,
+    ],
+    [
+      "a directory without the marker",
+      { "src/main.ts": "mine" },
+      /is not empty and has no index\.json, so it is not a test output written earlier/,
+    ],
     ["a file", "file", /is a file, not a directory/],
   ];
   for (const [what, files, message] of refusals) {
@@ -52,7 +64,13 @@ describe("output directories", () => {
         writeFileSync(target, "mine");
       } else target = dir(name, files);
       const staged = dir(`${name}-staged`, { "index.json": "new" });
-      await assert.rejects(replaceDirectory(staged, target, shape, "--to"), (e: Error) => e.message.startsWith(`--to ${target}: `) && message.test(e.message) && /name a new or empty directory, or remove it first/.test(e.message));
+      await assert.rejects(
+        replaceDirectory(staged, target, shape, "--to"),
+        (e: Error) =>
+          e.message.startsWith(`--to ${target}: `) &&
+          message.test(e.message) &&
+          /name a new or empty directory, or remove it first/.test(e.message),
+      );
       if (files === "file") assert.equal(readFileSync(target, "utf8"), "mine");
       else for (const [rel, text] of Object.entries(files)) assert.equal(readFileSync(join(target, rel), "utf8"), text);
     });
@@ -69,7 +87,11 @@ describe("output directories", () => {
       ["release", ["release", "--key", key, "--out", keep]],
     ];
     for (const [what, args] of runs) {
-      const r = spawnSync(process.execPath, [join(repo, "bin", "winfleet.js"), ...args], { cwd: repo, encoding: "utf8", timeout: 120_000 });
+      const r = spawnSync(process.execPath, [join(repo, "bin", "winfleet.js"), ...args], {
+        cwd: repo,
+        encoding: "utf8",
+        timeout: 120_000,
+      });
       assert.equal(r.status, 1, `${what}: ${r.stdout}${r.stderr}`);
       assert.match(r.stderr, /holds (package\.json|src\/), which is not part of a/, what);
     }

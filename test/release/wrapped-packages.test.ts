@@ -26,7 +26,15 @@ function files(tree: Record<string, string>): void {
 async function build(wrap: boolean): Promise<{ out: string; text: string }> {
   const { default: esbuild } = await importExternal<{ default: typeof Esbuild }>("esbuild");
   const out = join(dir, `out-${wrap}.js`);
-  await esbuild.build({ entryPoints: [join(dir, "main.js")], bundle: true, platform: "node", format: "cjs", outfile: out, plugins: wrap ? [wrappedPackages(["schemas"])] : [], logLevel: "silent" });
+  await esbuild.build({
+    entryPoints: [join(dir, "main.js")],
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    outfile: out,
+    plugins: wrap ? [wrappedPackages(["schemas"])] : [],
+    logLevel: "silent",
+  });
   const r = spawnSync(process.execPath, [out], { encoding: "utf8" });
   assert.equal(r.status, 0, r.stderr);
   return { out: r.stdout.trim(), text: readFileSync(out, "utf8") };
@@ -35,12 +43,20 @@ async function build(wrap: boolean): Promise<{ out: string; text: string }> {
 describe("wrapped packages", () => {
   it("run the package once, when first required, with one copy of its classes for every importer", async () => {
     files({
-      "node_modules/schemas/package.json": JSON.stringify({ name: "schemas", type: "module", exports: { ".": "./index.js" } }),
-      "node_modules/schemas/index.js": "globalThis.schemaRuns = (globalThis.schemaRuns ?? 0) + 1;\nexport class Schema {}\nexport function hoistedHelperOfTheSchemasPackage() { return new Schema(); }\nexport * as ns from './ns.js';\n",
+      "node_modules/schemas/package.json": JSON.stringify({
+        name: "schemas",
+        type: "module",
+        exports: { ".": "./index.js" },
+      }),
+      "node_modules/schemas/index.js":
+        "globalThis.schemaRuns = (globalThis.schemaRuns ?? 0) + 1;\nexport class Schema {}\nexport function hoistedHelperOfTheSchemasPackage() { return new Schema(); }\nexport * as ns from './ns.js';\n",
       "node_modules/schemas/ns.js": "export const inner = 'inner';\n",
-      "a.js": "import { hoistedHelperOfTheSchemasPackage } from 'schemas';\nexport const made = () => hoistedHelperOfTheSchemasPackage();\n",
-      "b.js": "import { Schema, ns } from 'schemas';\nexport const isSchema = (x) => x instanceof Schema;\nexport const inner = ns.inner;\n",
-      "main.js": "const before = globalThis.schemaRuns ?? 0;\nconst a = require('./a.js');\nconst b = require('./b.js');\nconsole.log(JSON.stringify({ before, after: globalThis.schemaRuns, same: b.isSchema(a.made()), inner: b.inner }));\n",
+      "a.js":
+        "import { hoistedHelperOfTheSchemasPackage } from 'schemas';\nexport const made = () => hoistedHelperOfTheSchemasPackage();\n",
+      "b.js":
+        "import { Schema, ns } from 'schemas';\nexport const isSchema = (x) => x instanceof Schema;\nexport const inner = ns.inner;\n",
+      "main.js":
+        "const before = globalThis.schemaRuns ?? 0;\nconst a = require('./a.js');\nconst b = require('./b.js');\nconsole.log(JSON.stringify({ before, after: globalThis.schemaRuns, same: b.isSchema(a.made()), inner: b.inner }));\n",
     });
     const wrapped = await build(true);
     assert.deepEqual(JSON.parse(wrapped.out), { before: 0, after: 1, same: true, inner: "inner" });
@@ -48,6 +64,10 @@ describe("wrapped packages", () => {
     assert.match(wrapped.text, /^ {4,}function hoistedHelperOfTheSchemasPackage\d*\(/m);
     const plain = await build(false);
     assert.deepEqual(JSON.parse(plain.out), { before: 0, after: 1, same: true, inner: "inner" });
-    assert.match(plain.text, /^function hoistedHelperOfTheSchemasPackage\d*\(/m, "esbuild hoists it without the plugin (what the plugin is for)");
+    assert.match(
+      plain.text,
+      /^function hoistedHelperOfTheSchemasPackage\d*\(/m,
+      "esbuild hoists it without the plugin (what the plugin is for)",
+    );
   });
 });

@@ -24,7 +24,9 @@ const dir = scratchDir("winfleet-bounded-");
 const GIB = 1024 * 1024 * 1024;
 
 /** A loopback server answering every request with `answer`; closes its connections when closed. */
-async function serve(answer: (res: ServerResponse) => void): Promise<{ url: string; close(): Promise<void>; sent: () => number }> {
+async function serve(
+  answer: (res: ServerResponse) => void,
+): Promise<{ url: string; close(): Promise<void>; sent: () => number }> {
   let sent = 0;
   const server: Server = createServer((req, res) => {
     req.resume();
@@ -35,16 +37,27 @@ async function serve(answer: (res: ServerResponse) => void): Promise<{ url: stri
   return {
     url: `http://127.0.0.1:${port}`,
     sent: () => sent,
-    close: () => new Promise((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
 function kubeconfig(server: string): string {
   const file = join(dir, `kubeconfig-${Math.random().toString(36).slice(2)}`);
-  writeFileSync(file, stringify({ apiVersion: "v1", kind: "Config", clusters: [{ name: "c", cluster: { server } }], users: [{ name: "u", user: { token: "t" } }], contexts: [{ name: "x", context: { cluster: "c", user: "u" } }], "current-context": "x" }));
+  writeFileSync(
+    file,
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster: { server } }],
+      users: [{ name: "u", user: { token: "t" } }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
   return file;
 }
 
@@ -147,14 +160,26 @@ describe("bounded reads from the API server", () => {
 });
 
 describe("bounded reads of Ignition's http sources", () => {
-  const resource = (source: string): Resource => ({ source, compression: undefined, httpHeaders: [], hash: undefined, at: "storage.files[0].contents" });
+  const resource = (source: string): Resource => ({
+    source,
+    compression: undefined,
+    httpHeaders: [],
+    hash: undefined,
+    at: "storage.files[0].contents",
+  });
 
   it("cancels a 1 GiB body at the size limit, naming the resource's path", async () => {
     const api = await serve((res) => {
       res.writeHead(200);
       stream(res, GIB);
     });
-    const e = await resolveResource(resource(`${api.url}/big`), { allowUnverifiedHttp: true, retry: { maxBytes: 8 * 1024 * 1024 } }).then(() => undefined, (x: unknown) => x);
+    const e = await resolveResource(resource(`${api.url}/big`), {
+      allowUnverifiedHttp: true,
+      retry: { maxBytes: 8 * 1024 * 1024 },
+    }).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
     await api.close();
     assert.ok(e instanceof AgentError, String(e));
     assert.match(e.message, /^storage\.files\[0\]\.contents\.source: GET .* over the 8388608-byte limit/);
@@ -173,7 +198,14 @@ describe("bounded reads of Ignition's http sources", () => {
       timers.push(t);
     });
     const started = Date.now();
-    const e = await resolveResource(resource(`${api.url}/slow`), { allowUnverifiedHttp: true, sleep: () => Promise.resolve(), retry: { attempts: 2, attemptTimeoutMs: 700 } }).then(() => undefined, (x: unknown) => x);
+    const e = await resolveResource(resource(`${api.url}/slow`), {
+      allowUnverifiedHttp: true,
+      sleep: () => Promise.resolve(),
+      retry: { attempts: 2, attemptTimeoutMs: 700 },
+    }).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
     timers.forEach(clearInterval);
     timers = [];
     await api.close();
@@ -189,7 +221,14 @@ describe("bounded reads of the content archive download", () => {
       res.writeHead(200);
       stream(res, GIB);
     });
-    const e = await downloadBounded(`${api.url}/content.tgz?sig=secret-sas`, {}, { maxBytes: 8 * 1024 * 1024, timeoutMs: 60_000 }).then(() => undefined, (x: unknown) => x);
+    const e = await downloadBounded(
+      `${api.url}/content.tgz?sig=secret-sas`,
+      {},
+      { maxBytes: 8 * 1024 * 1024, timeoutMs: 60_000 },
+    ).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
     await api.close();
     assert.ok(e instanceof AgentError, String(e));
     assert.equal(e.code, "FETCH_FAILED");
@@ -209,7 +248,10 @@ describe("bounded reads of the content archive download", () => {
       }, 100);
     });
     const started = Date.now();
-    const e = await downloadBounded(`${api.url}/content.tgz`, {}, { maxBytes: 1024 * 1024, timeoutMs: 700 }).then(() => undefined, (x: unknown) => x);
+    const e = await downloadBounded(`${api.url}/content.tgz`, {}, { maxBytes: 1024 * 1024, timeoutMs: 700 }).then(
+      () => undefined,
+      (x: unknown) => x,
+    );
     clearInterval(timer);
     await api.close();
     assert.ok(e instanceof AgentError, String(e));

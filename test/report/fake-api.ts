@@ -24,7 +24,10 @@ export interface Received {
 }
 
 /** A fake API server on `port` (0: any). */
-export async function apiServer(port = 0, node = NODE): Promise<{ server: Server; port: number; got: Received; close: () => Promise<void> }> {
+export async function apiServer(
+  port = 0,
+  node = NODE,
+): Promise<{ server: Server; port: number; got: Received; close: () => Promise<void> }> {
   const got: Received = { events: [], nodePatches: [], statusPatches: [], refused: [] };
   const names = new Set<string>();
   const refuse = (res: ServerResponse, code: number, why: string): void => {
@@ -50,19 +53,33 @@ export async function apiServer(port = 0, node = NODE): Promise<{ server: Server
           if (names.has(name)) return refuse(res, 409, "exists");
           names.add(name);
           got.events.push(body);
-        } else if (req.method === "PATCH" && req.url === `/api/v1/nodes/${node}` && type === "application/merge-patch+json") {
+        } else if (
+          req.method === "PATCH" &&
+          req.url === `/api/v1/nodes/${node}` &&
+          type === "application/merge-patch+json"
+        ) {
           // null deletes an annotation in a merge patch; the rest must be a valid (partial) Node.
-          const annotations = Object.fromEntries(Object.entries((body.metadata as { annotations: Record<string, unknown> }).annotations).filter(([, v]) => v !== null)) as Record<string, string>;
+          const annotations = Object.fromEntries(
+            Object.entries((body.metadata as { annotations: Record<string, unknown> }).annotations).filter(
+              ([, v]) => v !== null,
+            ),
+          ) as Record<string, string>;
           new Node({ metadata: { annotations } }).validate();
           got.nodePatches.push(body);
-        } else if (req.method === "PATCH" && req.url === `/api/v1/nodes/${node}/status` && type === "application/strategic-merge-patch+json") {
+        } else if (
+          req.method === "PATCH" &&
+          req.url === `/api/v1/nodes/${node}/status` &&
+          type === "application/strategic-merge-patch+json"
+        ) {
           new Node(body).validate();
           got.statusPatches.push(body);
         } else return refuse(res, 404, `${req.method} ${req.url} (${String(type)}) is not something a node does`);
       } catch (e) {
         return refuse(res, 422, `invalid body: ${(e as Error).message}`);
       }
-      res.writeHead(req.method === "POST" ? 201 : 200, { "content-type": "application/json" }).end(JSON.stringify(body));
+      res
+        .writeHead(req.method === "POST" ? 201 : 200, { "content-type": "application/json" })
+        .end(JSON.stringify(body));
     });
   });
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
@@ -73,7 +90,9 @@ export async function apiServer(port = 0, node = NODE): Promise<{ server: Server
 /** A kubeconfig for the server on `port`, written into `dir`. */
 export function kubeconfig(port: number, dir: string): string {
   const file = join(dir, `kubeconfig-${port}`);
-  writeFileSync(file, `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:${port}\n    insecure-skip-tls-verify: true\nusers:\n- name: node\n  user:\n    token: ${TOKEN}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: node\ncurrent-context: x\n`);
+  writeFileSync(
+    file,
+    `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:${port}\n    insecure-skip-tls-verify: true\nusers:\n- name: node\n  user:\n    token: ${TOKEN}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: node\ncurrent-context: x\n`,
+  );
   return file;
 }
-

@@ -20,15 +20,40 @@ const scratch = scratchDir("winfleet-report-");
 
 function reporter(port: number, queueDir: string, extra: Partial<ReporterOptions> = {}): Reporter {
   const file = kubeconfig(port, scratch);
-  return new Reporter({ api: () => nodeApiFromKubeconfig(file, 2000), nodeName: NODE, namespace: "default", queueDir, queueLimit: 1000, eventsPerSecond: 1000, burst: 1000, maxBackoffMs: 100, stopTimeoutMs: 2000, log: silent, ...extra });
+  return new Reporter({
+    api: () => nodeApiFromKubeconfig(file, 2000),
+    nodeName: NODE,
+    namespace: "default",
+    queueDir,
+    queueLimit: 1000,
+    eventsPerSecond: 1000,
+    burst: 1000,
+    maxBackoffMs: 100,
+    stopTimeoutMs: 2000,
+    log: silent,
+    ...extra,
+  });
 }
 
 const at = (): string => new Date().toISOString();
-const installed = (component: string): LifecycleEvent => ({ type: "component-installed", at: at(), component, version: "1.0.0" });
+const installed = (component: string): LifecycleEvent => ({
+  type: "component-installed",
+  at: at(),
+  component,
+  version: "1.0.0",
+});
 const converged: LifecycleEvent[] = [
   { type: "apply-started", at: at(), template: { name: "win2022", version: "1.0.0" }, steps: 4, resumed: false },
   installed("containerd"),
-  { type: "state", at: at(), state: "converged", template: { name: "win2022", version: "1.0.0" }, components: [{ name: "containerd", version: "1.0.0", state: "installed" }], agentVersion: "0.1.0", contentDigest: "ab".repeat(32) },
+  {
+    type: "state",
+    at: at(),
+    state: "converged",
+    template: { name: "win2022", version: "1.0.0" },
+    components: [{ name: "containerd", version: "1.0.0", state: "installed" }],
+    agentVersion: "0.1.0",
+    contentDigest: "ab".repeat(32),
+  },
   { type: "apply-converged", at: at(), template: { name: "win2022", version: "1.0.0" }, changed: true },
 ];
 const reasons = (got: Received): string[] => got.events.map((e) => e.reason as string);
@@ -39,7 +64,12 @@ describe("the Kubernetes reporter", () => {
     const r = reporter(api.port, join(scratch, "q1"));
     r.start();
     for (const e of converged) r.event(e);
-    await waitFor(() => api.got.events.length === 3 && api.got.statusPatches.length >= 1, 5000, "three events and the node state", 25);
+    await waitFor(
+      () => api.got.events.length === 3 && api.got.statusPatches.length >= 1,
+      5000,
+      "three events and the node state",
+      25,
+    );
     await r.stop();
     await api.close();
     assert.deepEqual(api.got.refused, []);
@@ -64,13 +94,20 @@ describe("the Kubernetes reporter", () => {
     r.start();
     const names = ["a", "b", "c", "d", "e"];
     for (const n of names) r.event(installed(`component-${n}`));
-    assert.equal(readdirSync(dir).filter((f) => f.endsWith(".json")).length, 5, "every report on disk before event() returned");
+    assert.equal(
+      readdirSync(dir).filter((f) => f.endsWith(".json")).length,
+      5,
+      "every report on disk before event() returned",
+    );
     await sleep(300);
     const api = await apiServer(port);
     await waitFor(() => api.got.events.length === 5, 5000, "all five events", 25);
     await r.stop();
     await api.close();
-    assert.deepEqual(api.got.events.map((e) => e.message), names.map((n) => `Installed component-${n} 1.0.0`));
+    assert.deepEqual(
+      api.got.events.map((e) => e.message),
+      names.map((n) => `Installed component-${n} 1.0.0`),
+    );
     assert.equal(new Set(api.got.events.map((e) => (e.metadata as { name: string }).name)).size, 5);
   });
 
@@ -90,7 +127,10 @@ describe("the Kubernetes reporter", () => {
     await waitFor(() => api.got.events.length === 3, 5000, "the earlier run's events", 25);
     await second.stop();
     await api.close();
-    assert.deepEqual(api.got.events.map((e) => e.message), ["Installed x 1.0.0", "Installed y 1.0.0", "Installed z 1.0.0"]);
+    assert.deepEqual(
+      api.got.events.map((e) => e.message),
+      ["Installed x 1.0.0", "Installed y 1.0.0", "Installed z 1.0.0"],
+    );
   });
 
   it("keeps at most its queue limit on disk, summarising the oldest instead of dropping them", async () => {
@@ -100,7 +140,15 @@ describe("the Kubernetes reporter", () => {
     const dir = join(scratch, "q4");
     const r = reporter(port, dir, { queueLimit: 10 });
     r.start();
-    r.event({ type: "apply-failed", at: at(), component: "kubelet", phase: "install", command: "start kubelet", exitCode: 1, errorTail: "no cni" });
+    r.event({
+      type: "apply-failed",
+      at: at(),
+      component: "kubelet",
+      phase: "install",
+      command: "start kubelet",
+      exitCode: 1,
+      errorTail: "no cni",
+    });
     for (let i = 0; i < 24; i++) r.event(installed(`c${i}`));
     assert.ok(readdirSync(dir).filter((f) => f.endsWith(".json")).length <= 10);
     const api = await apiServer(port);
@@ -111,7 +159,10 @@ describe("the Kubernetes reporter", () => {
     const summary = api.got.events[0] as { reason: string; type: string; message: string };
     assert.equal(summary.reason, "ReportsSummarized");
     assert.equal(summary.type, "Warning", "a summary holding a failure is a warning");
-    assert.match(summary.message, /16 reports .* ApplyFailed ×1, ComponentInstalled ×15; last warning: kubelet failed in install/);
+    assert.match(
+      summary.message,
+      /16 reports .* ApplyFailed ×1, ComponentInstalled ×15; last warning: kubelet failed in install/,
+    );
     assert.equal(api.got.events.at(-1)?.message, "Installed c23 1.0.0");
   });
 
@@ -147,6 +198,9 @@ describe("the Kubernetes reporter", () => {
     await waitFor(() => api.got.events.length === 6, 5000, "six events", 25);
     await r.stop();
     await api.close();
-    assert.ok(waits.reduce((a, b) => a + b, 0) >= 2000, `4 requests past a burst of 2 at 2/s wait 2 s in all (waited ${waits.join(", ")} ms)`);
+    assert.ok(
+      waits.reduce((a, b) => a + b, 0) >= 2000,
+      `4 requests past a burst of 2 at 2/s wait 2 s in all (waited ${waits.join(", ")} ms)`,
+    );
   });
 });

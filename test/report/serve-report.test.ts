@@ -17,7 +17,11 @@ const children = killedAfterTests();
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 function serve(config: string): { child: ChildProcess; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], { cwd: REPO, stdio: "ignore", detached: true });
+  const child = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], {
+    cwd: REPO,
+    stdio: "ignore",
+    detached: true,
+  });
   children.push(child);
   return { child, exit: exitOf(child) };
 }
@@ -27,20 +31,40 @@ it("serve reports its apply, reboot and convergence to the Node", async () => {
   const root = join(dir, "host");
   mkdirSync(root);
   const config = join(dir, "agent.json");
-  writeFileSync(config, JSON.stringify({ content: join(REPO, "content"), template: "sandbox", templateVersion: "1.0.0", root, nodeName: NODE, kubeconfig: kubeconfig(api.port, dir), report: { stopTimeoutSeconds: 5 } }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      content: join(REPO, "content"),
+      template: "sandbox",
+      templateVersion: "1.0.0",
+      root,
+      nodeName: NODE,
+      kubeconfig: kubeconfig(api.port, dir),
+      report: { stopTimeoutSeconds: 5 },
+    }),
+  );
   assert.equal(await serve(config).exit, REBOOT_STATUS, "stops for the sandbox's reboot");
   const second = serve(config);
   await pollUntil(() => api.got.events.some((e) => e.reason === "Converged"), 20_000);
-  const condition = (): Record<string, string> | undefined => (api.got.statusPatches.at(-1)?.status as { conditions: Record<string, string>[] } | undefined)?.conditions[0];
+  const condition = (): Record<string, string> | undefined =>
+    (api.got.statusPatches.at(-1)?.status as { conditions: Record<string, string>[] } | undefined)?.conditions[0];
   await pollUntil(() => condition()?.status === "True", 5000);
   second.child.kill("SIGTERM");
   await second.exit;
   await api.close();
   assert.deepEqual(api.got.refused, []);
   const reasons = api.got.events.map((e) => e.reason);
-  for (const r of ["ApplyStarted", "ComponentInstalled", "RebootRequired", "Rebooted", "Converged"]) assert.ok(reasons.includes(r), `${r} in ${reasons.join(", ")}`);
+  for (const r of ["ApplyStarted", "ComponentInstalled", "RebootRequired", "Rebooted", "Converged"])
+    assert.ok(reasons.includes(r), `${r} in ${reasons.join(", ")}`);
   assert.ok(reasons.indexOf("RebootRequired") < reasons.lastIndexOf("Converged"));
   const annotations = (api.got.nodePatches.at(-1)?.metadata as { annotations: Record<string, string> }).annotations;
-  assert.deepEqual([annotations["winfleet.io/template"], annotations["winfleet.io/template-version"], annotations["winfleet.io/state"]], ["sandbox", "1.0.0", "converged"]);
+  assert.deepEqual(
+    [
+      annotations["winfleet.io/template"],
+      annotations["winfleet.io/template-version"],
+      annotations["winfleet.io/state"],
+    ],
+    ["sandbox", "1.0.0", "converged"],
+  );
   assert.equal(condition()?.status, "True");
 });

@@ -24,13 +24,61 @@ function openssl(dir: string, ...args: string[]): void {
 }
 
 function ca(dir: string, name: string): void {
-  openssl(dir, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.crt`, "-days", "2", "-subj", `/CN=${name}`);
+  openssl(
+    dir,
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.crt`,
+    "-days",
+    "2",
+    "-subj",
+    `/CN=${name}`,
+  );
 }
 
 function signed(dir: string, name: string, subject: string, ext: string, by = "ca"): void {
   writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
-  openssl(dir, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject);
-  openssl(dir, "x509", "-req", "-in", `${name}.csr`, "-CA", `${by}.crt`, "-CAkey", `${by}.key`, "-CAcreateserial", "-out", `${name}.crt`, "-days", "2", "-extfile", `${name}.ext`);
+  openssl(
+    dir,
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.csr`,
+    "-subj",
+    subject,
+  );
+  openssl(
+    dir,
+    "x509",
+    "-req",
+    "-in",
+    `${name}.csr`,
+    "-CA",
+    `${by}.crt`,
+    "-CAkey",
+    `${by}.key`,
+    "-CAcreateserial",
+    "-out",
+    `${name}.crt`,
+    "-days",
+    "2",
+    "-extfile",
+    `${name}.ext`,
+  );
 }
 
 /** Makes the material in `dir` (about a second of openssl). */
@@ -70,21 +118,41 @@ export interface ApiServerOptions {
  * An API server on loopback that records each request and answers `{}`; over
  * TLS it asks for a client certificate and records whom the CA vouches for.
  */
-export async function apiServer(pki: Pki, o: ApiServerOptions = {}): Promise<{ url: string; port: number; seen: Seen[]; close: () => Promise<void> }> {
+export async function apiServer(
+  pki: Pki,
+  o: ApiServerOptions = {},
+): Promise<{ url: string; port: number; seen: Seen[]; close: () => Promise<void> }> {
   const seen: Seen[] = [];
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     req.resume();
     req.on("end", () => {
       const socket = req.socket as TLSSocket;
-      const client = o.plain || !socket.authorized ? undefined : (socket.getPeerCertificate().subject?.CN as string | undefined);
+      const client =
+        o.plain || !socket.authorized ? undefined : (socket.getPeerCertificate().subject?.CN as string | undefined);
       seen.push({ method: req.method ?? "", url: req.url ?? "", client, headers: req.headers });
       const denied = (o.refuse ?? []).some((t) => req.headers.authorization === `Bearer ${t}`);
       res.writeHead(denied ? 401 : 200, { "content-type": "application/json" }).end("{}");
     });
   };
   const cert = o.cert ?? "server";
-  const s = o.plain ? createHttpServer(handle) : createHttpsServer({ key: pki.read(`${cert}.key`), cert: pki.read(`${cert}.crt`), ca: pki.read("ca.crt"), requestCert: true, rejectUnauthorized: false }, handle);
+  const s = o.plain
+    ? createHttpServer(handle)
+    : createHttpsServer(
+        {
+          key: pki.read(`${cert}.key`),
+          cert: pki.read(`${cert}.crt`),
+          ca: pki.read("ca.crt"),
+          requestCert: true,
+          rejectUnauthorized: false,
+        },
+        handle,
+      );
   await new Promise<void>((r) => s.listen(0, o.host ?? "127.0.0.1", r));
   const port = (s.address() as AddressInfo).port;
-  return { url: `${o.plain ? "http" : "https"}://127.0.0.1:${port}`, port, seen, close: () => new Promise((r) => s.close(() => r())) };
+  return {
+    url: `${o.plain ? "http" : "https"}://127.0.0.1:${port}`,
+    port,
+    seen,
+    close: () => new Promise((r) => s.close(() => r())),
+  };
 }

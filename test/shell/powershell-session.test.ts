@@ -35,7 +35,11 @@ describe("the PowerShell runner with a real pwsh", { skip: skipUnlessInstalled(P
   });
 
   it("keeps stdout, stderr and the exit code apart", async () => {
-    const r = await ps.run({ command: "Write-Output out\n[Console]::Error.WriteLine('err')\nexit 7", env: {}, timeoutMs: T });
+    const r = await ps.run({
+      command: "Write-Output out\n[Console]::Error.WriteLine('err')\nexit 7",
+      env: {},
+      timeoutMs: T,
+    });
     assert.equal(r.exitCode, 7);
     assert.match(r.stdout.toString(), /^out/);
   });
@@ -50,7 +54,11 @@ describe("the PowerShell runner with a real pwsh", { skip: skipUnlessInstalled(P
   it("does not fail a command for a native tool's exit code unless the command exits with it", async () => {
     const handled = await ps.run({ command: "& pwsh -NoProfile -Command 'exit 4'\n'handled'", env: {}, timeoutMs: T });
     assert.equal(handled.exitCode, 0);
-    const passed = await ps.run({ command: "& pwsh -NoProfile -Command 'exit 4'\nexit $LASTEXITCODE", env: {}, timeoutMs: T });
+    const passed = await ps.run({
+      command: "& pwsh -NoProfile -Command 'exit 4'\nexit $LASTEXITCODE",
+      env: {},
+      timeoutMs: T,
+    });
     assert.equal(passed.exitCode, 4);
   });
 

@@ -33,7 +33,7 @@ describe("the POSIX sh runner", () => {
       "greet() {",
       "  printf '%s, %s!\\n' \"$1\" 'it'\"'\"'s me'",
       "}",
-      "greet \"double \\\"quoted\\\"\"",
+      'greet "double \\"quoted\\""',
       "cat <<'EOF'",
       "$HOME is not expanded here; neither is `this`",
       "EOF",
@@ -44,17 +44,40 @@ describe("the POSIX sh runner", () => {
   });
 
   it("passes non-ASCII and binary output through unharmed", async () => {
-    const r = await sh.run({ command: "printf 'ünïcødé ✓\\n'; printf '\\000\\001\\377\\376\\037end'", env: {}, timeoutMs: T });
+    const r = await sh.run({
+      command: "printf 'ünïcødé ✓\\n'; printf '\\000\\001\\377\\376\\037end'",
+      env: {},
+      timeoutMs: T,
+    });
     assert.equal(r.exitCode, 0);
-    const expected = Buffer.concat([Buffer.from("ünïcødé ✓\n"), Buffer.from([0, 1, 0xff, 0xfe, 0x1f]), Buffer.from("end")]);
+    const expected = Buffer.concat([
+      Buffer.from("ünïcødé ✓\n"),
+      Buffer.from([0, 1, 0xff, 0xfe, 0x1f]),
+      Buffer.from("end"),
+    ]);
     assert.deepEqual(r.stdout, expected);
   });
 
   it("hands the environment over as values: nothing in a value is ever run", async () => {
     const marker = join(dir, "pwned");
-    const hostile = [`$(touch ${marker})`, `\`touch ${marker}\``, `'; touch ${marker}; '`, `"; touch ${marker}; "`, `a\nb\n\nc`, "  padded  ", "", "back\\slash\\n", "trailing newline\n", "ünï"];
+    const hostile = [
+      `$(touch ${marker})`,
+      `\`touch ${marker}\``,
+      `'; touch ${marker}; '`,
+      `"; touch ${marker}; "`,
+      `a\nb\n\nc`,
+      "  padded  ",
+      "",
+      "back\\slash\\n",
+      "trailing newline\n",
+      "ünï",
+    ];
     for (const value of hostile) {
-      const r = await sh.run({ command: 'printf "%s" "$VALUE"', env: { VALUE: value, WINFLEET_PHASE: "install" }, timeoutMs: T });
+      const r = await sh.run({
+        command: 'printf "%s" "$VALUE"',
+        env: { VALUE: value, WINFLEET_PHASE: "install" },
+        timeoutMs: T,
+      });
       assert.equal(r.exitCode, 0, r.stderr.toString());
       assert.equal(r.stdout.toString(), value, `value ${JSON.stringify(value)}`);
     }
@@ -70,7 +93,11 @@ describe("the POSIX sh runner", () => {
   it("keeps commands apart: variables, cd, set -e and exit do not reach the next one", async () => {
     const first = await sh.run({ command: "leak=1; cd /; set -e; export EXPORTED=yes; exit 3", env: {}, timeoutMs: T });
     assert.equal(first.exitCode, 3);
-    const second = await sh.run({ command: 'echo "${leak-none} ${EXPORTED-none} $(pwd)"; false; echo still-running', env: {}, timeoutMs: T });
+    const second = await sh.run({
+      command: 'echo "${leak-none} ${EXPORTED-none} $(pwd)"; false; echo still-running',
+      env: {},
+      timeoutMs: T,
+    });
     assert.equal(second.stdout.toString(), `none none ${dir}\nstill-running\n`);
   });
 
@@ -92,7 +119,11 @@ describe("the POSIX sh runner", () => {
   it("kills the whole process group on a timeout, reports it and starts a new session", async () => {
     const before = await sh.run({ command: "echo $$", env: {}, timeoutMs: T });
     const pidFile = join(dir, "child.pid");
-    const r = await sh.run({ command: `sleep 60 & echo $! > ${pidFile}; echo started; sleep 60`, env: {}, timeoutMs: 500 });
+    const r = await sh.run({
+      command: `sleep 60 & echo $! > ${pidFile}; echo started; sleep 60`,
+      env: {},
+      timeoutMs: 500,
+    });
     assert.equal(r.timedOut, true);
     assert.equal(r.exitCode, null);
     const child = Number(readFileSync(pidFile, "utf8"));
@@ -100,7 +131,11 @@ describe("the POSIX sh runner", () => {
     assert.equal(alive(child), false, "the command's background child survived the timeout");
     const after = await sh.run({ command: "echo $$; echo fine", env: {}, timeoutMs: T });
     assert.equal(after.exitCode, 0);
-    assert.notEqual(after.stdout.toString().split("\n")[0], before.stdout.toString().trim(), "the session was not restarted");
+    assert.notEqual(
+      after.stdout.toString().split("\n")[0],
+      before.stdout.toString().trim(),
+      "the session was not restarted",
+    );
   });
 
   it("times out isolated commands the same way", async () => {
@@ -110,7 +145,11 @@ describe("the POSIX sh runner", () => {
   });
 
   it("keeps the end of very large output and counts all of it", async () => {
-    const r = await sh.run({ command: `head -c ${OUTPUT_LIMIT + 4096} /dev/zero | tr '\\0' 'x'; printf END`, env: {}, timeoutMs: T });
+    const r = await sh.run({
+      command: `head -c ${OUTPUT_LIMIT + 4096} /dev/zero | tr '\\0' 'x'; printf END`,
+      env: {},
+      timeoutMs: T,
+    });
     assert.equal(r.exitCode, 0);
     assert.equal(r.stdoutBytes, OUTPUT_LIMIT + 4096 + 3);
     assert.equal(r.stdout.length, OUTPUT_LIMIT);
@@ -118,6 +157,9 @@ describe("the POSIX sh runner", () => {
   });
 
   it("refuses variable names that are not identifiers", async () => {
-    await assert.rejects(sh.run({ command: "true", env: { "A;B": "x" }, timeoutMs: T }), /not a valid environment variable name/);
+    await assert.rejects(
+      sh.run({ command: "true", env: { "A;B": "x" }, timeoutMs: T }),
+      /not a valid environment variable name/,
+    );
   });
 });

@@ -23,16 +23,27 @@ export interface AgentRun {
   readonly stderr: string;
 }
 
-/** How to run the agent: its environment, and `entry`, the file node runs (default: the checkout's launcher, bin/winfleet-agent.js). */
+/**
+ * How to run the agent: its environment, and `entry`, the file node runs (default: the checkout's launcher,
+ * bin/winfleet-agent.js).
+ */
 export interface AgentOptions {
   readonly env?: NodeJS.ProcessEnv;
   readonly entry?: string;
 }
 
 /** Runs `winfleet-agent <args>`; `onSpawn` gets the pid (to kill it mid-run). */
-export function agent(args: readonly string[], options: AgentOptions & { onSpawn?: (pid: number) => void; input?: string } = {}): Promise<AgentRun> {
+export function agent(
+  args: readonly string[],
+  options: AgentOptions & { onSpawn?: (pid: number) => void; input?: string } = {},
+): Promise<AgentRun> {
   return new Promise((resolve, reject) => {
-    const spawnOptions: SpawnOptions = { cwd: REPO, env: { ...process.env, ...options.env }, stdio: ["pipe", "pipe", "pipe"], detached: true };
+    const spawnOptions: SpawnOptions = {
+      cwd: REPO,
+      env: { ...process.env, ...options.env },
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+    };
     const child = spawn(process.execPath, [options.entry ?? AGENT, ...args], spawnOptions);
     let stdout = "";
     let stderr = "";
@@ -46,7 +57,11 @@ export function agent(args: readonly string[], options: AgentOptions & { onSpawn
 }
 
 /** Runs apply until it stops asking for a reboot (as a supervisor restarting the agent would). */
-export async function applyUntilSettled(args: readonly string[], options: AgentOptions = {}, limit = 10): Promise<AgentRun & { reboots: number }> {
+export async function applyUntilSettled(
+  args: readonly string[],
+  options: AgentOptions = {},
+  limit = 10,
+): Promise<AgentRun & { reboots: number }> {
   let reboots = 0;
   for (let i = 0; i < limit; i++) {
     const r = await agent(["apply", ...args], options);
@@ -75,11 +90,22 @@ export interface TemplateSpec {
 }
 
 /** Writes a content source tree and returns its directory. */
-export function writeContent(components: readonly ComponentSpec[], templates: readonly TemplateSpec[], dir = tempDir("content-")): string {
+export function writeContent(
+  components: readonly ComponentSpec[],
+  templates: readonly TemplateSpec[],
+  dir = tempDir("content-"),
+): string {
   for (const c of components) {
     const base = join(dir, "components", c.name, c.version);
     mkdirSync(join(base, "files"), { recursive: true });
-    writeFileSync(join(base, "metadata.json"), JSON.stringify({ name: c.name, version: c.version, shell: "sh", install: { commands: [] }, ...c.metadata }, null, 2));
+    writeFileSync(
+      join(base, "metadata.json"),
+      JSON.stringify(
+        { name: c.name, version: c.version, shell: "sh", install: { commands: [] }, ...c.metadata },
+        null,
+        2,
+      ),
+    );
     for (const [path, text] of Object.entries(c.files ?? {})) {
       const file = join(base, "files", ...path.split("/").filter(Boolean));
       mkdirSync(join(file, ".."), { recursive: true });
@@ -87,7 +113,11 @@ export function writeContent(components: readonly ComponentSpec[], templates: re
     }
   }
   mkdirSync(join(dir, "templates"), { recursive: true });
-  for (const t of templates) writeFileSync(join(dir, "templates", `${t.name}-${t.version}.json`), JSON.stringify({ ...t, variables: t.variables ?? {} }, null, 2));
+  for (const t of templates)
+    writeFileSync(
+      join(dir, "templates", `${t.name}-${t.version}.json`),
+      JSON.stringify({ ...t, variables: t.variables ?? {} }, null, 2),
+    );
   return dir;
 }
 

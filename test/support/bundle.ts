@@ -15,7 +15,10 @@ const REPO = join(__dirname, "..", "..");
  * with esbuild into `scratch`, as the benchmarks do. Node runs the entry directly.
  */
 export async function agentBundle(scratch: string): Promise<string> {
-  const probe = spawnSync(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "--version"], { encoding: "utf8", env: { ...process.env, WINFLEET_LAUNCH: "bundle" } });
+  const probe = spawnSync(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "--version"], {
+    encoding: "utf8",
+    env: { ...process.env, WINFLEET_LAUNCH: "bundle" },
+  });
   if (probe.status === 0) return join(REPO, "dist", "agent", "bin", "winfleet-agent.js");
   const out = join(scratch, "dist");
   await buildBundles(REPO, out, ["agent"]);

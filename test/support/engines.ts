@@ -7,7 +7,10 @@
 import { type SpawnOptions, spawn } from "node:child_process";
 import { type Engine, EngineMissingError, findEngines } from "../../agent/cluster/engines";
 import { type ControlPlane, startControlPlane } from "../../agent/cluster/control-plane";
-import { type PulumiProject as BasePulumiProject, pulumiProject as basePulumiProject } from "../../agent/cluster/pulumi-project";
+import {
+  type PulumiProject as BasePulumiProject,
+  pulumiProject as basePulumiProject,
+} from "../../agent/cluster/pulumi-project";
 import { tempDir } from "./temp";
 
 /** The engines, or a skip reason (throws in CI). */
@@ -45,7 +48,11 @@ export interface Ran {
 }
 
 /** Runs a command to completion (bounded by `timeoutMs`), capturing its output. */
-export async function runCommand(command: string, args: readonly string[], options: SpawnOptions & { input?: string; timeoutMs?: number } = {}): Promise<Ran> {
+export async function runCommand(
+  command: string,
+  args: readonly string[],
+  options: SpawnOptions & { input?: string; timeoutMs?: number } = {},
+): Promise<Ran> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { ...options, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
@@ -68,13 +75,19 @@ export async function runCommand(command: string, args: readonly string[], optio
 /** A project copy with the CLI to run in it (see agent/cluster/pulumi-project.ts). */
 export interface PulumiProject extends BasePulumiProject {
   /** Runs the pulumi CLI in the project (non-interactive). */
-  pulumi(args: readonly string[], options?: { input?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv }): Promise<Ran>;
+  pulumi(
+    args: readonly string[],
+    options?: { input?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv },
+  ): Promise<Ran>;
 }
 
 /** A project copy in a new temporary directory, with the CLI set-up built. */
 export function pulumiProject(engines: Record<string, Engine>, extraEnv: NodeJS.ProcessEnv = {}): PulumiProject {
   const base = tempDir("winfleet-pulumi-");
-  const project = basePulumiProject(engines, base, { PULUMI_CONFIG_PASSPHRASE: "winfleet-test-passphrase", ...extraEnv });
+  const project = basePulumiProject(engines, base, {
+    PULUMI_CONFIG_PASSPHRASE: "winfleet-test-passphrase",
+    ...extraEnv,
+  });
   const cli = engines.pulumi?.binaries.pulumi ?? "pulumi";
   return {
     ...project,

@@ -17,9 +17,51 @@ function openssl(dir: string, ...args: string[]): void {
 export function realKubeconfig(user = "calico-node", server = "https://10.20.0.4:6443"): string {
   const dir = mkdtempSync(join(tmpdir(), "winfleet-kubeconfig-"));
   try {
-    openssl(dir, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=kubernetes");
-    openssl(dir, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "client.key", "-out", "client.csr", "-subj", `/O=system:serviceaccounts/CN=${user}`);
-    openssl(dir, "x509", "-req", "-in", "client.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "client.crt", "-days", "2");
+    openssl(
+      dir,
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.crt",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=kubernetes",
+    );
+    openssl(
+      dir,
+      "req",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      "client.key",
+      "-out",
+      "client.csr",
+      "-subj",
+      `/O=system:serviceaccounts/CN=${user}`,
+    );
+    openssl(
+      dir,
+      "x509",
+      "-req",
+      "-in",
+      "client.csr",
+      "-CA",
+      "ca.crt",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-out",
+      "client.crt",
+      "-days",
+      "2",
+    );
     const b64 = (name: string): string => readFileSync(join(dir, name)).toString("base64");
     return `apiVersion: v1
 kind: Config

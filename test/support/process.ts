@@ -29,7 +29,10 @@ export function exitOf(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
 }
 
-/** Sends `signal` to `child`'s process group (a child started `detached`), or to the child alone; a gone process is no error. */
+/**
+ * Sends `signal` to `child`'s process group (a child started `detached`), or to the child alone; a gone process is no
+ * error.
+ */
 export function signalGroup(child: ChildProcess, signal: NodeJS.Signals = "SIGKILL"): void {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   try {

@@ -22,7 +22,11 @@ export interface CliRun {
 
 /** Runs `bin/<bin>.js <args>` in `cwd` to completion (bounded: two minutes). */
 export function runCli(bin: "winfleet" | "winfleet-agent", args: readonly string[], cwd = REPO): CliRun {
-  const r = spawnSync(process.execPath, [join(REPO, "bin", `${bin}.js`), ...args], { cwd, encoding: "utf8", timeout: 120_000 });
+  const r = spawnSync(process.execPath, [join(REPO, "bin", `${bin}.js`), ...args], {
+    cwd,
+    encoding: "utf8",
+    timeout: 120_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -47,7 +51,11 @@ export function signedRelease(scratch: string): SignedRelease {
     assert.equal(r.code, 0, r.stderr);
   }
   const release = join(scratch, "release");
-  const r = runCli("winfleet", ["release", "--out", release, "--key", join(scratch, "fleet.key"), "--content", join(REPO, "content")], scratch);
+  const r = runCli(
+    "winfleet",
+    ["release", "--out", release, "--key", join(scratch, "fleet.key"), "--content", join(REPO, "content")],
+    scratch,
+  );
   assert.equal(r.code, 0, r.stderr);
   return {
     release,
@@ -59,9 +67,14 @@ export function signedRelease(scratch: string): SignedRelease {
   };
 }
 
-/** Runs `winfleet-agent serve --config FILE` until `done(stderr)` or its exit (bounded: 30 s), stops it (SIGTERM), and returns its stderr. */
+/**
+ * Runs `winfleet-agent serve --config FILE` until `done(stderr)` or its exit (bounded: 30 s), stops it (SIGTERM), and
+ * returns its stderr.
+ */
 export async function serveUntil(config: string, done: (stderr: string) => boolean): Promise<string> {
-  const child = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [join(REPO, "bin", "winfleet-agent.js"), "serve", "--config", config], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   let stderr = "";
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   await pollUntil(() => done(stderr) || child.exitCode !== null, 30_000, 100);

@@ -1,6 +1,7 @@
 /**
  * Real external tools the tests drive (CoreOS Ignition, shellcheck, Chromium,
- * socat, the HTTP proxy tinyproxy, the SOCKS5 proxy microsocks, pwsh). Outside CI a missing tool skips the tests that need it, saying what was
+ * socat, the HTTP proxy tinyproxy, the SOCKS5 proxy microsocks, pwsh). Outside CI a missing tool skips the tests that
+ * need it, saying what was
  * skipped and how to install it; in CI (CI=true) a missing tool fails the run —
  * except pwsh, which `npm run setup` does not install: its tests run
  * wherever it is on PATH and are skipped, with a line saying so, everywhere else.
@@ -21,13 +22,41 @@ export const IGNITION: Tool = {
   command: "/usr/lib/dracut/modules.d/30ignition/ignition",
   install: "npm run setup (installs the Debian package `ignition`)",
 };
-export const IGNITION_VALIDATE: Tool = { ...IGNITION, name: "ignition-validate", command: "/usr/bin/ignition-validate" };
-export const SHELLCHECK: Tool = { name: "shellcheck", command: "shellcheck", install: "npm run setup (installs the Debian package `shellcheck`)" };
-export const CHROMIUM: Tool = { name: "Chromium", command: "/usr/bin/chromium", install: "npm run setup (installs the Debian package `chromium`)" };
-export const SOCAT: Tool = { name: "socat", command: "socat", install: "npm run setup (installs the Debian package `socat`)" };
-export const TINYPROXY: Tool = { name: "tinyproxy", command: "tinyproxy", install: "npm run setup (installs the Debian package `tinyproxy`)" };
-export const MICROSOCKS: Tool = { name: "microsocks", command: "microsocks", install: "npm run setup (installs the Debian package `microsocks`)" };
-export const PWSH: Tool = { name: "PowerShell 7", command: "pwsh", install: "a PowerShell 7 package for your OS (npm run setup does not install one)" };
+export const IGNITION_VALIDATE: Tool = {
+  ...IGNITION,
+  name: "ignition-validate",
+  command: "/usr/bin/ignition-validate",
+};
+export const SHELLCHECK: Tool = {
+  name: "shellcheck",
+  command: "shellcheck",
+  install: "npm run setup (installs the Debian package `shellcheck`)",
+};
+export const CHROMIUM: Tool = {
+  name: "Chromium",
+  command: "/usr/bin/chromium",
+  install: "npm run setup (installs the Debian package `chromium`)",
+};
+export const SOCAT: Tool = {
+  name: "socat",
+  command: "socat",
+  install: "npm run setup (installs the Debian package `socat`)",
+};
+export const TINYPROXY: Tool = {
+  name: "tinyproxy",
+  command: "tinyproxy",
+  install: "npm run setup (installs the Debian package `tinyproxy`)",
+};
+export const MICROSOCKS: Tool = {
+  name: "microsocks",
+  command: "microsocks",
+  install: "npm run setup (installs the Debian package `microsocks`)",
+};
+export const PWSH: Tool = {
+  name: "PowerShell 7",
+  command: "pwsh",
+  install: "a PowerShell 7 package for your OS (npm run setup does not install one)",
+};
 
 /** The resolved path of a tool, or undefined when it is not installed. */
 export function locate(tool: Tool): string | undefined {

@@ -28,7 +28,14 @@ export function snapshotTree(root: string, ignore: readonly string[] = []): Tree
       const s = lstatSync(full);
       const mode = (s.mode & 0o7777).toString(8).padStart(4, "0");
       if (s.isSymbolicLink()) out.push({ path: rel, type: "symlink", mode: "-", target: readlinkSync(full) });
-      else if (s.isFile()) out.push({ path: rel, type: "file", mode, nlink: s.nlink, sha256: createHash("sha256").update(readFileSync(full)).digest("hex") });
+      else if (s.isFile())
+        out.push({
+          path: rel,
+          type: "file",
+          mode,
+          nlink: s.nlink,
+          sha256: createHash("sha256").update(readFileSync(full)).digest("hex"),
+        });
       else if (s.isDirectory()) {
         out.push({ path: rel, type: "dir", mode });
         walk(full);
