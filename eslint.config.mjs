@@ -17,12 +17,34 @@ export default tseslint.config(
       // node:test's describe/it return promises the runner itself awaits.
       "@typescript-eslint/no-floating-promises": [
         "error",
-        { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["describe", "it", "test", "before", "after", "beforeEach", "afterEach"] }] },
+        {
+          allowForKnownSafeCalls: [
+            {
+              from: "package",
+              package: "node:test",
+              name: ["describe", "it", "test", "before", "after", "beforeEach", "afterEach"],
+            },
+          ],
+        },
       ],
       "@typescript-eslint/no-misused-promises": "error",
       "@typescript-eslint/return-await": ["error", "in-try-catch"],
       "@typescript-eslint/consistent-type-imports": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
+      // Prettier wraps code at 120 columns but leaves comments and long strings alone: this holds the
+      // comments to the same width. Strings, templates and URLs may run on (a message is greppable whole).
+      "max-len": [
+        "error",
+        {
+          code: 120,
+          tabWidth: 2,
+          ignoreUrls: true,
+          ignoreStrings: true,
+          ignoreTemplateLiterals: true,
+          ignoreRegExpLiterals: true,
+          ignorePattern: "eslint-disable",
+        },
+      ],
       "no-restricted-syntax": [
         "error",
         { selector: "TSEnumDeclaration", message: "Use an `as const` object and a derived union." },
