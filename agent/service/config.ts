@@ -71,8 +71,14 @@ export const agentConfigSchema = z.strictObject({
   secrets: z.record(variableName, secretField(z.string(), "join tokens and credentials for commands")).default({}),
   /** The node's kubeconfig, handed to `lprecmds`/`lpstcmds` as KUBECONFIG; relative to the config file. */
   kubeconfig: z.string().min(1).optional(),
-  /** How often `serve` re-verifies the applied files; 0 turns it off. @default 300 */
-  verifyIntervalSeconds: z.number().int().min(0).max(86_400).default(300),
+  /** How often `serve` re-verifies the applied files, in seconds (0.1 or more); 0 turns it off. @default 300 */
+  verifyIntervalSeconds: z
+    .number()
+    .min(0)
+    .max(86_400)
+    // Below a tenth of a second the loop would only re-read files it has just read.
+    .refine((v) => v === 0 || v >= 0.1, "must be 0 (off) or at least 0.1 seconds")
+    .default(300),
   /** Re-apply the affected components when verification finds drift. @default false */
   autoCorrect: z.boolean().default(false),
   /**
