@@ -21,7 +21,7 @@ import type { TLSSocket } from "node:tls";
 import { promisify } from "node:util";
 import { type LogQuery, readContainerLog } from "./container-log";
 import type { KubeClient } from "./kube-client";
-import type { ContainerLogRef } from "./pod-runner";
+import type { ContainerLogRef } from "./pod-model";
 
 const execFileP = promisify(execFile);
 
