@@ -1,13 +1,13 @@
 /**
  * A soak of `winfleet-agent serve` from the bundle built for the run, verifying
  * every 100 ms (the shortest `verifyIntervalSeconds` accepts) with its broker
- * serving: RSS, V8's heap in use and open file
+ * serving: RSS, V8's live heap (after a full collection) and open file
  * descriptors at the start, the middle and the end. Goal: flat once warm (the
  * end within 5% of the middle, descriptors back to the start's).
  * `WINFLEET_SOAK_SECONDS` sets the length (default 600).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildBundles } from "../../agent/release/build";
@@ -57,25 +57,42 @@ interface Sample {
   readonly fds: number;
 }
 
-/** RSS and descriptors from /proc; the heap from a diagnostic report the process writes on SIGUSR2. */
+/** Waits for a file in `dir` that was not in `before` and ends in `suffix`, and for its size to settle. */
+async function newFile(dir: string, before: ReadonlySet<string>, suffix: string, what: string): Promise<string> {
+  let file: string | undefined;
+  for (let i = 0; i < 300 && !file; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    file = readdirSync(dir).find((f) => !before.has(f) && f.endsWith(suffix));
+  }
+  if (!file) throw new Error(`serve wrote no ${what}`);
+  let size = -1;
+  for (let i = 0; i < 300; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    const now = statSync(join(dir, file)).size;
+    if (now === size && now > 0) break;
+    size = now;
+  }
+  return join(dir, file);
+}
+
+/**
+ * RSS and descriptors from /proc; the live heap from a diagnostic report the process writes on
+ * SIGUSR2 right after a heap snapshot on SIGWINCH. Writing a snapshot runs a full collection
+ * first, so the report's heap in use is the live set, not wherever the last collection left it.
+ */
 async function sample(child: ChildProcess, reports: string): Promise<Sample> {
   const pid = child.pid ?? -1;
+  // Read before the snapshot, which grows the process while it writes.
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
+  const fds = readdirSync(`/proc/${pid}/fd`).length;
+  const snapshots = new Set(readdirSync(reports));
+  child.kill("SIGWINCH");
+  rmSync(await newFile(reports, snapshots, ".heapsnapshot", "heap snapshot"));
   const before = new Set(readdirSync(reports));
   child.kill("SIGUSR2");
-  let file: string | undefined;
-  for (let i = 0; i < 100 && !file; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    file = readdirSync(reports).find((f) => !before.has(f) && f.endsWith(".json"));
-  }
-  if (!file) throw new Error("serve wrote no diagnostic report");
-  await new Promise((r) => setTimeout(r, 200)); // the report is written in one go; let it finish
-  const report = JSON.parse(readFileSync(join(reports, file), "utf8")) as { javascriptHeap: { usedMemory: number } };
-  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
-  return {
-    rssMb: rssKb / 1024,
-    heapMb: report.javascriptHeap.usedMemory / 1024 / 1024,
-    fds: readdirSync(`/proc/${pid}/fd`).length,
-  };
+  const file = await newFile(reports, before, ".json", "diagnostic report");
+  const report = JSON.parse(readFileSync(file, "utf8")) as { javascriptHeap: { usedMemory: number } };
+  return { rssMb: rssKb / 1024, heapMb: report.javascriptHeap.usedMemory / 1024 / 1024, fds };
 }
 
 void (async () => {
@@ -107,6 +124,8 @@ void (async () => {
     const spawned = spawn(
       process.execPath,
       [
+        "--heapsnapshot-signal=SIGWINCH",
+        `--diagnostic-dir=${reports}`,
         "--report-on-signal",
         "--report-signal=SIGUSR2",
         `--report-directory=${reports}`,
@@ -139,7 +158,7 @@ void (async () => {
     marks.push({ at: "end", s: await sample(spawned, reports) });
     for (const { at, s } of marks)
       console.log(
-        `serve soak, ${at.padEnd(6)}  RSS ${s.rssMb.toFixed(1).padStart(6)} MB | heap in use ${s.heapMb.toFixed(1).padStart(5)} MB | open fds ${s.fds}`,
+        `serve soak, ${at.padEnd(6)}  RSS ${s.rssMb.toFixed(1).padStart(6)} MB | live heap ${s.heapMb.toFixed(1).padStart(5)} MB | open fds ${s.fds}`,
       );
     if (!corrected)
       console.log(
