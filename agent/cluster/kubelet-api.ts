@@ -12,18 +12,13 @@
  * `nodes/proxy` of this node, as a kubelet asks for `/containerLogs`). Nothing else of the
  * kubelet API is served: `exec`, `attach`, `portForward` and `run` answer 501.
  */
-import { execFile } from "node:child_process";
-import { readFile } from "node:fs/promises";
 import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
-import { promisify } from "node:util";
 import { type LogQuery, readContainerLog } from "./container-log";
 import type { KubeClient } from "./kube-client";
 import type { ContainerLogRef } from "./pod-model";
-
-const execFileP = promisify(execFile);
+import { ecKeyAndCsr } from "./pki";
 
 /** Where the API finds logs: the node's pod runner. */
 export interface LogSource {
@@ -58,35 +53,19 @@ export interface KubeletApi {
 
 /** A serving certificate for the node, through the kubelet-serving signer. */
 async function servingCertificate(o: KubeletApiOptions): Promise<{ key: string; cert: string }> {
-  await execFileP(
-    "openssl",
-    [
-      "req",
-      "-new",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "kubelet-serving.key",
-      "-out",
-      "kubelet-serving.csr",
-      "-subj",
-      `/O=system:nodes/CN=system:node:${o.nodeName}`,
-      "-addext",
-      `subjectAltName=IP:${o.address},DNS:${o.nodeName}`,
-    ],
-    { cwd: o.dir },
+  const { keyPem: key, csrPem } = await ecKeyAndCsr(
+    o.dir,
+    "kubelet-serving",
+    `/O=system:nodes/CN=system:node:${o.nodeName}`,
+    ["-addext", `subjectAltName=IP:${o.address},DNS:${o.nodeName}`],
   );
-  const key = await readFile(join(o.dir, "kubelet-serving.key"), "utf8");
   const name = `kubelet-serving-${o.nodeName}-${Date.now().toString(36)}`;
   await o.api.post("/apis/certificates.k8s.io/v1/certificatesigningrequests", {
     apiVersion: "certificates.k8s.io/v1",
     kind: "CertificateSigningRequest",
     metadata: { name },
     spec: {
-      request: (await readFile(join(o.dir, "kubelet-serving.csr"))).toString("base64"),
+      request: Buffer.from(csrPem).toString("base64"),
       signerName: "kubernetes.io/kubelet-serving",
       usages: ["digital signature", "server auth"],
     },

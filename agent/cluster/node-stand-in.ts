@@ -10,13 +10,10 @@
  * when it has one. Pods are run by pod-runner.ts; what is not stood in for is listed in
  * docs/local-fleet.md.
  */
-import { execFile } from "node:child_process";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { KubeClient, KubeError } from "./kube-client";
-
-const execFileP = promisify(execFile);
+import { ecKeyAndCsr } from "./pki";
 
 /** What a node needs to join: the API server, its CA and a bootstrap token. */
 export interface JoinArgs {
@@ -48,26 +45,7 @@ export interface NodeCredential {
  */
 export async function tlsBootstrap(args: JoinArgs): Promise<NodeCredential> {
   await mkdir(args.dir, { recursive: true, mode: 0o700 });
-  await execFileP(
-    "openssl",
-    [
-      "req",
-      "-new",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "node.key",
-      "-out",
-      "node.csr",
-      "-subj",
-      `/O=system:nodes/CN=system:node:${args.nodeName}`,
-    ],
-    { cwd: args.dir },
-  );
-  const keyPem = await readFile(join(args.dir, "node.key"), "utf8");
+  const { keyPem, csrPem } = await ecKeyAndCsr(args.dir, "node", `/O=system:nodes/CN=system:node:${args.nodeName}`);
   const bootstrap = new KubeClient(args.server, { ca: args.caPem, token: args.bootstrapToken });
   // A name per attempt: a CSR cannot be changed once made, and each attempt has a key of its own.
   const name = `node-csr-${args.nodeName}-${Date.now().toString(36)}`;
@@ -76,7 +54,7 @@ export async function tlsBootstrap(args: JoinArgs): Promise<NodeCredential> {
     kind: "CertificateSigningRequest",
     metadata: { name },
     spec: {
-      request: (await readFile(join(args.dir, "node.csr"))).toString("base64"),
+      request: Buffer.from(csrPem).toString("base64"),
       signerName: "kubernetes.io/kube-apiserver-client-kubelet",
       usages: ["digital signature", "client auth"],
     },

@@ -42,6 +42,35 @@ async function openssl(dir: string, args: readonly string[]): Promise<void> {
 
 const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"] as const;
 
+/**
+ * A new P-256 key and a certificate request for `subject` (e.g. `/O=system:nodes/CN=system:node:n1`),
+ * written as `<name>.key` and `<name>.csr` in `dir`; `extra` adds `req` options such as `-addext`.
+ */
+export async function ecKeyAndCsr(
+  dir: string,
+  name: string,
+  subject: string,
+  extra: readonly string[] = [],
+): Promise<{ keyPem: string; csrPem: string }> {
+  await openssl(dir, [
+    "req",
+    "-new",
+    ...EC,
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.csr`,
+    "-subj",
+    subject,
+    ...extra,
+  ]);
+  const [keyPem, csrPem] = await Promise.all([
+    readFile(join(dir, `${name}.key`), "utf8"),
+    readFile(join(dir, `${name}.csr`), "utf8"),
+  ]);
+  return { keyPem, csrPem };
+}
+
 async function clientCert(dir: string, name: string, subject: string): Promise<void> {
   await writeFile(
     join(dir, `${name}.ext`),

@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
 import { KubeClient, KubeError } from "../../agent/cluster/kube-client";
+import { ecKeyAndCsr } from "../../agent/cluster/pki";
 import {
   CALICO_ACCOUNT,
   CALICO_TOKEN_SECRET,
@@ -233,25 +234,7 @@ describe(
         assert.equal(await admin.allowed(user, groups, a), false, show(a));
       }
       // A certificate as TLS bootstrap ends with (the cluster CA, O=system:nodes, CN=system:node:<name>).
-      execFileSync(
-        "openssl",
-        [
-          "req",
-          "-new",
-          "-newkey",
-          "ec",
-          "-pkeyopt",
-          "ec_paramgen_curve:P-256",
-          "-nodes",
-          "-keyout",
-          "node.key",
-          "-out",
-          "node.csr",
-          "-subj",
-          `/O=system:nodes/CN=${user}`,
-        ],
-        { cwd: dir, stdio: "ignore" },
-      );
+      await ecKeyAndCsr(dir, "node", `/O=system:nodes/CN=${user}`);
       execFileSync(
         "openssl",
         [

@@ -9,13 +9,14 @@
  * bootstrap token, content ConfigMap, upgrader DaemonSet) is what any pool deploys there.
  */
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
 import { KubeClient, KubeError } from "../../agent/cluster/kube-client";
+import { ecKeyAndCsr } from "../../agent/cluster/pki";
 import {
   enginesOrSkip,
   pulumiProject,
@@ -187,25 +188,7 @@ describe(
       const dir = tempDir("winfleet-csr-");
       try {
         const node = "e2e-node-1";
-        execFileSync(
-          "openssl",
-          [
-            "req",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "node.key",
-            "-out",
-            "node.csr",
-            "-subj",
-            `/O=system:nodes/CN=system:node:${node}`,
-          ],
-          { cwd: dir, stdio: "ignore" },
-        );
+        await ecKeyAndCsr(dir, "node", `/O=system:nodes/CN=system:node:${node}`);
         const bootstrap = admin.as({ token: `${TOKEN_ID}.${TOKEN_SECRET}` });
         const name = `node-csr-${node}`;
         await bootstrap.post("/apis/certificates.k8s.io/v1/certificatesigningrequests", {
