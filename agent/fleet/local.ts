@@ -260,15 +260,7 @@ export async function localDiagnose(
       AgentErrorCode.NotFound,
       `no host ${host} in ${stateDir} (hosts: ${(await readdir(join(stateDir, "hosts")).catch(() => [])).join(", ") || "none"})`,
     );
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [agentEntry, "diagnose", "--config", paths.config, "--agent-log", paths.log, ...args],
-      { stdio: "inherit" },
-    );
-    child.on("error", reject);
-    child.on("exit", (code) => resolve(code ?? 1));
-  });
+  return runAgent(agentEntry, ["diagnose", "--config", paths.config, "--agent-log", paths.log, ...args]);
 }
 
 /**
@@ -287,10 +279,13 @@ export async function localExec(
       AgentErrorCode.NotFound,
       `host ${host} is not running (no broker socket at ${paths.broker}); start the fleet with winfleet local up`,
     );
+  return runAgent(agentEntry, ["cli", "prc", "run", "--server", paths.broker, ...args]);
+}
+
+/** Runs the agent with this terminal as its own; resolves with its exit code. */
+function runAgent(agentEntry: string, args: readonly string[]): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [agentEntry, "cli", "prc", "run", "--server", paths.broker, ...args], {
-      stdio: "inherit",
-    });
+    const child = spawn(process.execPath, [agentEntry, ...args], { stdio: "inherit" });
     child.on("error", reject);
     child.on("exit", (code) => resolve(code ?? 1));
   });
