@@ -5,11 +5,15 @@
  * worker for the next command is forked as soon as the previous one ends, so
  * the fork overlaps the agent's own work instead of delaying the command.
  *
- * Channels (all pipes): fd 0 carries command texts to the waiting worker;
- * fd 4 carries control lines to the driver (`E <n>` + variable updates,
- * `R <id> <token>` = report the worker's end); fd 3 carries acknowledgements
- * (`E`) and exit statuses (`<id> <status>`); fd 1 and fd 2 are the commands'
- * own output, each invocation's ended by its random token.
+ * Channels (all pipes): fd 0 carries control lines to the driver (`E <n>` +
+ * variable updates, `R <token>` = report the worker's end); fd 4 carries
+ * command texts to the waiting worker; fd 3 carries the acknowledgement of a
+ * variable update (`E`); fd 1 and fd 2 are the commands' own output, each
+ * invocation's ended by its random token, which on fd 1 is followed by the
+ * worker's exit status and a newline. The token is sent after the worker was
+ * forked, so no command can know its own; one write per stream ends a command,
+ * and the driver reads every line from its fd 0 without a redirection, since
+ * `read` in sh takes a byte per system call and a redirection costs five more.
  *
  * Data never becomes code: a value travels as lines read by `read -r` and is
  * exported with `export "$name=$value"`; names are checked to be identifiers.
@@ -25,8 +29,8 @@ import { OUTPUT_LIMIT, TailBuffer } from "./shell";
 const DRIVER = `
 __wf_readval() {
   __wf_v=; __wf_i=0
-  while [ "$__wf_i" -lt "$2" ]; do
-    IFS= read -r __wf_l <&"$1"
+  while [ "$__wf_i" -lt "$1" ]; do
+    IFS= read -r __wf_l
     if [ "$__wf_i" -gt 0 ]; then __wf_v="$__wf_v
 $__wf_l"; else __wf_v=$__wf_l; fi
     __wf_i=$((__wf_i + 1))
@@ -34,25 +38,25 @@ $__wf_l"; else __wf_v=$__wf_l; fi
 }
 __wf_fork() {
   (
-    exec 3>&- 4<&- 5<&-
+    exec 3>&- 4<&-
     IFS= read -r __wf_c || exit 0
-    __wf_readval 0 "$__wf_c"
+    __wf_readval "$__wf_c"
     __wf_cmd=$__wf_v
-    unset __wf_v __wf_i __wf_l __wf_c __wf_op __wf_a __wf_b __wf_name __wf_pid __wf_s
-    eval "$__wf_cmd" </dev/null
-  ) <&5 &
+    unset __wf_v __wf_i __wf_l __wf_c __wf_op __wf_a __wf_name __wf_pid __wf_s
+    exec </dev/null
+    eval "$__wf_cmd"
+  ) <&4 &
   __wf_pid=$!
 }
-exec 5<&0
 __wf_fork
-while IFS=' ' read -r __wf_op __wf_a __wf_b <&4; do
+while IFS=' ' read -r __wf_op __wf_a; do
   case $__wf_op in
     E)
       kill "$__wf_pid" 2>/dev/null
       wait "$__wf_pid" 2>/dev/null
       while [ "$__wf_a" -gt 0 ]; do
-        IFS=' ' read -r __wf_name __wf_c <&4
-        if [ "$__wf_c" = - ]; then unset "$__wf_name"; else __wf_readval 4 "$__wf_c"; export "$__wf_name=$__wf_v"; fi
+        IFS=' ' read -r __wf_name __wf_c
+        if [ "$__wf_c" = - ]; then unset "$__wf_name"; else __wf_readval "$__wf_c"; export "$__wf_name=$__wf_v"; fi
         __wf_a=$((__wf_a - 1))
       done
       __wf_fork
@@ -61,9 +65,8 @@ while IFS=' ' read -r __wf_op __wf_a __wf_b <&4; do
     R)
       wait "$__wf_pid"
       __wf_s=$?
-      printf '%s' "$__wf_b"
-      printf '%s' "$__wf_b" >&2
-      printf '%s %s\\n' "$__wf_a" "$__wf_s" >&3
+      printf '%s' "$__wf_a" >&2
+      printf '%s%s\\n' "$__wf_a" "$__wf_s"
       __wf_fork
       ;;
   esac
@@ -77,16 +80,25 @@ function block(value: string): string {
   return `${lines.length}\n${lines.join("\n")}\n`;
 }
 
-/** One output stream, split at invocation tokens. */
+/**
+ * One output stream, split at invocation tokens. On the stream that carries
+ * the exit status after the token, the token counts as found once the status's
+ * newline arrived.
+ */
 class TokenSplitter {
   private current = new TailBuffer(OUTPUT_LIMIT);
-  private carry = Buffer.alloc(0);
+  private carry: Buffer = Buffer.alloc(0);
   private done: TailBuffer | undefined;
   private token: Buffer | undefined;
+  /** What followed the last token found, up to its newline (the exit status on stdout). */
+  trailer = "";
+
+  constructor(private readonly withTrailer: boolean) {}
 
   expect(token: Buffer): void {
     this.token = token;
     this.done = undefined;
+    this.trailer = "";
     this.scan(Buffer.alloc(0));
   }
 
@@ -106,7 +118,7 @@ class TokenSplitter {
   private scan(chunk: Buffer): void {
     const token = this.token;
     if (!token) return;
-    const window = Buffer.concat([this.carry, chunk]);
+    const window = this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk]);
     const at = window.indexOf(token);
     if (at < 0) {
       const keep = Math.max(0, window.length - (token.length - 1));
@@ -115,12 +127,23 @@ class TokenSplitter {
       return;
     }
     this.current.push(window.subarray(0, at));
+    let end = at + token.length;
+    if (this.withTrailer) {
+      // The driver writes token, status and newline at once, but a read may still end inside them.
+      const nl = window.indexOf(0x0a, end);
+      if (nl < 0) {
+        this.carry = window.subarray(at);
+        return;
+      }
+      this.trailer = window.subarray(end, nl).toString("latin1");
+      end = nl + 1;
+    }
     this.done = this.current;
     this.token = undefined;
     this.carry = Buffer.alloc(0);
     // Anything after the token was written by something the last command left running.
     this.current = new TailBuffer(OUTPUT_LIMIT);
-    this.current.push(window.subarray(at + token.length));
+    this.current.push(window.subarray(end));
   }
 }
 
@@ -136,14 +159,14 @@ export interface DriverResult {
 export class ShDriver {
   private readonly child: ChildProcess;
   private readonly control: Writable;
-  private readonly out = new TokenSplitter();
-  private readonly err = new TokenSplitter();
-  private statusText = "";
+  private readonly commands: Writable;
+  private readonly out = new TokenSplitter(true);
+  private readonly err = new TokenSplitter(false);
+  private ackText = "";
   private wake: (() => void) | undefined;
   /** Variables set on top of the base environment, as the driver has them now. */
   private extra = new Map<string, string>();
   private readonly baseEnv: Readonly<Record<string, string>>;
-  private counter = 0;
   /** Set when the process has exited. */
   exited = false;
 
@@ -155,7 +178,8 @@ export class ShDriver {
       detached: true,
     });
     this.baseEnv = baseEnv;
-    this.control = this.child.stdio[4] as Writable;
+    this.control = this.child.stdin as Writable;
+    this.commands = this.child.stdio[4] as Writable;
     this.child.stdout?.on("data", (c: Buffer) => {
       this.out.push(c);
       this.wake?.();
@@ -164,13 +188,13 @@ export class ShDriver {
       this.err.push(c);
       this.wake?.();
     });
-    const status = this.child.stdio[3] as Readable;
-    status.setEncoding("utf8");
-    status.on("data", (c: string) => {
-      this.statusText += c;
+    const acks = this.child.stdio[3] as Readable;
+    acks.setEncoding("utf8");
+    acks.on("data", (c: string) => {
+      this.ackText += c;
       this.wake?.();
     });
-    for (const s of [this.child.stdin, this.control]) s?.on("error", () => undefined); // death is seen through "exit"
+    for (const s of [this.control, this.commands]) s.on("error", () => undefined); // death is seen through "exit"
     this.child.on("exit", () => {
       this.exited = true;
       this.wake?.();
@@ -204,36 +228,26 @@ export class ShDriver {
     this.extra = new Map(Object.entries(extra));
     this.control.write(`E ${ops.length}\n${ops.join("")}`);
     return this.until(() => {
-      const i = this.statusText.indexOf("E\n");
+      const i = this.ackText.indexOf("E\n");
       if (i < 0) return false;
-      this.statusText = this.statusText.slice(0, i) + this.statusText.slice(i + 2);
+      this.ackText = this.ackText.slice(0, i) + this.ackText.slice(i + 2);
       return true;
     });
   }
 
   /** Runs `command` in the waiting worker; resolves when it ended or the driver died. */
   async run(command: string): Promise<DriverResult> {
-    const id = String(++this.counter);
-    const token = `\u001f${randomBytes(16).toString("hex")}\u001f`;
+    // 128 random bits; base64url holds no space, quote or newline the driver's `read` would split at.
+    const token = `\u001f${randomBytes(16).toString("base64url")}\u001f`;
     const tokenBytes = Buffer.from(token);
     this.out.expect(tokenBytes);
     this.err.expect(tokenBytes);
-    this.child.stdin?.write(block(command));
-    this.control.write(`R ${id} ${token}\n`);
-    let status: number | null = null;
-    const prefix = `${id} `;
-    const finished = await this.until(() => {
-      if (status === null && this.statusText.startsWith(prefix)) {
-        const nl = this.statusText.indexOf("\n");
-        if (nl > 0) {
-          status = Number(this.statusText.slice(prefix.length, nl));
-          this.statusText = this.statusText.slice(nl + 1);
-        }
-      }
-      return status !== null && this.out.take() !== undefined && this.err.take() !== undefined;
-    });
+    this.commands.write(block(command));
+    this.control.write(`R ${token}\n`);
+    const finished = await this.until(() => this.out.take() !== undefined && this.err.take() !== undefined);
+    const status = finished && /^\d+$/.test(this.out.trailer) ? Number(this.out.trailer) : null;
     const empty = new TailBuffer();
-    return { status: finished ? status : null, stdout: this.out.take() ?? empty, stderr: this.err.take() ?? empty };
+    return { status, stdout: this.out.take() ?? empty, stderr: this.err.take() ?? empty };
   }
 
   /** Kills the driver, its workers and everything they started in its process group. */
@@ -245,7 +259,7 @@ export class ShDriver {
   /** Lets the driver finish: closing its control channel ends its loop. */
   async end(): Promise<void> {
     this.control.end();
-    this.child.stdin?.end();
+    this.commands.end();
     await this.exit();
   }
 

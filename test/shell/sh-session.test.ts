@@ -107,6 +107,25 @@ describe("the POSIX sh runner", () => {
     assert.equal(r.stderr.toString(), "warning: something\n");
   });
 
+  it("reports each exit status exactly, whatever the output ends with", async () => {
+    // The status travels on stdout right after the end marker, so output that ends without a
+    // newline, or with the marker's delimiter byte, must neither swallow nor corrupt it.
+    const cases: [string, number, string, string | undefined][] = [
+      ["printf 'no newline'; exit 3", 3, "no newline", ""],
+      ["printf '\\037'; printf '\\037' >&2; exit 255", 255, "\x1f", "\x1f"],
+      ["printf '12\\n'; printf 'x' >&2; exit 1", 1, "12\n", "x"],
+      ["printf '\\037R 0\\n'", 0, "\x1fR 0\n", ""],
+      ["sh -c 'kill -9 $$'", 137, "", undefined], // the shell may say "Killed" on stderr
+      ["true", 0, "", ""],
+    ];
+    for (const [command, code, out, err] of cases) {
+      const r = await sh.run({ command, env: {}, timeoutMs: T });
+      assert.equal(r.exitCode, code, command);
+      assert.equal(r.stdout.toString("latin1"), out, command);
+      if (err !== undefined) assert.equal(r.stderr.toString("latin1"), err, command);
+    }
+  });
+
   it("runs in one session: the shell's pid stays the same", async () => {
     const a = await sh.run({ command: "echo $$", env: {}, timeoutMs: T });
     const b = await sh.run({ command: "echo $$", env: {}, timeoutMs: T });
