@@ -126,6 +126,19 @@ describe("the POSIX sh runner", () => {
     }
   });
 
+  it("reports a session that dies under a command, and runs the next command in a new one", async () => {
+    const before = await sh.run({ command: "echo $$", env: { A: "1" }, timeoutMs: T });
+    // In the worker subshell $$ is the session's shell itself.
+    const r = await sh.run({ command: "echo partial; kill -9 $$; sleep 5", env: { A: "1" }, timeoutMs: T });
+    assert.equal(r.exitCode, null);
+    assert.equal(r.timedOut, false);
+    assert.match(r.stderr.toString(), /the sh session ended while the command ran/);
+    const after = await sh.run({ command: 'echo $$ "$A"', env: { A: "1" }, timeoutMs: T });
+    assert.equal(after.exitCode, 0, after.stderr.toString());
+    assert.notEqual(after.stdout.toString().split(" ")[0], before.stdout.toString().trim());
+    assert.match(after.stdout.toString(), / 1\n$/, "the new session has the invocation's variables");
+  });
+
   it("runs in one session: the shell's pid stays the same", async () => {
     const a = await sh.run({ command: "echo $$", env: {}, timeoutMs: T });
     const b = await sh.run({ command: "echo $$", env: {}, timeoutMs: T });
