@@ -6,5 +6,5 @@ export { openBundle } from "./bundle-source";
 export { installationAt } from "./installation";
 export { pidFileManager, systemdManager } from "./service-manager";
 export { windowsServiceManager } from "./service-manager.win32";
-export { AGENT_NODE_FLAGS, renderSystemdUnit, renderWindowsServiceInstall } from "./service-units";
+export { renderSystemdUnit, renderWindowsServiceInstall } from "./service-units";
 export { type UpResult, up } from "./up";

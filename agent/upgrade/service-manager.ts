@@ -8,7 +8,7 @@ import { openSync } from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { AGENT_NODE_FLAGS } from "./service-units";
+import { AGENT_NODE_FLAGS } from "../common";
 
 /** Restarts the agent so it runs the code `current` points at. */
 export interface ServiceManager {

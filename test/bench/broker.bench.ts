@@ -26,7 +26,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { appInfo } from "../../agent/broker/client";
 import { buildBundles } from "../../agent/release/build";
-import { AGENT_NODE_FLAGS } from "../../agent/upgrade";
+import { AGENT_NODE_FLAGS } from "../../agent/common";
 import { script } from "../broker/harness";
 import { goal, interleavedMedianMs, medianMs, report } from "./harness";
 import { tempDir } from "../support";

@@ -20,7 +20,7 @@ import {
   pruneCodeCache,
   runBundle,
 } from "../../agent/release/code-cache";
-import { AGENT_NODE_FLAGS } from "../../agent/upgrade";
+import { AGENT_NODE_FLAGS } from "../../agent/common";
 import { scratchDir } from "../support";
 
 const scratch = scratchDir("winfleet-code-cache-");
