@@ -15,8 +15,9 @@
  * compiled) and Node's options (the service starts with a heap option, which
  * V8 counts among the flags its cache must match: one key for both would be
  * rejected and rewritten by turns); V8 itself rejects an entry whose source
- * length, V8 version or flags differ, and the entry is then rewritten. Nothing here can make a run
- * fail: any problem with the cache means an ordinary compile.
+ * length, V8 version or flags differ, and the entry is then rewritten.
+ * Nothing here can make a run fail: any problem with the cache means an
+ * ordinary compile.
  *
  * Every build of a bundle, in every place it is installed, gets entries of its
  * own (0.2–2 MB each, one per command run), so a node that upgrades its agent
