@@ -9,6 +9,7 @@
  * value converges in place, so registering twice changes nothing, and an
  * upgrade (which moves the `current` junction) keeps the service as it is.
  */
+import { AGENT_NODE_FLAGS } from "../agent/common";
 
 /** The agent's Windows service, also the name of the scheduled task earlier bootstraps registered. */
 export const AGENT_SERVICE = "winfleet-agent";
@@ -154,7 +155,7 @@ if ($null -ne (Get-ScheduledTask -TaskName ${q(AGENT_SERVICE)} -ErrorAction Sile
     }
     Unregister-ScheduledTask -TaskName ${q(AGENT_SERVICE)} -Confirm:$false
 }
-$agentArguments = '"' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"'
+$agentArguments = '${AGENT_NODE_FLAGS.join(" ")} "' + "$current\\bin\\winfleet-agent.js" + '" serve --config "' + $configPath + '"'
 # Its output beside the config, where winfleet-agent diagnose looks for the agent's log.
 $registered = Register-WinfleetAgentService -Name ${q(AGENT_SERVICE)} -Nssm $nssm -Node $node -Arguments $agentArguments -Directory $root -LogFile "$root\\agent.log"
 if (($changed -or $agentMoved -or $registered) -and (Get-Service -Name ${q(AGENT_SERVICE)}).Status -ne 'Stopped') {

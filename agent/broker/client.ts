@@ -155,6 +155,24 @@ export async function runProcess(
   });
   const done = new Promise<number>((resolvePromise, reject) => {
     let exitCode = 0;
+    let settled = false;
+    const finish = (outcome: () => void): void => {
+      stop();
+      c.close();
+      io.stdout.removeListener("error", outputFailed);
+      io.stderr.removeListener("error", outputFailed);
+      if (settled) return;
+      settled = true;
+      outcome();
+    };
+    // A reader that goes away (`prc run ... | head`) ends the run, host process and all, instead of
+    // leaving an unhandled EPIPE to crash the client.
+    const outputFailed = (e: Error): void => {
+      finish(() => reject(new Error(`cannot write the process's output: ${e.message}`)));
+      wait.cancel();
+    };
+    io.stdout.on("error", outputFailed);
+    io.stderr.on("error", outputFailed);
     wait.on("data", (msg: ProcessWaitResponse) => {
       const o = msg.Options;
       const out = o.case === "StdOut" ? io.stdout : o.case === "StdErr" ? io.stderr : undefined;
@@ -165,16 +183,8 @@ export async function runProcess(
         exitCode = o.value;
       }
     });
-    wait.on("end", () => {
-      stop();
-      c.close();
-      resolvePromise(exitCode);
-    });
-    wait.on("error", (e) => {
-      stop();
-      c.close();
-      reject(e);
-    });
+    wait.on("end", () => finish(() => resolvePromise(exitCode)));
+    wait.on("error", (e) => finish(() => reject(e)));
   });
   return { name, done, stop };
 }

@@ -7,6 +7,7 @@ export { BodyTooLargeError, readBodyLimited } from "./bounded-body";
 export { canonicalJson } from "./canonical-json";
 export { baseEnvironment } from "./child-environment";
 export {
+  AGENT_NODE_FLAGS,
   defaultBrokerConfig,
   defaultInstallDir,
   defaultRoot,

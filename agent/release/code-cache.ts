@@ -10,11 +10,14 @@
  * winfleet\code-cache` on Windows (for the SYSTEM service, its own profile), or
  * `WINFLEET_CODE_CACHE=<dir>`; `WINFLEET_CODE_CACHE=off` turns it off. On
  * POSIX a directory another user could write to is not used: a cache is code.
- * Entries are keyed by the bundle file (path, size, mtime), Node's version
- * and the command (so the idle broker does not carry the bytecode `apply`
- * compiled); V8 itself rejects an entry whose source length, V8 version or
- * flags differ, and the entry is then rewritten. Nothing here can make a run
- * fail: any problem with the cache means an ordinary compile.
+ * Entries are keyed by the bundle file (path, size, mtime), Node's version,
+ * the command (so the idle broker does not carry the bytecode `apply`
+ * compiled) and Node's options (the service starts with a heap option, which
+ * V8 counts among the flags its cache must match: one key for both would be
+ * rejected and rewritten by turns); V8 itself rejects an entry whose source
+ * length, V8 version or flags differ, and the entry is then rewritten.
+ * Nothing here can make a run fail: any problem with the cache means an
+ * ordinary compile.
  *
  * Every build of a bundle, in every place it is installed, gets entries of its
  * own (0.2–2 MB each, one per command run), so a node that upgrades its agent
@@ -109,10 +112,15 @@ export function cacheKeyDigest(text: string): string {
   return out.join("");
 }
 
-/** The cache entry for `lib` run as `command`. */
-export function cacheEntry(dir: string, lib: string, command: string): string {
+/** The cache entry for `lib` run as `command` by a Node started with `flags`. */
+export function cacheEntry(
+  dir: string,
+  lib: string,
+  command: string,
+  flags: readonly string[] = process.execArgv,
+): string {
   const s = statSync(lib);
-  const key = [realpathSync(lib), s.size, s.mtimeMs, process.version, process.arch, command].join("\0");
+  const key = [realpathSync(lib), s.size, s.mtimeMs, process.version, process.arch, command, ...flags].join("\0");
   return join(dir, `${cacheKeyDigest(key)}.bin`);
 }
 

@@ -8,6 +8,7 @@ import { openSync } from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { AGENT_NODE_FLAGS } from "../common";
 
 /** Restarts the agent so it runs the code `current` points at. */
 export interface ServiceManager {
@@ -57,7 +58,8 @@ export function pidFileManager(
   const start = async (): Promise<number> => {
     await mkdir(installDir, { recursive: true });
     const log = openSync(join(installDir, "agent.log"), "a");
-    const child = spawn(process.execPath, [join(installDir, "current", "bin", "winfleet-agent.js"), ...args], {
+    const entry = join(installDir, "current", "bin", "winfleet-agent.js");
+    const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, entry, ...args], {
       detached: true,
       stdio: ["ignore", log, log],
     });

@@ -5,6 +5,7 @@
  * Node cannot answer the Service Control Manager itself, so on Windows the
  * service runs through a service wrapper (nssm, shipped as a content component).
  */
+import { AGENT_NODE_FLAGS } from "../common";
 
 /** Where and how the agent runs. */
 export interface ServiceSpec {
@@ -21,7 +22,7 @@ const systemdQuote = (s: string): string =>
 
 /** The systemd unit (winfleet-agent.service). */
 export function renderSystemdUnit(spec: ServiceSpec): string {
-  const exec = [spec.node, `${spec.installDir}/current/bin/winfleet-agent.js`, ...spec.args]
+  const exec = [spec.node, ...AGENT_NODE_FLAGS, `${spec.installDir}/current/bin/winfleet-agent.js`, ...spec.args]
     .map(systemdQuote)
     .join(" ");
   return [
@@ -65,7 +66,7 @@ export function renderWindowsServiceInstall(spec: ServiceSpec & { readonly nssm:
     "    & $nssm remove $name confirm | Out-Null",
     '    if ($LASTEXITCODE -ne 0) { throw "nssm could not remove $name ($LASTEXITCODE)" }',
     "}",
-    `& $nssm install $name ${psQuote(spec.node)} ${[entry, ...spec.args].map(psQuote).join(" ")} | Out-Null`,
+    `& $nssm install $name ${psQuote(spec.node)} ${[...AGENT_NODE_FLAGS, entry, ...spec.args].map(psQuote).join(" ")} | Out-Null`,
     'if ($LASTEXITCODE -ne 0) { throw "nssm could not install $name ($LASTEXITCODE)" }',
     "& $nssm set $name DisplayName 'winfleet agent' | Out-Null",
     "& $nssm set $name Start SERVICE_AUTO_START | Out-Null",

@@ -24,6 +24,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AGENT_NODE_FLAGS } from "../../agent/common";
 import { buildBundles } from "../../agent/release/build";
 import { goal, interleavedMedianMs, medianMs, report } from "./harness";
 
@@ -102,8 +103,9 @@ void (async () => {
     const idle = await idleRss(["-e", "setInterval(() => {}, 1000)"]);
     // A node's service starts with its code cache warm on every start but its first; the first
     // start compiles the bundle itself, and writes the cache as it stops.
-    const firstStart = await idleRss([bin, "broker", "--config", config]);
-    const bundled = await idleRss([bin, "broker", "--config", config]);
+    // With the Node options the service definitions start it with.
+    const firstStart = await idleRss([...AGENT_NODE_FLAGS, bin, "broker", "--config", config]);
+    const bundled = await idleRss([...AGENT_NODE_FLAGS, bin, "broker", "--config", config]);
     const fromSource = await idleRss([join(REPO, "bin", "winfleet-agent.js"), "broker", "--config", config], {
       WINFLEET_LAUNCH: "source",
     });
@@ -119,7 +121,9 @@ void (async () => {
       "-e",
       `const s = require("node:fs").readFileSync(${JSON.stringify(join(work, "dist", "agent", "lib", "winfleet-agent.js"))}, "latin1"); new (require("node:vm").Script)("(function(){" + s + "\\n})"); setInterval(() => {}, 1000)`,
     ]);
-    const trimmed = await idleRss([bin, "broker", "--config", config], { MALLOC_TRIM_THRESHOLD_: "0" });
+    const trimmed = await idleRss([...AGENT_NODE_FLAGS, bin, "broker", "--config", config], {
+      MALLOC_TRIM_THRESHOLD_: "0",
+    });
     // V8 refuses a code cache made under other flags: the first run writes one of its own, the second reads it.
     const noOptRun = () =>
       idleRss(["--no-opt", bin, "broker", "--config", config], { WINFLEET_CODE_CACHE: join(work, "cache-no-opt") });

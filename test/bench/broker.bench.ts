@@ -26,6 +26,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { appInfo } from "../../agent/broker/client";
 import { buildBundles } from "../../agent/release/build";
+import { AGENT_NODE_FLAGS } from "../../agent/common";
 import { script } from "../broker/harness";
 import { goal, interleavedMedianMs, medianMs, report } from "./harness";
 import { tempDir } from "../support";
@@ -46,7 +47,10 @@ async function startAgentBroker(whiteList: string): Promise<{ socket: string; pr
     config,
     `listen: ${dir}/w.sock\nproxy: ${dir}/p.sock\nstateDir: ${dir}/state\nwhiteList:\n${whiteList}`,
   );
-  const child = spawn(process.execPath, [agent, "broker", "--config", config], { stdio: "ignore" });
+  // With the Node options its service definitions start it with.
+  const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, agent, "broker", "--config", config], {
+    stdio: "ignore",
+  });
   const socket = join(dir, "w.sock");
   for (
     let i = 0;
@@ -75,15 +79,21 @@ async function prcThroughput(): Promise<void> {
   const writer = `const srv = require("net").createServer((c) => { c.pipe(process.stdout); c.on("end", () => srv.close()); });
 srv.listen(process.argv[2], () => require("child_process").spawn(process.execPath, ["-e", process.argv[4], process.argv[2], process.argv[3]], { stdio: "inherit" }));`;
   writeFileSync(join(work, "writer.js"), writer);
-  const [piped = NaN, direct = NaN, nodeReads = NaN, twoNodes = NaN, viaBroker = NaN] = await interleavedMedianMs(3, [
-    shell(`${tool} | cat > /dev/null`),
-    shell(`${tool} > /dev/null`),
-    shell(
-      `${process.execPath} -e 'require("child_process").spawn(process.argv[1]).stdout.on("data", () => {})' ${tool}`,
-    ),
-    shell(`rm -f ${hop}; ${process.execPath} ${join(work, "writer.js")} ${hop} ${tool} '${reader}' | cat > /dev/null`),
-    shell(`${process.execPath} ${agent} cli prc run --server ${broker.socket} --path ${tool} | cat > /dev/null`),
-  ]);
+  const cli = `${process.execPath} ${agent} cli prc run --server ${broker.socket} --path ${tool} | cat > /dev/null`;
+  const [piped = NaN, direct = NaN, nodeReads = NaN, twoNodes = NaN, viaBroker = NaN, flagged = NaN] =
+    await interleavedMedianMs(3, [
+      shell(`${tool} | cat > /dev/null`),
+      shell(`${tool} > /dev/null`),
+      shell(
+        `${process.execPath} -e 'require("child_process").spawn(process.argv[1]).stdout.on("data", () => {})' ${tool}`,
+      ),
+      shell(
+        `rm -f ${hop}; ${process.execPath} ${join(work, "writer.js")} ${hop} ${tool} '${reader}' | cat > /dev/null`,
+      ),
+      shell(cli),
+      // The client as a pod could start it, with the service's Node options (see docs/performance.md).
+      shell(cli.replace(` ${agent} `, ` ${AGENT_NODE_FLAGS.join(" ")} ${agent} `)),
+    ]);
   broker.stop();
   const mbps = (ms: number): string => `${(size / MB / (ms / 1000)).toFixed(0)} MB/s`;
   const share = (ms: number, of: number): string => `${((100 * of) / ms).toFixed(0)}%`;
@@ -106,6 +116,11 @@ srv.listen(process.argv[2], () => require("child_process").spawn(process.execPat
     `  floor: two node processes (${mbps(twoNodes)})`,
     { name: "node*2", ms: twoNodes },
     { name: "| cat >/dev/null", ms: piped },
+  );
+  report(
+    `  the client with the service's Node options (${mbps(flagged)})`,
+    { name: "broker", ms: flagged },
+    { name: "node*2", ms: twoNodes },
   );
   console.log(
     `  broker throughput: ${share(viaBroker, piped)} of piped to /dev/null; a bare Node reader: ${share(nodeReads, piped)}; two bare Node processes in series: ${share(twoNodes, piped)}`,

@@ -10,7 +10,9 @@ import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import { describe, it } from "node:test";
+import { runProcess } from "../../agent/broker/client";
 import { runThroughWins, script, startBroker, winsClient } from "./harness";
 import { tempDir } from "../support";
 
@@ -54,4 +56,24 @@ describe("process output under backpressure", () => {
       }
     });
   }
+});
+
+describe("prc run's output going nowhere", () => {
+  it("ends the run with an error naming the output, and the host process with it", { timeout: 30_000 }, async () => {
+    const dir = tempDir("output-closed-");
+    const tool = script(join(dir, "endless.sh"), "exec head -c 4000000000 /dev/zero");
+    const env = await startBroker({ processPaths: [tool] });
+    try {
+      // What `prc run ... | head` meets once head has exited.
+      const closed = new Writable({
+        write: (_chunk, _encoding, callback) => callback(Object.assign(new Error("write EPIPE"), { code: "EPIPE" })),
+      });
+      const run = await runProcess(env.socket, { Path: tool }, { stdout: closed, stderr: new Writable() });
+      await assert.rejects(run.done, /cannot write the process's output: write EPIPE/);
+      for (let i = 0; i < 100 && env.broker.processes().length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(env.broker.processes(), [], "the host process was released");
+    } finally {
+      await env.broker.stop();
+    }
+  });
 });

@@ -217,7 +217,7 @@ describe("service definitions", () => {
     assert.equal(r.status, 0, r.stderr);
     assert.match(
       renderSystemdUnit(spec),
-      /^ExecStart=\S+ \/opt\/winfleet\/current\/bin\/winfleet-agent\.js broker --config "\/etc\/winfleet\/broker config\.yaml"$/m,
+      /^ExecStart=\S+ --initial-old-space-size=64 \/opt\/winfleet\/current\/bin\/winfleet-agent\.js broker --config "\/etc\/winfleet\/broker config\.yaml"$/m,
     );
   });
 
@@ -233,7 +233,7 @@ describe("service definitions", () => {
     assert.match(ps, /'C:\\etc\\it''s\\config'/);
     assert.match(
       ps,
-      /& \$nssm install \$name 'C:\\Program Files\\nodejs\\node\.exe' 'C:\\ProgramData\\winfleet\\current\\bin\\winfleet-agent\.js' 'broker'/,
+      /& \$nssm install \$name 'C:\\Program Files\\nodejs\\node\.exe' '--initial-old-space-size=64' 'C:\\ProgramData\\winfleet\\current\\bin\\winfleet-agent\.js' 'broker'/,
     );
     assert.match(ps, /ObjectName LocalSystem/);
   });

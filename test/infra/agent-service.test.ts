@@ -116,7 +116,8 @@ describe("the agent service in the rendered bootstrap", () => {
     assert.doesNotMatch(text, /'Restart'/);
     assert.match(
       s,
-      /\$agentArguments = '"' \+ "\$current\\bin\\winfleet-agent\.js" \+ '" serve --config "' \+ \$configPath \+ '"'/,
+      // Node starts with the agent's heap options (docs/performance.md), before the entry.
+      /\$agentArguments = '--initial-old-space-size=64 "' \+ "\$current\\bin\\winfleet-agent\.js" \+ '" serve --config "' \+ \$configPath \+ '"'/,
     );
     // Beside the config (C:\ProgramData\winfleet\agent.json), where winfleet-agent diagnose reads the agent's log.
     assert.match(s, /-Directory \$root -LogFile "\$root\\agent\.log"\n/);

@@ -20,6 +20,7 @@ import {
   pruneCodeCache,
   runBundle,
 } from "../../agent/release/code-cache";
+import { AGENT_NODE_FLAGS } from "../../agent/common";
 import { scratchDir } from "../support";
 
 const scratch = scratchDir("winfleet-code-cache-");
@@ -102,6 +103,24 @@ describe("a bundle the build made (BUNDLE_HEAD ... BUNDLE_TAIL)", () => {
     seen.winfleetCodeCacheTest = undefined;
     assert.deepEqual(createRequire(lib)(lib), { ran: true });
     assert.equal(seen.winfleetCodeCacheTest, expected, "required by Node");
+  });
+});
+
+describe("a bundle run with and without the service's Node options", () => {
+  it("keeps an entry for each, so neither rejects and rewrites the other's", () => {
+    const lib = join(scratch, "flags", "lib.js");
+    mkdirSync(join(scratch, "flags"), { recursive: true });
+    writeFileSync(lib, `${BUNDLE_HEAD}\nglobalThis.winfleetCodeCacheTest = "flags";\n${BUNDLE_TAIL}\n`);
+    const cache = join(scratch, "flags-cache");
+    const runner = `process.setSourceMapsEnabled(false); console.log(require(${JSON.stringify(join(__dirname, "..", "..", "agent", "release", "code-cache"))}).runBundle(${JSON.stringify(lib)}, "flags", { WINFLEET_CODE_CACHE: ${JSON.stringify(cache)} }));`;
+    const uses: string[] = [];
+    // V8 counts a heap option among the flags a cache must match: the service's runs and a hand-started one take turns.
+    for (const flags of [[], AGENT_NODE_FLAGS, [], AGENT_NODE_FLAGS]) {
+      const r = spawnSync(process.execPath, [...flags, "--import", "tsx", "-e", runner], { encoding: "utf8" });
+      assert.equal(r.status, 0, r.stderr);
+      uses.push(r.stdout.trim());
+    }
+    assert.deepEqual(uses, ["missing", "missing", "consumed", "consumed"]);
   });
 });
 
