@@ -4,11 +4,10 @@
  * directory's existence and mode, a link's target. Reads only; the report names
  * each component, path and problem.
  */
-import { createHash, webcrypto } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { lstat, readFile, readlink } from "node:fs/promises";
+import { lstat, readlink } from "node:fs/promises";
 import { type PathMapper, locateInRoot, readLedger, refPath } from "../ignition";
 import type { DriftItem } from "./events";
+import { type HashLane, hashLanes } from "./file-hash";
 import { ledgerPath, readJournal } from "./journal";
 import { recorded } from "./store";
 
@@ -19,19 +18,6 @@ export interface VerifyReport {
   readonly checked: number;
 }
 
-const WHOLE_FILE_LIMIT = 8 * 1024 * 1024;
-const PARALLEL = 4;
-
-async function sha512Of(path: string, size: number): Promise<string> {
-  // WebCrypto digests in libuv's thread pool where createHash blocks the one JS thread: with
-  // PARALLEL checks in flight, files hash on every core.
-  if (size <= WHOLE_FILE_LIMIT)
-    return Buffer.from(await webcrypto.subtle.digest("SHA-512", await readFile(path))).toString("hex");
-  const hash = createHash("sha512");
-  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
-  return hash.digest("hex");
-}
-
 /** Compares the host with what the installed components applied. */
 export async function verifyHost(
   root: string,
@@ -40,7 +26,7 @@ export async function verifyHost(
 ): Promise<VerifyReport> {
   const journal = await readJournal(root);
   const ledger = await readLedger(ledgerPath(root));
-  const checks: (() => Promise<DriftItem | undefined>)[] = [];
+  const checks: ((lane: HashLane) => Promise<DriftItem | undefined>)[] = [];
   const checkModes = platform !== "win32"; // NTFS has no POSIX modes to compare
   // Where the apply put each path: links in its parents followed inside the root, never out of it.
   const where = (path: string): string | undefined => {
@@ -55,7 +41,7 @@ export async function verifyHost(
     const { config } = await recorded(root, i.name, i.version);
     const drift = (path: string, problem: DriftItem["problem"]): DriftItem => ({ component: i.name, path, problem });
     for (const f of config.files) {
-      checks.push(async () => {
+      checks.push(async (lane) => {
         const host = where(f.path);
         const s = host === undefined ? undefined : await lstat(host).catch(() => undefined);
         if (!s || host === undefined) return drift(f.path, "missing");
@@ -63,7 +49,7 @@ export async function verifyHost(
         const expected = ledger.files[f.path];
         if (!expected) return undefined;
         if (checkModes && (s.mode & 0o7777) !== expected.mode) return drift(f.path, "mode");
-        return (await sha512Of(host, s.size)) === expected.sha512 ? undefined : drift(f.path, "content");
+        return (await lane.sha512(host, s.size)) === expected.sha512 ? undefined : drift(f.path, "content");
       });
     }
     for (const d of config.directories) {
@@ -93,14 +79,15 @@ export async function verifyHost(
   }
   const items: DriftItem[] = [];
   let next = 0;
-  const worker = async (): Promise<void> => {
+  // One worker per lane: each hashes one file at a time into the lane's buffer.
+  const worker = async (lane: HashLane): Promise<void> => {
     while (next < checks.length) {
       const check = checks[next++];
-      const found = check ? await check() : undefined;
+      const found = check ? await check(lane) : undefined;
       if (found) items.push(found);
     }
   };
-  await Promise.all(Array.from({ length: PARALLEL }, worker));
+  await Promise.all(hashLanes().map(worker));
   items.sort((a, b) => (a.component === b.component ? (a.path < b.path ? -1 : 1) : a.component < b.component ? -1 : 1));
   return { items, checked: checks.length };
 }
