@@ -7,27 +7,21 @@
  * - each pool lane reads a whole file (up to {@link WHOLE_FILE_LIMIT}) and
  *   hands it to WebCrypto, which digests in libuv's thread pool.
  * Node copies what WebCrypto digests, so the pool lanes cost more CPU per byte
- * than the JS lane; they pay off only where a core is otherwise idle, hence
+ * than the JS lanes; they pay off only where a core is otherwise idle, hence
  * one pool lane for each core beyond the first. Reads go through the pool
  * (asynchronous, never blocking the JS thread on a slow disk) into the lane's
- * buffer: no buffer per file for the collector to chase.
+ * buffer: no buffer per file for the collector to chase. Opening and closing
+ * are synchronous, as the lstat of a path's parents is: a trip through the
+ * pool costs two thread switches, more than these calls on a cached inode.
  */
 import { createHash, webcrypto } from "node:crypto";
-import { close, open, read } from "node:fs";
+import { closeSync, openSync, read } from "node:fs";
 import { availableParallelism } from "node:os";
 
 /** Files up to this size are read whole by a pool lane; larger ones are hashed in chunks on the JS thread. */
 export const WHOLE_FILE_LIMIT = 8 * 1024 * 1024;
 /** A JS-lane read: large enough that a syscall is cheap beside the hashing, small enough to keep the loop turning. */
 const CHUNK = 1024 * 1024;
-
-function openFile(path: string): Promise<number> {
-  return new Promise((resolve, reject) => open(path, "r", (e, fd) => (e ? reject(e) : resolve(fd))));
-}
-
-function closeFile(fd: number): Promise<void> {
-  return new Promise((resolve) => close(fd, () => resolve()));
-}
 
 function readInto(fd: number, buf: Buffer, offset: number, length: number): Promise<number> {
   return new Promise((resolve, reject) => read(fd, buf, offset, length, null, (e, n) => (e ? reject(e) : resolve(n))));
@@ -46,7 +40,7 @@ export function jsLane(): HashLane {
     async sha512(path, size) {
       buf ??= Buffer.allocUnsafeSlow(CHUNK);
       const hash = createHash("sha512");
-      const fd = await openFile(path);
+      const fd = openSync(path, "r");
       try {
         for (let got = 0; got < size;) {
           const n = await readInto(fd, buf, 0, Math.min(buf.length, size - got));
@@ -55,7 +49,7 @@ export function jsLane(): HashLane {
           got += n;
         }
       } finally {
-        await closeFile(fd);
+        closeSync(fd);
       }
       return hash.digest("hex");
     },
@@ -69,7 +63,7 @@ export function poolLane(large: HashLane = jsLane()): HashLane {
     async sha512(path, size) {
       if (size > WHOLE_FILE_LIMIT) return large.sha512(path, size);
       if (!buf || buf.length < size) buf = Buffer.allocUnsafeSlow(Math.max(size, CHUNK));
-      const fd = await openFile(path);
+      const fd = openSync(path, "r");
       let got = 0;
       try {
         while (got < size) {
@@ -78,7 +72,7 @@ export function poolLane(large: HashLane = jsLane()): HashLane {
           got += n;
         }
       } finally {
-        await closeFile(fd);
+        closeSync(fd);
       }
       return Buffer.from(await webcrypto.subtle.digest("SHA-512", buf.subarray(0, got))).toString("hex");
     },

@@ -4,7 +4,8 @@
  * directory's existence and mode, a link's target. Reads only; the report names
  * each component, path and problem.
  */
-import { lstat, readlink } from "node:fs/promises";
+import { type Stats, lstatSync } from "node:fs";
+import { readlink } from "node:fs/promises";
 import { type PathMapper, locateInRoot, readLedger, refPath } from "../ignition";
 import type { DriftItem } from "./events";
 import { type HashLane, hashLanes } from "./file-hash";
@@ -16,6 +17,19 @@ export interface VerifyReport {
   readonly items: readonly DriftItem[];
   /** Nodes checked. */
   readonly checked: number;
+}
+
+/**
+ * A path's lstat, or undefined where there is nothing. Synchronous, as the
+ * lookup of its parents is: through the pool it costs more than the call.
+ */
+function lstatOf(host: string | undefined): Stats | undefined {
+  if (host === undefined) return undefined;
+  try {
+    return lstatSync(host);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Compares the host with what the installed components applied. */
@@ -43,7 +57,7 @@ export async function verifyHost(
     for (const f of config.files) {
       checks.push(async (lane) => {
         const host = where(f.path);
-        const s = host === undefined ? undefined : await lstat(host).catch(() => undefined);
+        const s = lstatOf(host);
         if (!s || host === undefined) return drift(f.path, "missing");
         if (!s.isFile()) return drift(f.path, "type");
         const expected = ledger.files[f.path];
@@ -53,23 +67,23 @@ export async function verifyHost(
       });
     }
     for (const d of config.directories) {
-      checks.push(async () => {
-        const host = where(d.path);
-        const s = host === undefined ? undefined : await lstat(host).catch(() => undefined);
+      const check = (): DriftItem | undefined => {
+        const s = lstatOf(where(d.path));
         if (!s) return drift(d.path, "missing");
         if (!s.isDirectory()) return drift(d.path, "type");
         const expected = ledger.files[d.path];
         return checkModes && expected && (s.mode & 0o7777) !== expected.mode ? drift(d.path, "mode") : undefined;
-      });
+      };
+      checks.push(() => Promise.resolve(check()));
     }
     for (const l of config.links) {
       checks.push(async () => {
         const host = where(l.path);
-        const s = host === undefined ? undefined : await lstat(host).catch(() => undefined);
+        const s = lstatOf(host);
         if (!s || host === undefined) return drift(l.path, "missing");
         if (l.hard) {
           const targetHost = where(l.target);
-          const target = targetHost === undefined ? undefined : await lstat(targetHost).catch(() => undefined);
+          const target = lstatOf(targetHost);
           return target && target.ino === s.ino && target.dev === s.dev ? undefined : drift(l.path, "content");
         }
         if (!s.isSymbolicLink()) return drift(l.path, "type");
