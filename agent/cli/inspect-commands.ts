@@ -7,7 +7,7 @@ import type { Command } from "commander";
 import { rootedMapper } from "../ignition";
 import { readStatus, type StatusReport, verifyHost } from "../lifecycle";
 import { AGENT_VERSION } from "../version";
-import { type LifecycleOptions, resolveOptions } from "../service";
+import { type LifecycleOptions, resolveRoot } from "../service";
 import { failure } from "./errors";
 import { EXIT, lifecycleOptions } from "./lifecycle-options";
 
@@ -72,8 +72,7 @@ export function registerInspectCommands(program: Command): void {
     .action(async (opts: LifecycleOptions & { history: number }) => {
       process.exitCode = await (async () => {
         try {
-          const r = await resolveOptions(opts);
-          const s = await readStatus(r.root, opts.history);
+          const s = await readStatus(await resolveRoot(opts), opts.history);
           process.stdout.write(
             opts.json ? `${JSON.stringify({ ...s, agentVersion: AGENT_VERSION }, null, 2)}\n` : formatStatus(s),
           );
@@ -91,8 +90,8 @@ export function registerInspectCommands(program: Command): void {
   ).action(async (opts: LifecycleOptions) => {
     process.exitCode = await (async () => {
       try {
-        const r = await resolveOptions(opts);
-        const report = await verifyHost(r.root, rootedMapper(r.root));
+        const root = await resolveRoot(opts);
+        const report = await verifyHost(root, rootedMapper(root));
         if (opts.json)
           process.stdout.write(
             `${JSON.stringify({ drift: report.items.length > 0, checked: report.checked, items: report.items }, null, 2)}\n`,

@@ -12,7 +12,7 @@ import { readFile, readdir, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { z } from "zod";
 import { ValidationError } from "../common";
-import type { IgnitionConfig } from "../ignition";
+import { configPaths } from "./config-paths";
 import { type Component, loadComponent, parseTemplate } from "./load";
 import type { Template } from "./schema";
 import { validateContent } from "./validate";
@@ -87,11 +87,6 @@ export async function loadCatalog(dir: string, options: LoadOptions = {}): Promi
   )
     return loadSource(dir);
   return loadLoose(dir, options);
-}
-
-/** Config paths of everything a config lays down. */
-export function configPaths(config: IgnitionConfig): string[] {
-  return [...config.files, ...config.directories, ...config.links].map((e) => e.path);
 }
 
 async function exists(path: string): Promise<boolean> {

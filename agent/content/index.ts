@@ -4,7 +4,8 @@
  */
 export { analyzeContent } from "./analysis";
 export { buildContent } from "./build";
-export { type Catalog, type CatalogComponent, configPaths, loadCatalog } from "./catalog";
+export { type Catalog, type CatalogComponent, loadCatalog } from "./catalog";
+export { configPaths } from "./config-paths";
 export { renderContentReference } from "./docs";
 export { nodeLabelProblems } from "./kubelet-config";
 export { parseMetadata } from "./load";

@@ -20,10 +20,10 @@ import {
   splitDeclaredSecrets,
 } from "./environment";
 import { type Journal, type Run, remember, writeJournal } from "./journal";
-import { type DesiredComponent, type InstalledComponent, type Step, describeStep, groupOf } from "./model";
+import { type DesiredComponent, type InstalledComponent, REBOOT_EXIT, type Step, describeStep, groupOf } from "./model";
 import { applyEffect } from "./planner";
 import type { RebootExecutor } from "./reboot";
-import { REBOOT_EXIT, rebootExitFor, runStep } from "./step-runner";
+import { rebootExitFor, runStep } from "./step-runner";
 import { installedComponents, pruneRecords, recorded } from "./store";
 
 /** Everything the executor touches, passed in. */

@@ -14,11 +14,10 @@ export {
 } from "./events";
 export type { RunOutcome } from "./executor";
 export { readJournal, stateDir } from "./journal";
-export { describeStep } from "./model";
+export { describeStep, REBOOT_EXIT } from "./model";
 export { exitRebootExecutor, type RebootExecutor } from "./reboot";
 export { windowsRebootExecutor } from "./reboot.win32";
 export { readStatus, statusOf, type StatusReport } from "./status";
-export { REBOOT_EXIT } from "./step-runner";
 export { pickTemplate, resolveTarget } from "./target";
 export { verifyHost } from "./verify";
 export { ledgerPath } from "./files";

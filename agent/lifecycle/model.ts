@@ -6,6 +6,9 @@
 import type { ComponentMetadata, ShellKind } from "../content";
 import type { Phase } from "./events";
 
+/** Exit code a command uses to say "done, but restart the host" (Windows' ERROR_SUCCESS_REBOOT_REQUIRED). */
+export const REBOOT_EXIT = 3010;
+
 /** The metadata sections that hold commands. */
 export const SECTIONS = ["install", "uninstall", "pre_upgrade", "post_upgrade"] as const;
 /** One section. */

@@ -13,11 +13,15 @@ import type { Shell } from "../shell";
 import { type HostFacts, type RunValues, stepEnvironment } from "./environment";
 import { applyComponentFiles, ownedPath, removeComponentFiles } from "./files";
 import { stateDir } from "./journal";
-import { type CommandStep, type DesiredComponent, type InstalledComponent, type Step, describeStep } from "./model";
+import {
+  type CommandStep,
+  type DesiredComponent,
+  type InstalledComponent,
+  REBOOT_EXIT,
+  type Step,
+  describeStep,
+} from "./model";
 import { recorded } from "./store";
-
-/** Exit code a command uses to say "done, but restart the host" (Windows' ERROR_SUCCESS_REBOOT_REQUIRED). */
-export const REBOOT_EXIT = 3010;
 
 /**
  * The same request as a shell can report it: POSIX exit statuses are 8 bits,

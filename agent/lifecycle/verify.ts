@@ -4,11 +4,11 @@
  * directory's existence and mode, a link's target. Reads only; the report names
  * each component, path and problem.
  */
-import { createHash, webcrypto } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { lstat, readFile, readlink } from "node:fs/promises";
+import { type Stats, lstatSync } from "node:fs";
+import { readlink } from "node:fs/promises";
 import { type PathMapper, locateInRoot, readLedger, refPath } from "../ignition";
 import type { DriftItem } from "./events";
+import { type HashLane, hashLanes } from "./file-hash";
 import { ledgerPath, readJournal } from "./journal";
 import { recorded } from "./store";
 
@@ -19,17 +19,17 @@ export interface VerifyReport {
   readonly checked: number;
 }
 
-const WHOLE_FILE_LIMIT = 8 * 1024 * 1024;
-const PARALLEL = 4;
-
-async function sha512Of(path: string, size: number): Promise<string> {
-  // WebCrypto digests in libuv's thread pool where createHash blocks the one JS thread: with
-  // PARALLEL checks in flight, files hash on every core.
-  if (size <= WHOLE_FILE_LIMIT)
-    return Buffer.from(await webcrypto.subtle.digest("SHA-512", await readFile(path))).toString("hex");
-  const hash = createHash("sha512");
-  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
-  return hash.digest("hex");
+/**
+ * A path's lstat, or undefined where there is nothing. Synchronous, as the
+ * lookup of its parents is: through the pool it costs more than the call.
+ */
+function lstatOf(host: string | undefined): Stats | undefined {
+  if (host === undefined) return undefined;
+  try {
+    return lstatSync(host);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Compares the host with what the installed components applied. */
@@ -40,7 +40,7 @@ export async function verifyHost(
 ): Promise<VerifyReport> {
   const journal = await readJournal(root);
   const ledger = await readLedger(ledgerPath(root));
-  const checks: (() => Promise<DriftItem | undefined>)[] = [];
+  const checks: ((lane: HashLane) => Promise<DriftItem | undefined>)[] = [];
   const checkModes = platform !== "win32"; // NTFS has no POSIX modes to compare
   // Where the apply put each path: links in its parents followed inside the root, never out of it.
   const where = (path: string): string | undefined => {
@@ -55,35 +55,35 @@ export async function verifyHost(
     const { config } = await recorded(root, i.name, i.version);
     const drift = (path: string, problem: DriftItem["problem"]): DriftItem => ({ component: i.name, path, problem });
     for (const f of config.files) {
-      checks.push(async () => {
+      checks.push(async (lane) => {
         const host = where(f.path);
-        const s = host === undefined ? undefined : await lstat(host).catch(() => undefined);
+        const s = lstatOf(host);
         if (!s || host === undefined) return drift(f.path, "missing");
         if (!s.isFile()) return drift(f.path, "type");
         const expected = ledger.files[f.path];
         if (!expected) return undefined;
         if (checkModes && (s.mode & 0o7777) !== expected.mode) return drift(f.path, "mode");
-        return (await sha512Of(host, s.size)) === expected.sha512 ? undefined : drift(f.path, "content");
+        return (await lane.sha512(host, s.size)) === expected.sha512 ? undefined : drift(f.path, "content");
       });
     }
     for (const d of config.directories) {
-      checks.push(async () => {
-        const host = where(d.path);
-        const s = host === undefined ? undefined : await lstat(host).catch(() => undefined);
+      const check = (): DriftItem | undefined => {
+        const s = lstatOf(where(d.path));
         if (!s) return drift(d.path, "missing");
         if (!s.isDirectory()) return drift(d.path, "type");
         const expected = ledger.files[d.path];
         return checkModes && expected && (s.mode & 0o7777) !== expected.mode ? drift(d.path, "mode") : undefined;
-      });
+      };
+      checks.push(() => Promise.resolve(check()));
     }
     for (const l of config.links) {
       checks.push(async () => {
         const host = where(l.path);
-        const s = host === undefined ? undefined : await lstat(host).catch(() => undefined);
+        const s = lstatOf(host);
         if (!s || host === undefined) return drift(l.path, "missing");
         if (l.hard) {
           const targetHost = where(l.target);
-          const target = targetHost === undefined ? undefined : await lstat(targetHost).catch(() => undefined);
+          const target = lstatOf(targetHost);
           return target && target.ino === s.ino && target.dev === s.dev ? undefined : drift(l.path, "content");
         }
         if (!s.isSymbolicLink()) return drift(l.path, "type");
@@ -93,14 +93,15 @@ export async function verifyHost(
   }
   const items: DriftItem[] = [];
   let next = 0;
-  const worker = async (): Promise<void> => {
+  // One worker per lane: each hashes one file at a time into the lane's buffer.
+  const worker = async (lane: HashLane): Promise<void> => {
     while (next < checks.length) {
       const check = checks[next++];
-      const found = check ? await check() : undefined;
+      const found = check ? await check(lane) : undefined;
       if (found) items.push(found);
     }
   };
-  await Promise.all(Array.from({ length: PARALLEL }, worker));
+  await Promise.all(hashLanes().map(worker));
   items.sort((a, b) => (a.component === b.component ? (a.path < b.path ? -1 : 1) : a.component < b.component ? -1 : 1));
   return { items, checked: checks.length };
 }

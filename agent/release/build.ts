@@ -30,6 +30,7 @@ import type * as Esbuild from "esbuild";
 import type { BuildOptions, Metafile, Plugin } from "esbuild";
 import { canonicalJson, importExternal, projectRoot } from "../common";
 import { BUNDLE_HEAD, BUNDLE_TAIL } from "./code-cache";
+import { directImports } from "./direct-imports";
 import { lazyBuiltins } from "./lazy-builtins";
 import { wrappedPackages } from "./wrapped-packages";
 
@@ -177,7 +178,14 @@ function splitParts(repo: string, spec: BundleSpec, fromLib: string, self: strin
   };
 }
 
-function libOptions(repo: string, spec: BundleSpec, entry: string, lib: string, outDir: string): BuildOptions {
+function libOptions(
+  repo: string,
+  spec: BundleSpec,
+  entry: string,
+  lib: string,
+  outDir: string,
+  indexes: Set<string>,
+): BuildOptions {
   // The checkout, relative to where the bundle will lie (for agent/common/project-root.ts).
   const root =
     relative(join(outDir, spec.name, dirname(lib)), repo)
@@ -196,7 +204,12 @@ function libOptions(repo: string, spec: BundleSpec, entry: string, lib: string, 
     external: [...spec.external],
     metafile: true,
     ...(spec.inCheckout ? { define: { WINFLEET_PROJECT_ROOT: JSON.stringify(root) } } : {}),
-    plugins: [lazyBuiltins(), wrappedPackages(["zod"], [zodEnglishOnly]), splitParts(repo, spec, lib, entry)],
+    plugins: [
+      lazyBuiltins(),
+      wrappedPackages(["zod"], [zodEnglishOnly]),
+      splitParts(repo, spec, lib, entry),
+      directImports(join(repo, "agent"), indexes),
+    ],
   };
 }
 
@@ -213,12 +226,19 @@ function binOptions(repo: string, spec: BundleSpec, outFile: string): BuildOptio
   };
 }
 
-async function record(repo: string, spec: BundleSpec, metas: readonly Metafile[]): Promise<BuildRecord> {
+async function record(
+  repo: string,
+  spec: BundleSpec,
+  metas: readonly Metafile[],
+  indexes: ReadonlySet<string>,
+): Promise<BuildRecord> {
   const inputs: Record<string, { size: number; mtimeMs: number }> = {};
   // Packages are tracked through npm's record of the installed tree, one file instead of hundreds.
   const files = metas
     .flatMap((m) => Object.keys(m.inputs))
-    .filter((f) => !f.includes(":") && !f.split(/[\\/]/).includes("node_modules"));
+    .filter((f) => !f.includes(":") && !f.split(/[\\/]/).includes("node_modules"))
+    // The folder indexes imports were bound through: no longer in the bundle, they still decide what is.
+    .concat([...indexes].map((f) => relative(repo, f)));
   for (const rel of [...new Set([...files, ...EXTRA_INPUTS])].sort()) {
     const s = await stat(join(repo, rel)).catch(() => undefined);
     if (s) inputs[rel.split(sep).join("/")] = { size: s.size, mtimeMs: s.mtimeMs };
@@ -264,13 +284,14 @@ export async function buildBundles(
       const lib = join(staging, spec.name, spec.lib);
       const bin = join(staging, spec.name, spec.bin);
       const metas: Metafile[] = [];
+      const indexes = new Set<string>();
       for (const [entry, file] of [
         [spec.entry, spec.lib],
         ...spec.parts.map((p) => [p.entry, p.lib] as const),
       ] as const) {
         // Built for where it will lie (`outDir`), written to the staging copy.
         const result = await esbuild.build({
-          ...libOptions(repo, spec, entry, file, outDir),
+          ...libOptions(repo, spec, entry, file, outDir, indexes),
           outfile: join(staging, spec.name, file),
         });
         if (!result.metafile) throw new Error(`esbuild could not bundle ${entry}`);
@@ -291,7 +312,7 @@ export async function buildBundles(
         private: true,
       };
       await writeFile(join(staging, spec.name, "package.json"), `${canonicalJson(manifest)}\n`);
-      const rec = await record(repo, spec, metas);
+      const rec = await record(repo, spec, metas, indexes);
       records.push([spec.name, rec]);
       made.push({
         name: spec.name,

@@ -5,13 +5,6 @@
 export { type AgentConfig, agentConfigSchema, loadAgentConfig, reportConfigSchema } from "./config";
 export { retarget } from "./retarget";
 export { serve } from "./serve";
-export {
-  type LifecycleOptions,
-  type Resolved,
-  readKey,
-  rebootExecutor,
-  reportDowngrade,
-  resolveOptions,
-  resolveWith,
-} from "./lifecycle-setup";
+export { type LifecycleOptions, readKey, resolveRoot } from "./options";
+export { type Resolved, rebootExecutor, reportDowngrade, resolveOptions, resolveWith } from "./lifecycle-setup";
 export { SERVICE_MANAGERS, type SelfUpgradeOptions, selfUpgrade } from "./self-upgrade";

@@ -4,11 +4,10 @@
  * the lock's process probe, the root and the values commands get. The command
  * lines and `serve` share it, so a node converges the same way from either.
  */
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { linuxProcessHost, windowsProcessHost } from "../broker";
-import { ed25519KeyProblem, AgentError, AgentErrorCode, baseEnvironment, createLogger, defaultRoot } from "../common";
+import { AgentError, AgentErrorCode, baseEnvironment, createLogger } from "../common";
 import type { ShellKind } from "../content";
 import { rootedMapper } from "../ignition";
 import {
@@ -21,28 +20,8 @@ import {
 } from "../lifecycle";
 import { type AllowedDowngrade, checkRelease, recordRelease, verifyBundle } from "../release";
 import { type AgentConfig, loadAgentConfig } from "./config";
+import { type LifecycleOptions, readKey, rootOf } from "./options";
 import { PowerShellSession, ShSession, type Shell } from "../shell";
-
-/** Options the lifecycle commands share, as the command line names them. */
-export interface LifecycleOptions {
-  readonly root?: string;
-  readonly config?: string;
-  readonly content?: string;
-  readonly template?: string;
-  readonly templateVersion?: string;
-  readonly nodeName?: string;
-  readonly kubeconfig?: string;
-  readonly var?: readonly string[];
-  readonly lenient?: boolean;
-  readonly json?: boolean;
-  /** A file holding the ed25519 public key (PEM) content bundles must be signed with; over the config's `publicKey`. */
-  readonly publicKey?: string;
-  /**
-   * Accept signed content older than the version accepted before (logged and reported); or the config's
-   * `allowDowngrade`.
-   */
-  readonly allowDowngrade?: boolean;
-}
 
 function parseVars(pairs: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
@@ -79,7 +58,7 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
   let template = opts.template ?? config?.template;
   let templateVersion = opts.templateVersion ?? (opts.template ? undefined : config?.templateVersion);
   if (template?.includes("@")) [template, templateVersion] = template.split("@", 2) as [string, string];
-  const root = resolve(opts.root ?? config?.root ?? defaultRoot());
+  const root = rootOf(opts, config);
   const nodeName = opts.nodeName ?? config?.nodeName ?? hostname();
   const kubeconfig = opts.kubeconfig ?? config?.kubeconfig;
   const variables = { ...(config?.variables ?? {}), ...parseVars(opts.var ?? []) };
@@ -146,22 +125,6 @@ export function reportDowngrade(d: AllowedDowngrade, dir: string, observer?: Lif
     from: d.from,
     to: d.to,
   });
-}
-
-/** The public key file a command was given, read; a clear error when it cannot be, or is not an ed25519 public key. */
-export function readKey(file: string): string {
-  let pem: string;
-  try {
-    pem = readFileSync(resolve(file), "utf8");
-  } catch (e) {
-    throw new AgentError(
-      AgentErrorCode.InvalidInput,
-      `--public-key ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`,
-    );
-  }
-  const problem = ed25519KeyProblem(pem);
-  if (problem !== undefined) throw new AgentError(AgentErrorCode.InvalidInput, `--public-key ${file} ${problem}`);
-  return pem;
 }
 
 /** The reboot executor a config asks for, or this platform's. */

@@ -17,7 +17,8 @@ import {
   windowsServiceManager,
 } from "../upgrade";
 import { loadAgentConfig } from "./config";
-import { readKey, reportDowngrade } from "./lifecycle-setup";
+import { reportDowngrade } from "./lifecycle-setup";
+import { readKey } from "./options";
 
 /** How the agent is restarted: the service managers `up` knows. */
 export const SERVICE_MANAGERS = ["systemd", "windows", "pidfile"] as const;

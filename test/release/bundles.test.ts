@@ -105,6 +105,33 @@ describe("the agent bundle", () => {
     );
   });
 
+  it("runs verify without loading what only the engine, the shells and the broker use (direct-imports.ts)", () => {
+    const preload = join(scratch, "loaded.js");
+    writeFileSync(
+      preload,
+      'process.on("exit", () => require("fs").writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.join("\\n")));\n',
+    );
+    const loadedOut = join(scratch, "verify-loaded.txt");
+    const root = join(scratch, "verify-root");
+    mkdirSync(root, { recursive: true });
+    const stdout = openSync(join(scratch, "verify.txt"), "w");
+    const r = spawnSync(process.execPath, ["-r", preload, bin, "verify", "--root", root], {
+      stdio: ["ignore", stdout, "pipe"],
+      env: { PATH: process.env.PATH ?? "", HOME: scratch, LOADED_OUT: loadedOut },
+    });
+    closeSync(stdout);
+    assert.equal(r.status, 0, String(r.stderr));
+    assert.equal(readFileSync(join(scratch, "verify.txt"), "utf8"), "no drift: 0 paths as applied\n");
+    // gRPC's http2 and net, the shells' child_process: a verify that loads them evaluates the whole engine.
+    const loaded = readFileSync(loadedOut, "utf8").split("\n");
+    assert.deepEqual(
+      ["child_process", "dgram", "http", "http2", "https", "net", "tls"].filter((m) =>
+        loaded.includes(`NativeModule ${m}`),
+      ),
+      [],
+    );
+  });
+
   it("is pure ASCII, and a build that would not be fails naming where", async () => {
     for (const file of [bin, join(shipped, "lib", "winfleet-agent.js"), join(out, "winfleet", "lib", "winfleet.js")]) {
       assert.ok(!/[\x80-\xff]/.test(readFileSync(file, "latin1")), `${file} holds a non-ASCII byte`);

@@ -8,7 +8,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { readKey } from "../../agent/service/lifecycle-setup";
+import { readKey } from "../../agent/service/options";
 import { loadAgentConfig } from "../../agent/service/config";
 import { ed25519KeyProblem, ed25519PrivateKeyProblem } from "../../agent/common/ed25519-key";
 import { ValidationError } from "../../agent/common/errors";
