@@ -85,11 +85,19 @@ const COMPACT_FLOOR = 64 * 1024;
 
 /** The log would be more than twice the size of what it holds: write it afresh instead. */
 function outgrown(state: LogState, changed: Record<string, LedgerRecord>, gone: readonly string[]): boolean {
-  if (state.size < COMPACT_FLOOR) return false;
   let live = state.live;
-  for (const [p, r] of Object.entries(changed)) live += recordBytes(p, r) - bytesOf(state, p);
-  for (const p of gone) live -= bytesOf(state, p);
-  return state.size > 2 * live;
+  let appended = 20;
+  for (const [p, r] of Object.entries(changed)) {
+    const bytes = recordBytes(p, r);
+    live += bytes - bytesOf(state, p);
+    appended += bytes;
+  }
+  for (const p of gone) {
+    live -= bytesOf(state, p);
+    appended += p.length + 3;
+  }
+  const size = state.size + appended;
+  return size >= COMPACT_FLOOR && size > 2 * live;
 }
 
 function bytesOf(state: LogState, path: string): number {
