@@ -51,11 +51,17 @@ const status: Collector = {
 
 const journal: Collector = {
   name: "journal",
-  source: "<root>/.winfleet/journal.json",
+  source: "<root>/.winfleet/journal.json and the plan file of the run in it",
   async collect(ctx, sink) {
     const file = join(stateDir(ctx.root), "journal.json");
     if (!existsSync(file)) sink.missing(PATHS.journal, "no journal: nothing was ever applied on this root", file);
     else sink.file(PATHS.journal, await readFile(file), file);
+    // A run's steps are in a file of its own beside the journal, named for the run.
+    for (const name of (await readdir(stateDir(ctx.root)).catch(() => [])).filter((n) => /^plan-.+\.json$/.test(n))) {
+      const plan = join(stateDir(ctx.root), name);
+      const data = await readFile(plan).catch(() => undefined); // the run may have ended since the listing
+      if (data) sink.file(`agent/${name}`, data, plan);
+    }
   },
 };
 

@@ -7,7 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { AtomicWriteBatch, AgentError, AgentErrorCode, errorMessage } from "../common";
 import { type FetchOptions, resolveResource } from "./fetch";
-import { type Ledger, emptyLedger, readLedger, writeLedger } from "./ledger";
+import { type Ledger, emptyLedger, readLedger, updateLedger } from "./ledger";
 import type { FileEntry, IgnitionConfig } from "./model";
 import type { PathMapper } from "./paths";
 import { type ApplyPlan, type Operation, type ResolvedFile, planApply } from "./plan";
@@ -50,8 +50,8 @@ export async function applyIgnition(config: IgnitionConfig, options: ApplyOption
   const plan = await hostErrors("planning", () => planApply(config, resolved, options.mapper, previous));
   if (!options.dryRun) {
     await hostErrors("applying", () => executePlan(plan, options.durable ?? true));
-    if (options.ledgerPath)
-      await writeLedger(options.ledgerPath, { version: 1, files: { ...previous.files, ...plan.ledger } });
+    // Only this config's records are written: the ledger is appended to, not rewritten.
+    if (options.ledgerPath) await updateLedger(options.ledgerPath, plan.ledger);
   }
   return { changed: plan.changed, unchanged: plan.unchanged, operations: plan.operations.length };
 }

@@ -2,7 +2,7 @@
 export { applyIgnition, resolveAll, type ApplyOptions, type ApplyReport } from "./apply";
 export { decodeDataUrl, encodeDataUrl } from "./data-url";
 export { resolveResource, type FetchOptions, type RetryPolicy } from "./fetch";
-export { readLedger, sha512, type Ledger, writeLedger } from "./ledger";
+export { readLedger, sha512, type Ledger, updateLedger, writeLedger } from "./ledger";
 export type {
   DirectoryEntry,
   Entry,

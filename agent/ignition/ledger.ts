@@ -4,49 +4,105 @@
  * this; an agent re-applies, so the ledger is what makes a re-apply of an
  * append or a no-overwrite file a no-op instead of an error, and what drift
  * verification compares the host against.
+ *
+ * On disk it is a log (`ledger-log.ts`): a header line, then one line
+ * per apply with the records it changed, appended and fsynced. An agent
+ * applies component after component, and rewriting every record after each
+ * one made the bytes written grow with the square of the files. A ledger in
+ * the earlier format (one JSON document) is still read, and replaced by a log
+ * at its first update.
  */
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
-import { z } from "zod";
-import { writeFileAtomic } from "../common";
+import { resolve } from "node:path";
+import { type LedgerRecord, type LogState, appendBatch, loadLedger, recordBytes, rewriteLedger } from "./ledger-log";
 
-const ledgerSchema = z.object({
-  version: z.literal(1),
-  files: z.record(
-    z.string(),
-    z.object({ fingerprint: z.string(), sha512: z.string(), mode: z.number().int(), host: z.string() }),
-  ),
-});
+export type { LedgerRecord } from "./ledger-log";
 
 /** The ledger's contents. */
-export type Ledger = z.infer<typeof ledgerSchema>;
-/** One file's record. */
-export type LedgerRecord = Ledger["files"][string];
+export interface Ledger {
+  readonly version: 1;
+  readonly files: Record<string, LedgerRecord>;
+}
 
 /** An empty ledger. */
 export function emptyLedger(): Ledger {
   return { version: 1, files: {} };
 }
 
-/** Reads a ledger; a missing file is an empty ledger, a corrupt one is an error. */
+/** Reads a ledger; a missing file is an empty ledger, a corrupt one is an error naming the file and line. */
 export async function readLedger(path: string): Promise<Ledger> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return emptyLedger();
-    throw e;
-  }
-  return ledgerSchema.parse(JSON.parse(text));
+  const state = await loadLedger(resolve(path));
+  return { version: 1, files: state ? Object.fromEntries(state.files) : {} };
 }
 
-/** Writes a ledger atomically. */
+/**
+ * Records `set` and forgets `removed`, durably (fsynced before it returns),
+ * writing only the records that differ from what the ledger holds: nothing at
+ * all when none do. A crash part-way leaves the ledger as it was before the call.
+ */
+export async function updateLedger(
+  path: string,
+  set: Readonly<Record<string, LedgerRecord>>,
+  removed: readonly string[] = [],
+): Promise<void> {
+  const file = resolve(path);
+  // A second pass only when another writer changed the file between the read and the append.
+  for (let pass = 0; ; pass++) {
+    const state = await loadLedger(file);
+    const changed: Record<string, LedgerRecord> = {};
+    let any = false;
+    for (const [p, r] of Object.entries(set)) {
+      const current = state?.files.get(p);
+      if (current && sameRecord(current, r)) continue;
+      changed[p] = r;
+      any = true;
+    }
+    const gone = removed.filter((p) => state?.files.has(p) === true && !Object.hasOwn(changed, p));
+    if (!any && gone.length === 0) return;
+    if (state && state.format === "log" && !outgrown(state, changed, gone) && pass < 2) {
+      if (await appendBatch(file, state, changed, gone)) return;
+      continue;
+    }
+    const files = new Map(state?.files ?? []);
+    for (const p of gone) files.delete(p);
+    for (const [p, r] of Object.entries(changed)) files.set(p, r);
+    await rewriteLedger(file, files);
+    return;
+  }
+}
+
+/** Replaces the whole ledger atomically (compacted: one line of records). */
 export async function writeLedger(path: string, ledger: Ledger): Promise<void> {
-  const sorted = Object.fromEntries(Object.entries(ledger.files).sort(([a], [b]) => (a < b ? -1 : 1)));
-  await writeFileAtomic(path, `${JSON.stringify({ version: 1, files: sorted }, null, 2)}\n`, {
-    mode: 0o600,
-    makeParents: true,
-  });
+  await rewriteLedger(resolve(path), new Map(Object.entries(ledger.files)));
+}
+
+function sameRecord(a: LedgerRecord, b: LedgerRecord): boolean {
+  return a.fingerprint === b.fingerprint && a.sha512 === b.sha512 && a.mode === b.mode && a.host === b.host;
+}
+
+/** Logs this small are never compacted. */
+const COMPACT_FLOOR = 64 * 1024;
+
+/** The log would be more than twice the size of what it holds: write it afresh instead. */
+function outgrown(state: LogState, changed: Record<string, LedgerRecord>, gone: readonly string[]): boolean {
+  let live = state.live;
+  let appended = 20;
+  for (const [p, r] of Object.entries(changed)) {
+    const bytes = recordBytes(p, r);
+    live += bytes - bytesOf(state, p);
+    appended += bytes;
+  }
+  for (const p of gone) {
+    live -= bytesOf(state, p);
+    appended += p.length + 3;
+  }
+  const size = state.size + appended;
+  return size >= COMPACT_FLOOR && size > 2 * live;
+}
+
+function bytesOf(state: LogState, path: string): number {
+  const r = state.files.get(path);
+  return r ? recordBytes(path, r) : 0;
 }
 
 /** SHA-512 hex of bytes. */

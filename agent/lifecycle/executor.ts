@@ -281,11 +281,15 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
 }
 
 function toJournal(installed: readonly InstalledComponent[], journal: Journal, at: string): Journal["installed"] {
+  // Looked up by key: a search of the list per component made every save quadratic in the components.
+  const since = new Map<string, string>();
+  for (const x of journal.installed)
+    if (!since.has(`${x.name}\0${x.version}`)) since.set(`${x.name}\0${x.version}`, x.since);
   return installed.map((c) => ({
     name: c.name,
     version: c.version,
     ...(c.pending ? { pending: c.pending } : {}),
-    since: journal.installed.find((x) => x.name === c.name && x.version === c.version)?.since ?? at,
+    since: since.get(`${c.name}\0${c.version}`) ?? at,
   }));
 }
 

@@ -13,8 +13,7 @@ import {
   applyIgnition,
   locateInRoot,
   openRootedFs,
-  readLedger,
-  writeLedger,
+  updateLedger,
 } from "../ignition";
 import { ledgerPath } from "./journal";
 import type { Recorded } from "./store";
@@ -110,8 +109,5 @@ async function removePaths(
       rooted.release();
     }
   }
-  const file = ledgerPath(root);
-  const ledger = await readLedger(file);
-  const files = Object.fromEntries(Object.entries(ledger.files).filter(([path]) => !paths.includes(path)));
-  if (Object.keys(files).length !== Object.keys(ledger.files).length) await writeLedger(file, { version: 1, files });
+  await updateLedger(ledgerPath(root), {}, paths);
 }

@@ -1,10 +1,13 @@
 /**
  * The journal: everything the agent knows about the host's lifecycle state, in
- * one file under `<root>/.winfleet/`, replaced atomically (temp + fsync +
- * rename) at every transition. What is installed (and any lifecycle left
- * part-way), the run in progress with its plan and how far it got, a failure
- * or a pending reboot, and recent history are all derivable from it after any
- * crash or reboot. It never holds a secret: output tails are masked first.
+ * `<root>/.winfleet/journal.json`, replaced atomically (temp + fsync + rename)
+ * at every transition. What is installed (and any lifecycle left part-way), the
+ * run in progress with its plan and how far it got, a failure or a pending
+ * reboot, and recent history are all derivable from it after any crash or
+ * reboot. The run's plan, which never changes, is in a file of its own written
+ * once per run (`plan-file.ts`); reading the journal puts it back, so readers
+ * see one {@link Journal}. A journal of the earlier format, plan inline, is
+ * read as it is. It never holds a secret: output tails are masked first.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -14,6 +17,7 @@ import { writeFileAtomic, AgentError, AgentErrorCode } from "../common";
 import { SHELLS } from "../content";
 import { PHASES } from "./events";
 import { ROLES, SECTIONS, type Step } from "./model";
+import { type PlanRef, persistPlan, planRefSchema, readPlan, rememberPlan, sweepPlans } from "./plan-file";
 
 const templateRef = z.object({ name: z.string(), version: z.string() });
 
@@ -158,26 +162,55 @@ export function emptyJournal(): Journal {
 
 /** Reads the journal; a missing one is empty, a corrupt one is an error that changes nothing. */
 export async function readJournal(root: string): Promise<Journal> {
-  const file = join(stateDir(root), "journal.json");
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return emptyJournal();
-    throw new AgentError(AgentErrorCode.FetchFailed, `cannot read the journal ${file}: ${(e as Error).message}`);
+  const dir = stateDir(root);
+  const file = join(dir, "journal.json");
+  // The plan file of a run that just ended may go between reading the journal and reading the plan: read again.
+  for (let attempt = 1; ; attempt++) {
+    let text: string;
+    try {
+      text = await readFile(file, "utf8");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return emptyJournal();
+      throw new AgentError(AgentErrorCode.FetchFailed, `cannot read the journal ${file}: ${(e as Error).message}`);
+    }
+    let doc: unknown;
+    try {
+      doc = JSON.parse(text);
+    } catch (e) {
+      throw corrupt(file, `not valid JSON (${(e as Error).message})`);
+    }
+    const stored = storedRun(doc);
+    let ref: PlanRef | undefined;
+    if (stored?.plan !== undefined) {
+      const parsedRef = planRefSchema.safeParse(stored.plan);
+      if (!parsedRef.success || typeof stored.id !== "string")
+        throw corrupt(file, `run.plan: ${parsedRef.error?.issues[0]?.message ?? "the run has no id"}`);
+      ref = parsedRef.data;
+      const plan = await readPlan(dir, stored.id, ref);
+      if ("missing" in plan) {
+        if (attempt < 3) continue;
+        throw corrupt(file, `run.plan: its plan file ${ref.file} is missing`);
+      }
+      if ("problem" in plan) throw corrupt(file, `run.plan: ${plan.problem}`);
+      delete stored.plan;
+      stored.steps = plan.steps;
+    }
+    const parsed = journalSchema.safeParse(doc);
+    if (!parsed.success) {
+      const first = parsed.error.issues[0];
+      throw corrupt(file, `${first?.path.join(".") || "(root)"}: ${first?.message ?? "unexpected shape"}`);
+    }
+    const run = parsed.data.run;
+    if (run && ref) rememberPlan(dir, run.id, run.steps, ref);
+    return parsed.data;
   }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw corrupt(file, `not valid JSON (${(e as Error).message})`);
-  }
-  const parsed = journalSchema.safeParse(doc);
-  if (!parsed.success) {
-    const first = parsed.error.issues[0];
-    throw corrupt(file, `${first?.path.join(".") || "(root)"}: ${first?.message ?? "unexpected shape"}`);
-  }
-  return parsed.data;
+}
+
+/** The journal document's run, to put its plan back in (undefined when there is none to look at). */
+function storedRun(doc: unknown): Record<string, unknown> | undefined {
+  if (typeof doc !== "object" || doc === null) return undefined;
+  const run = (doc as Record<string, unknown>).run;
+  return typeof run === "object" && run !== null && !Array.isArray(run) ? (run as Record<string, unknown>) : undefined;
 }
 
 function corrupt(file: string, why: string): AgentError {
@@ -189,18 +222,31 @@ function corrupt(file: string, why: string): AgentError {
 
 let writes = 0;
 
-/** Replaces the journal atomically, keeping its history and results bounded. */
+/**
+ * Replaces the journal atomically, keeping its history and results bounded.
+ * A run's plan goes to its plan file first, the first time the run is written.
+ */
 export async function writeJournal(root: string, journal: Journal): Promise<void> {
+  const dir = stateDir(root);
   const bounded: Journal = {
     ...journal,
     history: journal.history.slice(-HISTORY_LIMIT),
     ...(journal.run ? { run: { ...journal.run, results: journal.run.results.slice(-RESULTS_LIMIT) } } : {}),
   };
-  await writeFileAtomic(join(stateDir(root), "journal.json"), `${JSON.stringify(bounded, null, 1)}\n`, {
+  let stored: unknown = bounded;
+  let plan: { ref: PlanRef; written: boolean } | undefined;
+  if (bounded.run) {
+    plan = await persistPlan(dir, bounded.run.id, bounded.run.steps);
+    if (plan?.written) crashSeam(++writes); // the plan is on disk and no journal refers to it yet
+    // JSON leaves out an undefined field: the steps are in the plan file only.
+    if (plan) stored = { ...bounded, run: { ...bounded.run, steps: undefined, plan: plan.ref } };
+  }
+  await writeFileAtomic(join(dir, "journal.json"), `${JSON.stringify(stored, null, 1)}\n`, {
     mode: 0o600,
     makeParents: true,
   });
   crashSeam(++writes);
+  await sweepPlans(dir, plan?.ref.file ?? null);
 }
 
 /** Adds a history entry. */
@@ -209,7 +255,8 @@ export function remember(journal: Journal, event: string, detail: string, at: st
 }
 
 // Tests set WINFLEET_TEST_CRASH_AT=<n> to SIGKILL the agent's whole process
-// group right after its n-th journal write: a crash at every transition. With
+// group right after its n-th durable write (a journal, or a run's plan before
+// the journal that refers to it): a crash at every transition. With
 // WINFLEET_TEST_CRASH_COUNTER=<file> the count runs across processes (an
 // install that stops for a reboot and continues in the next process).
 function crashSeam(count: number): void {

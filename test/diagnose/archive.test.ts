@@ -184,6 +184,10 @@ describe("diagnose after a failed apply", () => {
     assert.deepEqual([status.failure.component, status.failure.exitCode], ["broken", 3]);
     const log = [...u.files].find(([p]) => /^agent\/runs\/.*-broken\.log$/.test(p));
     assert.match(log?.[1].toString() ?? "", /HNS network not found: cbr0/);
+    // The failed run's steps are in its plan file, archived beside the journal that names it.
+    const journal = entryJson<{ run: { plan: { file: string } } }>(u, "agent/journal.json");
+    const plan = entryJson<{ steps: { command?: string }[] }>(u, `agent/${journal.run.plan.file}`);
+    assert.ok(plan.steps.some((step) => step.command?.includes("HNS network not found")));
   });
 });
 

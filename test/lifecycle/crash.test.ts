@@ -57,18 +57,23 @@ const ALL = [
 const args = (root: string): string[] => ["--content", content, "--template", "crashy", "--root", root];
 const skipLog = (rel: string): boolean => rel === "runs.log";
 
+interface PlanView {
+  steps: { kind: string; command?: string }[];
+}
 interface JournalView {
-  run?: { next: number; steps: { kind: string; command?: string }[] };
+  run?: { next: number; plan: { file: string } };
   installed: unknown[];
 }
 
-/** Commands the journal records as done (steps before `next`). */
+/** Commands the journal records as done (steps before `next`, in the plan file it refers to). */
 function doneCommands(root: string): string[] {
   const file = join(root, ".winfleet", "journal.json");
   if (!existsSync(file)) return [];
   const j = JSON.parse(readFileSync(file, "utf8")) as JournalView; // must always parse: writes are atomic
   if (!j.run) return ALL; // finished
-  return j.run.steps
+  // The plan is on disk before any journal refers to it.
+  const plan = JSON.parse(readFileSync(join(root, ".winfleet", j.run.plan.file), "utf8")) as PlanView;
+  return plan.steps
     .slice(0, j.run.next)
     .flatMap((s) => (s.kind === "command" && s.command ? [/echo "([^"]*)"/.exec(s.command)?.[1] ?? ""] : []));
 }
@@ -127,7 +132,7 @@ describe("crashes during a full install", () => {
     for (const r of roots) rmSync(r, { recursive: true, force: true });
   });
 
-  it("kill -9 at every journal transition: each restart converges, nothing finished runs again", async (t) => {
+  it("kill -9 at every durable transition (plan, journal): each restart converges, nothing finished runs again", async (t) => {
     let transitions = 0;
     for (let n = 1; n < 200; n++) {
       const root = fresh();

@@ -20,9 +20,11 @@ after(() => {
   for (const r of roots) rmSync(r, { recursive: true, force: true });
 });
 
-/** The journal and every step log of `root`, as text. */
+/** The journal, its run's plan file and every step log of `root`, as text. */
 function kept(root: string): string[] {
   const out = [readFileSync(join(root, ".winfleet", "journal.json"), "utf8")];
+  for (const f of readdirSync(join(root, ".winfleet")).filter((n) => n.startsWith("plan-")))
+    out.push(readFileSync(join(root, ".winfleet", f), "utf8"));
   const logs = join(root, ".winfleet", "logs");
   for (const run of readdirSync(logs))
     for (const f of readdirSync(join(logs, run))) out.push(readFileSync(join(logs, run, f), "utf8"));
