@@ -19,8 +19,8 @@ const runtime = require("@pulumi/pulumi/runtime/debuggable") as { debuggableProm
 /** The settings {@link withLeanRuntime} changes, as they are now. */
 export interface RuntimeSettings {
   readonly sourceMaps: boolean;
-  readonly stackTraceLimit: number;
-  readonly prepareStackTrace: ErrorConstructor["prepareStackTrace"];
+  /** `Error.stackTraceLimit` as defined on `Error`: a number, or while a render runs, an accessor. */
+  readonly stackTraceLimit: PropertyDescriptor | undefined;
   readonly debuggablePromise: Wrapper | undefined;
 }
 
@@ -28,26 +28,24 @@ export interface RuntimeSettings {
 export function runtimeSettings(): RuntimeSettings {
   return {
     sourceMaps: process.sourceMapsEnabled,
-    stackTraceLimit: Error.stackTraceLimit,
-    // Saved to be put back as it was, never called here.
-    // eslint-disable-next-line @typescript-eslint/unbound-method
-    prepareStackTrace: Error.prepareStackTrace,
+    stackTraceLimit: Object.getOwnPropertyDescriptor(Error, "stackTraceLimit"),
     debuggablePromise: runtime.debuggablePromise,
   };
 }
 
 function apply(s: RuntimeSettings): void {
   process.setSourceMapsEnabled(s.sourceMaps);
-  Error.stackTraceLimit = s.stackTraceLimit;
-  Error.prepareStackTrace = s.prepareStackTrace;
+  if (s.stackTraceLimit) Object.defineProperty(Error, "stackTraceLimit", s.stackTraceLimit);
+  else delete (Error as { stackTraceLimit?: number }).stackTraceLimit;
   if (s.debuggablePromise) runtime.debuggablePromise = s.debuggablePromise;
 }
 
 const LEAN: Omit<RuntimeSettings, "debuggablePromise"> = {
   sourceMaps: false,
-  stackTraceLimit: 0,
-  // Pulumi raises the limit to capture source positions; an empty trace is "no position".
-  prepareStackTrace: () => "",
+  // Pulumi sets the limit to Infinity around each source position it captures, and back. As an accessor the limit
+  // reads 0 and ignores those writes, and V8, which takes the limit only from a plain number, captures no trace at
+  // all: an error's stack is undefined, a source position "none".
+  stackTraceLimit: { get: () => 0, set: () => undefined, enumerable: true, configurable: true },
 };
 
 /**
