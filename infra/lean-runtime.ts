@@ -6,7 +6,7 @@
  * mocks nothing reads either: the mock monitor ignores source positions, and a
  * render waits for every registration before it returns. Profiled on 1,000 BYO
  * hosts (10,000 registrations over a render's two runs, 400,000 wrapped
- * promises), they were a third of the render's CPU time, the collector
+ * promises), they were nearly a third of the render's CPU time, the collector
  * included. What a resource is (its type, name, parent and inputs) does not
  * depend on either.
  */
