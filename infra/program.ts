@@ -117,6 +117,13 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   const joinArgs = { variables: join.variables, secrets };
   const node = nodeConfigOf(fleet);
   const storageAccount = contentAccountOf(fleet);
+  // Pulumi parses the whole stack config (every host of the fleet) at each read, so a key is read once, not per host.
+  const secrets_ = new Map<string, pulumi.Output<string>>();
+  const secret = (key: string): pulumi.Output<string> => {
+    let value = secrets_.get(key);
+    if (!value) secrets_.set(key, (value = config.requireSecret(key)));
+    return value;
+  };
 
   for (const pool of deployed) {
     const labels = { ...pool.labels, [POOL_LABEL]: pool.name };
@@ -140,6 +147,11 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     } else if (pool.kind === "byo") {
       const hashes: Record<string, string> = {};
       for (const host of pool.hosts) {
+        // Each host's registrations run before the next host is declared: declared all at once, a fleet's every
+        // resource is in flight together, and under the mocks of `winfleet render` (where every registration settles
+        // in the same turn) that held 1,000 hosts' promises live at once, most of the render's time spent in the
+        // collector. Against an engine this waits for nothing: registrations are RPCs, already on their way.
+        await nextTurn();
         const h = new ByoWindowsHost(`${pool.name}-${host.name}`, {
           node,
           pool: { ...pool, labels },
@@ -149,7 +161,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
           join: joinArgs,
           credential: {
             kind: host.privateKeySecret !== undefined ? "privateKey" : "password",
-            value: config.requireSecret(host.privateKeySecret ?? host.passwordSecret ?? ""),
+            value: secret(host.privateKeySecret ?? host.passwordSecret ?? ""),
           },
         });
         hashes[host.name] = h.bootstrapHash;
@@ -186,6 +198,11 @@ export async function fleetProgram(): Promise<FleetOutputs> {
       new WinsUpgrader("wins-upgrader", { ...common, versions: {} }, { dependsOn: [join] });
   }
   return { pools, contentSha256: content.sha256 };
+}
+
+// Resolves after the promises already queued have run (a macrotask, so every microtask before it).
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function join_(...parts: string[]): string {

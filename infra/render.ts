@@ -11,6 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { stringify as toYaml } from "yaml";
 import { canonicalJson, type OutputShape, replaceDirectory } from "../agent/common";
 import { secretKeys } from "./config";
+import { withLeanRuntime } from "./lean-runtime";
 import type * as Program from "./program";
 import type { FleetOutputs } from "./program";
 import { type StackFile, readStackFile } from "./stack-file";
@@ -101,6 +102,11 @@ export interface RenderOptions {
   readonly secrets?: Readonly<Record<string, string>>;
   /** The program to run (default: `infra/program.ts`). */
   readonly program?: () => Promise<FleetOutputs>;
+  /**
+   * Run Pulumi's runtime as it runs for a deployment, its traces and promise wrapping on (default: off, see
+   * lean-runtime.ts); for checking that a render does not depend on them.
+   */
+  readonly asDeployed?: boolean;
 }
 
 /**
@@ -119,10 +125,11 @@ export async function renderStack(stackName: string, options: RenderOptions = {}
   const second = Object.fromEntries(keys.map((k) => [k, `${first[k] ?? ""}-other`]));
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const program = options.program ?? (require("./program") as typeof Program).fleetProgram;
-  const { a, b } = await withoutPromiseStacks(async () => ({
+  const runs = async (): Promise<Record<"a" | "b", Awaited<ReturnType<typeof runProgram>>>> => ({
     a: await runProgram(stack, first, "sv=render&sig=first", program),
     b: await runProgram(stack, second, "sv=render&sig=second", program),
-  }));
+  });
+  const { a, b } = options.asDeployed ? await runs() : await withLeanRuntime(runs);
   const resources = a.resources.map((r, i) => {
     const other = b.resources[i];
     if (!other || other.type !== r.type || other.name !== r.name)
@@ -136,30 +143,6 @@ export async function renderStack(stackName: string, options: RenderOptions = {}
     };
   });
   return { stack, resources, raw: a.resources, outputs: a.outputs, files: renderFiles(resources) };
-}
-
-/**
- * Pulumi captures a stack trace for every promise it creates (to report leaks
- * at exit) and maps it through source maps when they are on, as under tsx:
- * profiled on 300 BYO hosts that was two thirds of a render, and nothing in a
- * render reads those traces. So the program runs with traces off; if it then
- * fails with anything but its own refusal (a RunError), it runs once more with
- * them on, so that a crash comes with a stack to read.
- */
-async function withoutPromiseStacks<T>(work: () => Promise<T>): Promise<T> {
-  const mapped = process.sourceMapsEnabled;
-  const limit = Error.stackTraceLimit;
-  process.setSourceMapsEnabled(false);
-  Error.stackTraceLimit = 0;
-  try {
-    return await work();
-  } catch (e) {
-    if ((e as { __pulumiRunError?: boolean }).__pulumiRunError === true) throw e;
-  } finally {
-    process.setSourceMapsEnabled(mapped);
-    Error.stackTraceLimit = limit;
-  }
-  return work();
 }
 
 // One run of the program under Pulumi's mock runtime, with these secret values.
@@ -297,15 +280,31 @@ export const RENDER_SHAPE: OutputShape = {
   owns: (e) => e.isDirectory() || (e.isFile() && e.name === "index.json"),
 };
 
+/** Files written at once by {@link writeRender}: libuv's thread pool has four threads. */
+const WRITERS = 8;
+
 /** Writes a render to `out`, replacing an earlier render (never anything else: see output-dir.ts). */
 export async function writeRender(rendered: Rendered, out: string): Promise<void> {
   await mkdir(dirname(out), { recursive: true });
   const staging = await mkdtemp(join(dirname(out), `.${basename(out)}.rendering-`));
   try {
-    for (const [rel, text] of rendered.files) {
-      await mkdir(dirname(join(staging, rel)), { recursive: true });
-      await writeFile(join(staging, rel), text);
-    }
+    for (const dir of new Set([...rendered.files.keys()].map((rel) => dirname(join(staging, rel)))))
+      await mkdir(dir, { recursive: true });
+    // A few writes in flight rather than one: a fleet renders thousands of small files, each a round trip to
+    // libuv's thread pool. Every writer finishes before a failure is reported, so the staging folder is removed
+    // with nothing still writing into it.
+    const files = [...rendered.files];
+    const writer = async (): Promise<void> => {
+      try {
+        for (let next = files.pop(); next; next = files.pop()) await writeFile(join(staging, next[0]), next[1]);
+      } catch (e) {
+        files.length = 0; // the others stop at their next file
+        throw e;
+      }
+    };
+    const done = await Promise.allSettled(Array.from({ length: WRITERS }, writer));
+    const failed = done.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
     await replaceDirectory(staging, out, RENDER_SHAPE);
   } catch (e) {
     await rm(staging, { recursive: true, force: true });

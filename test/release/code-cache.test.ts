@@ -124,6 +124,30 @@ describe("a bundle run with and without the service's Node options", () => {
   });
 });
 
+describe("a part of a bundle (a file of its own the bundle requires)", () => {
+  it("runs through the code cache as the bundle does, once however often it is required", () => {
+    const dir = join(scratch, "parts");
+    mkdirSync(dir, { recursive: true });
+    const lib = join(dir, "lib.js");
+    writeFileSync(
+      join(dir, "part.js"),
+      `${BUNDLE_HEAD}\nmodule.exports.runs = (globalThis.partRuns = (globalThis.partRuns ?? 0) + 1);\n${BUNDLE_TAIL}\n`,
+    );
+    writeFileSync(
+      lib,
+      `${BUNDLE_HEAD}\nconst a = require("./part.js"), b = require("./part.js");\nglobalThis.winfleetCodeCacheTest = JSON.stringify({ same: a === b, runs: a.runs, byNode: require.cache[${JSON.stringify(join(dir, "part.js"))}] !== undefined, path: typeof require("node:path").join });\n${BUNDLE_TAIL}\n`,
+    );
+    const cache = join(scratch, "parts-cache");
+    const runner = `process.setSourceMapsEnabled(false); require(${JSON.stringify(join(__dirname, "..", "..", "agent", "release", "code-cache"))}).runBundle(${JSON.stringify(lib)}, "parts", { WINFLEET_CODE_CACHE: ${JSON.stringify(cache)} }); console.log(globalThis.winfleetCodeCacheTest);`;
+    for (let i = 0; i < 2; i++) {
+      const r = spawnSync(process.execPath, ["--import", "tsx", "-e", runner], { encoding: "utf8" });
+      assert.equal(r.status, 0, r.stderr);
+      assert.deepEqual(JSON.parse(r.stdout), { same: true, runs: 1, byNode: false, path: "function" });
+      assert.equal(readdirSync(cache).length, 2, "an entry for the bundle and one for its part");
+    }
+  });
+});
+
 describe("the code cache's size", () => {
   it("marks an entry used as it is read, at most once a day, so a start writes nothing it need not", () => {
     const cache = join(scratch, "marks");
