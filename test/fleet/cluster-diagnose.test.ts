@@ -61,6 +61,18 @@ describe(
       ]);
       await fleet.waitFor(/rollout done: local-1/, 180_000);
       kube = KubeClient.fromKubeconfigFile(kubeconfig());
+      // The fleet installs a new host itself; its upgrader pod then retargets the host to the content it
+      // unpacked, and turns Ready once the host converged there. Until then the host's config may change.
+      await kube.waitFor(
+        async () => {
+          const d = await kube.getOrUndefined<{ status: { numberReady?: number; numberAvailable?: number } }>(
+            "/apis/apps/v1/namespaces/winfleet-system/daemonsets/winfleet-agent-upgrader-local",
+          );
+          return d?.status.numberReady === 1 && d.status.numberAvailable === 1 ? d : undefined;
+        },
+        120_000,
+        "the upgrader pod to be Ready and available",
+      );
     });
 
     after(() => {
