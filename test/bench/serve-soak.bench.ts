@@ -2,7 +2,8 @@
  * A soak of `winfleet-agent serve` from the bundle built for the run, verifying
  * every 100 ms (the shortest `verifyIntervalSeconds` accepts) with its broker
  * serving: RSS, V8's live heap (after a full collection) and open file
- * descriptors at the start, the middle and the end. Goal: flat once warm (the
+ * descriptors at the start, the middle and the end, started with the Node options
+ * the agent's service uses. Goal: flat once warm (the
  * end within 5% of the middle, descriptors back to the start's).
  * `WINFLEET_SOAK_SECONDS` sets the length (default 600).
  */
@@ -10,6 +11,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AGENT_NODE_FLAGS } from "../../agent/common";
 import { buildBundles } from "../../agent/release/build";
 import { goal } from "./harness";
 
@@ -129,6 +131,8 @@ void (async () => {
     const spawned = spawn(
       process.execPath,
       [
+        // As the agent's service starts it: the heap option lets garbage grow further between full collections.
+        ...AGENT_NODE_FLAGS,
         "--heapsnapshot-signal=SIGWINCH",
         `--diagnostic-dir=${reports}`,
         "--report-on-signal",
