@@ -1,10 +1,11 @@
 /**
  * A soak of `winfleet-agent serve` from the bundle built for the run, verifying
  * every 100 ms (the shortest `verifyIntervalSeconds` accepts) with its broker
- * serving: RSS, V8's live heap (after a full collection) and open file
- * descriptors at the start, the middle and the end, started with the Node options
- * the agent's service uses. Goal: flat once warm (the
- * end within 5% of the middle, descriptors back to the start's).
+ * serving, started with the Node options the agent's service uses: RSS and open
+ * file descriptors at the start, the middle and the end (RSS also each tenth of
+ * the way), and V8's live heap (after a full collection) from a second `serve`
+ * beside it. Goal: flat once warm (the end within 5% of the middle, descriptors
+ * back to the start's).
  * `WINFLEET_SOAK_SECONDS` sets the length (default 600).
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -53,6 +54,7 @@ function content(): string {
   return dir;
 }
 
+/** What one mark reads: RSS and descriptors from the measured process, the live heap from the probed one. */
 interface Sample {
   readonly rssMb: number;
   readonly heapMb: number;
@@ -77,21 +79,26 @@ async function newFile(dir: string, before: ReadonlySet<string>, suffix: string,
   return join(dir, file);
 }
 
-/**
- * RSS and descriptors from /proc; the live heap from a diagnostic report the process writes on
- * SIGUSR2 right after a heap snapshot on SIGWINCH. Writing a snapshot runs a full collection
- * first, so the report's heap in use is the live set, not wherever the last collection left it.
- */
-async function sample(child: ChildProcess, reports: string): Promise<Sample> {
-  const pid = child.pid ?? -1;
-  // Read before the snapshot, which grows the process while it writes.
-  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
-  // The fewest of a few reads a moment apart: a verify every 100 ms has files open at any instant.
+function rssMb(child: ChildProcess): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid ?? -1}/status`, "utf8"))?.[1] ?? NaN) / 1024;
+}
+
+/** The fewest of a few reads a moment apart: a verify every 100 ms has files open at any instant. */
+async function openFds(child: ChildProcess): Promise<number> {
   let fds = Infinity;
   for (let i = 0; i < 5; i++) {
-    fds = Math.min(fds, readdirSync(`/proc/${pid}/fd`).length);
+    fds = Math.min(fds, readdirSync(`/proc/${child.pid ?? -1}/fd`).length);
     await new Promise((r) => setTimeout(r, 37));
   }
+  return fds;
+}
+
+/**
+ * The live heap, from a diagnostic report the process writes on SIGUSR2 right after a heap snapshot
+ * on SIGWINCH: writing a snapshot runs a full collection first, so the report's heap in use is the
+ * live set, not wherever the last collection left it.
+ */
+async function liveHeapMb(child: ChildProcess, reports: string): Promise<number> {
   const snapshots = new Set(readdirSync(reports));
   child.kill("SIGWINCH");
   rmSync(await newFile(reports, snapshots, ".heapsnapshot", "heap snapshot"));
@@ -99,79 +106,105 @@ async function sample(child: ChildProcess, reports: string): Promise<Sample> {
   child.kill("SIGUSR2");
   const file = await newFile(reports, before, ".json", "diagnostic report");
   const report = JSON.parse(readFileSync(file, "utf8")) as { javascriptHeap: { usedMemory: number } };
-  return { rssMb: rssKb / 1024, heapMb: report.javascriptHeap.usedMemory / 1024 / 1024, fds };
+  return report.javascriptHeap.usedMemory / 1024 / 1024;
 }
 
+/** One `serve` with a root, content and broker of its own. */
+interface Served {
+  readonly child: ChildProcess;
+  readonly root: string;
+  readonly log: () => string;
+}
+
+function serve(name: string, probes: readonly string[], env: NodeJS.ProcessEnv): Served {
+  const dir = join(work, name);
+  const root = join(dir, "root");
+  mkdirSync(root, { recursive: true });
+  const config = join(dir, "agent.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      content: join(work, "content"),
+      template: "soak",
+      templateVersion: "1.0.0",
+      root,
+      nodeName: name,
+      verifyIntervalSeconds: 0.1,
+      autoCorrect: true,
+      broker: { listen: join(dir, "broker.sock"), proxy: join(dir, "proxy.sock"), white_list: { processPaths: [] } },
+    }),
+  );
+  // As the agent's service starts it: the heap option lets garbage grow further between full collections.
+  const child = spawn(process.execPath, [...AGENT_NODE_FLAGS, ...probes, AGENT, "serve", "--config", config], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env,
+  });
+  let log = "";
+  const take = (d: Buffer): void => {
+    log = (log + d.toString()).slice(-100_000);
+  };
+  child.stdout.on("data", take);
+  child.stderr.on("data", take);
+  return { child, root, log: () => log };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
 void (async () => {
-  let child: ChildProcess | undefined;
+  const children: ChildProcess[] = [];
   try {
     await buildBundles(REPO, join(work, "dist"), ["agent"]);
-    const root = join(work, "root");
-    mkdirSync(root);
+    content();
     const reports = join(work, "reports");
     mkdirSync(reports);
-    const config = join(work, "agent.json");
-    writeFileSync(
-      config,
-      JSON.stringify({
-        content: content(),
-        template: "soak",
-        templateVersion: "1.0.0",
-        root,
-        nodeName: "soak",
-        verifyIntervalSeconds: 0.1,
-        autoCorrect: true,
-        broker: {
-          listen: join(work, "broker.sock"),
-          proxy: join(work, "proxy.sock"),
-          white_list: { processPaths: [] },
-        },
-      }),
-    );
-    const spawned = spawn(
-      process.execPath,
+    const env = { ...process.env, WINFLEET_CODE_CACHE: join(work, "code-cache") };
+    // Two alike, side by side: a heap snapshot leaves the allocator holding tens of MB, so the one
+    // whose RSS is judged is never probed, and the other gives the live heap.
+    const measured = serve("measured", [], env);
+    const probed = serve(
+      "probed",
       [
-        // As the agent's service starts it: the heap option lets garbage grow further between full collections.
-        ...AGENT_NODE_FLAGS,
         "--heapsnapshot-signal=SIGWINCH",
         `--diagnostic-dir=${reports}`,
         "--report-on-signal",
         "--report-signal=SIGUSR2",
         `--report-directory=${reports}`,
-        AGENT,
-        "serve",
-        "--config",
-        config,
       ],
-      { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WINFLEET_CODE_CACHE: join(work, "code-cache") } },
+      env,
     );
-    child = spawned;
-    let log = "";
-    const take = (d: Buffer): void => {
-      log = (log + d.toString()).slice(-100_000);
-    };
-    spawned.stdout.on("data", take);
-    spawned.stderr.on("data", take);
+    children.push(measured.child, probed.child);
     // Settled: the first apply done and a few verifies run.
-    await new Promise((r) => setTimeout(r, 10_000));
-    if (spawned.exitCode !== null) throw new Error(`serve exited ${spawned.exitCode}: ${log.slice(-2000)}`);
-    const marks: { at: string; s: Sample }[] = [{ at: "start", s: await sample(spawned, reports) }];
+    await sleep(10_000);
+    for (const s of [measured, probed])
+      if (s.child.exitCode !== null) throw new Error(`serve exited ${s.child.exitCode}: ${s.log().slice(-2000)}`);
+    const mark = async (): Promise<Sample> => ({
+      rssMb: rssMb(measured.child),
+      fds: await openFds(measured.child),
+      heapMb: await liveHeapMb(probed.child, reports),
+    });
+    const marks: { at: string; s: Sample }[] = [{ at: "start", s: await mark() }];
     // A clean verify logs nothing: drift made at the start and corrected by the middle shows the
     // verifies ran, and the repair it takes is part of warming up, not of the half judged flat.
-    const drifted = join(root, "opt", "app", "f0");
+    const drifted = join(measured.root, "opt", "app", "f0");
     writeFileSync(drifted, "drift");
-    await new Promise((r) => setTimeout(r, (SECONDS * 1000) / 2));
-    marks.push({ at: "middle", s: await sample(spawned, reports) });
+    // RSS once a tenth of the way, to tell a slope from a step.
+    const trend: number[] = [];
+    for (let i = 1; i <= 10; i++) {
+      await sleep((SECONDS * 1000) / 10);
+      trend.push(rssMb(measured.child));
+      if (i === 5) marks.push({ at: "middle", s: await mark() });
+    }
     const corrected = readFileSync(drifted, "utf8") !== "drift";
-    await new Promise((r) => setTimeout(r, (SECONDS * 1000) / 2));
-    marks.push({ at: "end", s: await sample(spawned, reports) });
+    marks.push({ at: "end", s: await mark() });
     for (const { at, s } of marks)
       console.log(
         `serve soak, ${at.padEnd(6)}  RSS ${s.rssMb.toFixed(1).padStart(6)} MB | live heap ${s.heapMb.toFixed(1).padStart(5)} MB | open fds ${s.fds}`,
       );
+    console.log(`  RSS each tenth: ${trend.map((r) => r.toFixed(1)).join(", ")} MB`);
     if (!corrected)
       console.log(
-        log
+        measured
+          .log()
           .split("\n")
           .filter((l) => /drift|verif|error|repair|step|apply/.test(l))
           .slice(-12)
@@ -185,11 +218,7 @@ void (async () => {
     const [start, middle, end] = [marks[0]?.s, marks[1]?.s, marks[2]?.s];
     if (start && middle && end) {
       const pct = (to: number, from: number): string => `${((to / from - 1) * 100).toFixed(1)}%`;
-      // The start's RSS is read before any heap snapshot; writing one leaves the allocator holding
-      // tens of MB, so RSS is compared from the middle on, after the first.
-      console.log(
-        `  start to end: RSS ${pct(end.rssMb, start.rssMb)} (a snapshot between), heap ${pct(end.heapMb, start.heapMb)}`,
-      );
+      console.log(`  start to end: RSS ${pct(end.rssMb, start.rssMb)}, heap ${pct(end.heapMb, start.heapMb)}`);
       goal(
         "serve soak, second half",
         `RSS ${pct(end.rssMb, middle.rssMb)}, heap ${pct(end.heapMb, middle.heapMb)}, fds ${start.fds} / ${middle.fds} / ${end.fds}`,
@@ -198,8 +227,8 @@ void (async () => {
       );
     }
   } finally {
-    child?.kill("SIGTERM");
-    await new Promise((r) => setTimeout(r, 500));
+    for (const c of children) c.kill("SIGTERM");
+    await sleep(500);
     rmSync(work, { recursive: true, force: true });
   }
 })();
