@@ -118,10 +118,10 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   const node = nodeConfigOf(fleet);
   const storageAccount = contentAccountOf(fleet);
   // Pulumi parses the whole stack config (every host of the fleet) at each read, so a key is read once, not per host.
-  const secrets_ = new Map<string, pulumi.Output<string>>();
+  const secretOutputs = new Map<string, pulumi.Output<string>>();
   const secret = (key: string): pulumi.Output<string> => {
-    let value = secrets_.get(key);
-    if (!value) secrets_.set(key, (value = config.requireSecret(key)));
+    let value = secretOutputs.get(key);
+    if (!value) secretOutputs.set(key, (value = config.requireSecret(key)));
     return value;
   };
 
