@@ -13,7 +13,7 @@ import { ACCEPTED_VERSIONS_FILE, compareVersions } from "../../agent/release/ant
 import { eventReport } from "../../agent/report/reports";
 import { parseAgentConfig } from "../../agent/service/config";
 import { signBundle, verifyBundle } from "../../agent/release/signing";
-import { type CliRun, runCli, scratchDir, serveUntil, signedRelease } from "../support";
+import { type CliRun, runCli, scratchDir, serveUntil, signedRelease, upArgs } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 const VERSION = (JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { version: string }).version;
@@ -301,24 +301,16 @@ describe("up on a node that pins the key", () => {
   const root = join(scratch, "host-up");
   const broker = join(scratch, "broker.yaml");
   const up = (bundle: string, extra: readonly string[] = []): CliRun =>
-    cli("winfleet-agent", [
-      "up",
-      "--bundle",
-      bundle,
-      "--install-dir",
-      install,
-      "--config",
-      broker,
-      "--manager",
-      "pidfile",
-      "--public-key",
-      pub,
-      "--root",
-      root,
-      "--timeout",
-      "60",
-      ...extra,
-    ]);
+    cli(
+      "winfleet-agent",
+      upArgs(bundle, { installDir: install, config: broker, publicKey: pub }, [
+        "--root",
+        root,
+        "--timeout",
+        "60",
+        ...extra,
+      ]),
+    );
 
   /** The release's agent, as version `version` (its package.json and its signature). */
   async function agentAt(version: string): Promise<string> {

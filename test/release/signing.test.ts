@@ -28,7 +28,7 @@ import { parsePowerShell } from "../../agent/content/powershell-syntax";
 import { ValidationError } from "../../agent/common/errors";
 import { loadCatalog } from "../../agent/content/catalog";
 import { BundleVerificationError, SIGNATURE_FILE, signBundle, verifyBundle } from "../../agent/release/signing";
-import { type CliRun, runCli, scratchDir, serveUntil, signedRelease } from "../support";
+import { type CliRun, runCli, scratchDir, serveUntil, signedRelease, upArgs } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 const scratch = scratchDir("winfleet-signing-");
@@ -270,19 +270,7 @@ describe("a node that pins the key", () => {
       broker,
       `listen: ${scratch}/w.sock\nproxy: ${scratch}/p.sock\nstateDir: ${scratch}/state\nallowAll: true\n`,
     );
-    const r = cli("winfleet-agent", [
-      "up",
-      "--bundle",
-      bundle,
-      "--install-dir",
-      install,
-      "--config",
-      broker,
-      "--manager",
-      "pidfile",
-      "--public-key",
-      pub,
-    ]);
+    const r = cli("winfleet-agent", upArgs(bundle, { installDir: install, config: broker, publicKey: pub }));
     assert.equal(r.code, 1);
     assert.match(r.stderr, /was tampered with: lib\/winfleet-agent\.js differs from what was signed/);
     assert.ok(!existsSync(join(install, "releases")), "nothing installed");
@@ -296,20 +284,10 @@ describe("a node that pins the key", () => {
       broker,
       `listen: ${scratch}/tgz-w.sock\nproxy: ${scratch}/tgz-p.sock\nstateDir: ${scratch}/tgz-state\nallowAll: true\n`,
     );
-    const args = [
-      "--install-dir",
-      install,
-      "--config",
-      broker,
-      "--manager",
-      "pidfile",
-      "--public-key",
-      pub,
-      "--timeout",
-      "60",
-    ];
+    const target = { installDir: install, config: broker, publicKey: pub };
+    const up = (bundle: string): CliRun => cli("winfleet-agent", upArgs(bundle, target, ["--timeout", "60"]));
     try {
-      const r = cli("winfleet-agent", ["up", "--bundle", join(release, `agent-${pkg.version}.tgz`), ...args]);
+      const r = up(join(release, `agent-${pkg.version}.tgz`));
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.stdout, `upgraded: (none) -> ${pkg.version}\n`);
       assert.ok(existsSync(join(install, "releases", pkg.version, "lib", "winfleet-agent.js")));
@@ -319,7 +297,7 @@ describe("a node that pins the key", () => {
       execFileSync("tar", ["-xzf", join(release, `agent-${pkg.version}.tgz`), "-C", unpacked]);
       writeFileSync(join(unpacked, "package.json"), JSON.stringify({ name: "winfleet", version: "9.9.9" }));
       execFileSync("tar", ["-czf", join(scratch, "agent-9.9.9.tgz"), "-C", unpacked, "."]);
-      const tampered = cli("winfleet-agent", ["up", "--bundle", join(scratch, "agent-9.9.9.tgz"), ...args]);
+      const tampered = up(join(scratch, "agent-9.9.9.tgz"));
       assert.equal(tampered.code, 1);
       assert.match(tampered.stderr, /was tampered with: package\.json differs from what was signed/);
       assert.ok(!existsSync(join(install, "releases", "9.9.9")));
@@ -331,18 +309,11 @@ describe("a node that pins the key", () => {
 
   it("up says what --bundle should be when it names neither a bundle nor its archive", () => {
     writeFileSync(join(scratch, "notes.txt"), "not a bundle\n");
-    const args = [
-      "--install-dir",
-      join(scratch, "install-none"),
-      "--config",
-      join(scratch, "broker.yaml"),
-      "--manager",
-      "pidfile",
-    ];
-    const missing = cli("winfleet-agent", ["up", "--bundle", join(scratch, "absent.tgz"), ...args]);
+    const target = { installDir: join(scratch, "install-none"), config: join(scratch, "broker.yaml") };
+    const missing = cli("winfleet-agent", upArgs(join(scratch, "absent.tgz"), target));
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /--bundle \S+absent\.tgz: cannot read it \(ENOENT\)/);
-    const text = cli("winfleet-agent", ["up", "--bundle", join(scratch, "notes.txt"), ...args]);
+    const text = cli("winfleet-agent", upArgs(join(scratch, "notes.txt"), target));
     assert.equal(text.code, 1);
     assert.match(text.stderr, /expected an agent bundle directory or the agent-<version>\.tgz winfleet release writes/);
     assert.ok(!existsSync(join(scratch, "install-none", "releases")));

@@ -67,6 +67,31 @@ export function signedRelease(scratch: string): SignedRelease {
   };
 }
 
+/** Where and how `up` installs, as the release tests run it: the pid-file manager, optionally a pinned key. */
+export interface UpTarget {
+  readonly installDir: string;
+  /** The broker config the agent is started with. */
+  readonly config: string;
+  readonly publicKey?: string;
+}
+
+/** `winfleet-agent up --bundle BUNDLE` with `target`'s options, then `extra`. */
+export function upArgs(bundle: string, target: UpTarget, extra: readonly string[] = []): string[] {
+  return [
+    "up",
+    "--bundle",
+    bundle,
+    "--install-dir",
+    target.installDir,
+    "--config",
+    target.config,
+    "--manager",
+    "pidfile",
+    ...(target.publicKey !== undefined ? ["--public-key", target.publicKey] : []),
+    ...extra,
+  ];
+}
+
 /**
  * Runs `winfleet-agent serve --config FILE` until `done(stderr)` or its exit (bounded: 30 s), stops it (SIGTERM), and
  * returns its stderr.
