@@ -34,6 +34,7 @@ export {
 export { IMPORT_EXTERNAL, importExternal } from "./import-external";
 export { createLogger, type Logger } from "./log";
 export { assertReplaceable, type OutputShape, replaceDirectory } from "./output-dir";
+export { printable } from "./printable";
 export { projectRoot } from "./project-root";
 export { REDACTED, redactSecrets, secretField } from "./secret-fields";
 export { untar } from "./untar";
