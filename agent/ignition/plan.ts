@@ -57,7 +57,14 @@ export interface ApplyPlan {
 
 type NodeState =
   | { readonly type: "absent" }
-  | { readonly type: "file"; readonly mode: number; readonly ino: number; readonly read: () => Promise<Buffer> }
+  | {
+      readonly type: "file";
+      readonly mode: number;
+      readonly ino: number;
+      /** Names the file has (its link count): more than one, and a mode change would reach them all. */
+      readonly links: number;
+      readonly read: () => Promise<Buffer>;
+    }
   | { readonly type: "dir"; readonly mode: number }
   | { readonly type: "symlink"; readonly text: string }
   | { readonly type: "other" };
@@ -95,7 +102,8 @@ class VirtualHost {
   private stat(host: string): NodeState {
     try {
       const s = lstatSync(host);
-      if (s.isFile()) return { type: "file", mode: s.mode & 0o7777, ino: s.ino, read: () => readFile(host) };
+      if (s.isFile())
+        return { type: "file", mode: s.mode & 0o7777, ino: s.ino, links: s.nlink, read: () => readFile(host) };
       if (s.isDirectory()) return { type: "dir", mode: s.mode & 0o7777 };
       if (s.isSymbolicLink()) return { type: "symlink", text: readlinkSync(host) };
       return { type: "other" };
@@ -262,7 +270,9 @@ async function planFile(
     const current = existing;
     const sameBytes = (await current.read()).equals(data);
     if (sameBytes && current.mode === mode) return true;
-    if (sameBytes) {
+    // A file with other names (hard links, which may lie outside the root) is replaced, never
+    // changed in place: a chmod reaches the inode, so every name of it, wherever it is.
+    if (sameBytes && current.links <= 1) {
       ops.push({ op: "chmod", ...place, mode });
       view.set(host, { ...current, mode });
       return false;
@@ -273,7 +283,7 @@ async function planFile(
     existing = { type: "absent" };
   }
   ops.push({ op: "write", ...place, data, mode });
-  view.set(host, { type: "file", mode, ino: -1, read: () => Promise.resolve(data) });
+  view.set(host, { type: "file", mode, ino: -1, links: 1, read: () => Promise.resolve(data) });
   return false;
 }
 

@@ -72,6 +72,15 @@ function escaped(ref: HostRef, at: string, cause: unknown): AgentError {
   );
 }
 
+// The planner replaces a file that has other names rather than change its mode: one that gained a
+// name since (a hard link, maybe from outside the root) is left alone.
+function sharedInode(ref: HostRef): AgentError {
+  return new AgentError(
+    AgentErrorCode.ApplyFailed,
+    `${refPath(ref)}: gained another hard link since planning; its mode is left alone, as a change would reach every name of it`,
+  );
+}
+
 /** The Linux implementation: directories opened from the root with O_NOFOLLOW. */
 class ProcFdRoot implements RootedFs {
   private readonly dirs = new Map<string, number>();
@@ -118,11 +127,13 @@ class ProcFdRoot implements RootedFs {
   chmod(ref: HostRef, mode: number): void {
     const fd = openSync(this.pathOf(ref), O_PATH | constants.O_NOFOLLOW);
     try {
-      if (fstatSync(fd).isSymbolicLink())
+      const st = fstatSync(fd);
+      if (st.isSymbolicLink())
         throw new AgentError(
           AgentErrorCode.ApplyFailed,
           `${refPath(ref)}: became a link since planning; its mode is left alone`,
         );
+      if (st.isFile() && st.nlink > 1) throw sharedInode(ref);
       chmodSync(`/proc/self/fd/${fd}`, mode);
     } finally {
       closeSync(fd);
@@ -175,8 +186,10 @@ class CheckedRoot implements RootedFs {
 
   chmod(ref: HostRef, mode: number): void {
     const path = this.pathOf(ref);
-    if (lstatSync(path).isSymbolicLink())
+    const st = lstatSync(path);
+    if (st.isSymbolicLink())
       throw new AgentError(AgentErrorCode.ApplyFailed, `${path}: became a link since planning; its mode is left alone`);
+    if (st.isFile() && st.nlink > 1) throw sharedInode(ref);
     chmodSync(path, mode);
   }
 
