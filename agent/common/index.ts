@@ -37,6 +37,7 @@ export { assertReplaceable, type OutputShape, replaceDirectory } from "./output-
 export { printable } from "./printable";
 export { projectRoot } from "./project-root";
 export { REDACTED, redactSecrets, secretField } from "./secret-fields";
+export { MASK, maskBuffer, secretMasker } from "./secret-mask";
 export { untar } from "./untar";
 export { type TarEntry, tarGz } from "./ustar";
 export { zodIssues } from "./zod-issues";

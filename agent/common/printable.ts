@@ -7,6 +7,7 @@
  */
 
 // C0 controls but tab, DEL, C1 controls, and the bidirectional embedding, override and isolate marks.
+// eslint-disable-next-line no-control-regex -- control characters are what is looked for
 const UNSAFE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /** `text` with every unsafe character shown as `\uXXXX`, cut at `max` characters (marked `…`). */

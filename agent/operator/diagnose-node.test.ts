@@ -252,6 +252,7 @@ describe("winfleet diagnose NODE", () => {
 
 describe("what the node says, printed on the operator's terminal", () => {
   const escapes = "\u001b]52;c;ZWNobyBwd25lZA==\u0007\u001b[2J\u009b2Jarchive OK \u202e";
+  // eslint-disable-next-line no-control-regex -- control characters are what is looked for
   const control = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/; // newlines are the message's own
 
   it("shows the pod's stderr lines with their escapes made visible", async () => {

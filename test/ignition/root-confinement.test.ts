@@ -246,7 +246,7 @@ describe("hard links already in the root", () => {
     const { config } = parseIgnition(JSON.stringify({ ignition: { version: "3.3.0" }, storage }));
     const plan = await planApply(
       config,
-      new Map([[config.files[0]!, { append: [] }]]),
+      new Map([[config.files[0]!, { contents: undefined, append: [] }]]),
       rootedMapper(root),
       emptyLedger(),
     );

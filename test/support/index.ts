@@ -12,6 +12,7 @@ export * from "./kubernetes";
 export * from "./process";
 export * from "./release";
 export * from "./rng";
+export * from "./secrets";
 export * from "./temp";
 export * from "./tools";
 export * from "./tree";
