@@ -10,7 +10,7 @@ import { readFile } from "node:fs/promises";
 import { AgentError, AgentErrorCode } from "../common";
 import { type Ledger, sha512 } from "./ledger";
 import type { DirectoryEntry, Entry, FileEntry, IgnitionConfig, LinkEntry } from "./model";
-import { type HostRef, type PathMapper, refPath } from "./paths";
+import { type HostRef, type PathMapper, reachesStateDir, refPath } from "./paths";
 import { type NodeLookup, resolveInRoot } from "./resolve";
 
 /** The longest file name ext4, XFS and NTFS all accept, checked before anything is written. */
@@ -205,6 +205,11 @@ function resolvePlaces(entries: readonly Entry[], mapper: PathMapper, view: Virt
       `${entry.at}.path (${entry.path})`,
     );
     const place: Place = { host: mapper.hostPath(path), at: mapper.locate(path) };
+    if (reachesStateDir(place.at))
+      throw new AgentError(
+        AgentErrorCode.PermissionDenied,
+        `${entry.at}.path (${entry.path}): ${place.at.names.length === 0 ? "is the root itself" : "resolves into the agent's state directory"} (${place.host}), which no config may touch`,
+      );
     const other = claimed.get(place.host);
     if (other !== undefined)
       throw conflict(entry, `resolves to ${path} after following links, where ${other} also resolves`);
@@ -333,6 +338,11 @@ function planLink(entry: LinkEntry, place: Place, mapper: PathMapper, view: Virt
       `${entry.at}.target`,
     );
     const targetHost = mapper.hostPath(targetPath);
+    if (reachesStateDir(mapper.locate(targetPath)))
+      throw new AgentError(
+        AgentErrorCode.PermissionDenied,
+        `${entry.at}.target (${entry.target}): resolves into the agent's state directory (${targetHost}), which no config may link to`,
+      );
     // A link to itself: Ignition finds the node the same file as its target and
     // keeps it, unless overwrite removed it first and left nothing to link to.
     if (targetHost === host) {
