@@ -71,7 +71,7 @@ describe("configs never reach the state directory", () => {
   });
 
   it("refuses paths that reach it by another spelling or through a link, and hard links to its files", async () => {
-    const { root, victim, base } = layout();
+    const { root, base } = layout();
     const r0 = await apply(root);
     assert.equal(r0.code, 0, r0.stderr);
     symlinkSync("/.winfleet", join(root, "x"));
