@@ -33,6 +33,7 @@ export {
 } from "./errors";
 export { IMPORT_EXTERNAL, importExternal } from "./import-external";
 export { createLogger, type Logger } from "./log";
+export { loopbackPeerUid } from "./loopback-peer";
 export { assertReplaceable, type OutputShape, replaceDirectory } from "./output-dir";
 export {
   checkBelow,

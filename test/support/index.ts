@@ -9,6 +9,7 @@ export * from "./bundle";
 export * from "./engines";
 export * from "./kubeconfig";
 export * from "./kubernetes";
+export * from "./listeners";
 export * from "./process";
 export * from "./release";
 export * from "./rng";
