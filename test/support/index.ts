@@ -8,6 +8,7 @@ export * from "./agent";
 export * from "./bundle";
 export * from "./engines";
 export * from "./kubeconfig";
+export * from "./join";
 export * from "./kubernetes";
 export * from "./listeners";
 export * from "./process";
