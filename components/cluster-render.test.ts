@@ -7,7 +7,19 @@ import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1/Clus
 import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
 import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
 import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
-import { KUBEADM_TOKEN_GROUP, renderAgentAccess, renderKubeadmJoin, renderRke2Join } from "./cluster-render";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import {
+  NODE_APPROVER,
+  NODE_NAMES_CONFIGMAP,
+  WINFLEET_TOKEN_GROUP,
+  renderAgentAccess,
+  renderBootstrapToken,
+  renderKubeadmJoin,
+  renderNodeApproval,
+  renderRke2Join,
+  renderTlsBootstrapAccess,
+} from "./cluster-render";
 
 /** Validates any rendered object against the Kubernetes 1.27 OpenAPI schema for its kind. */
 function validateObject(o: Record<string, unknown>): void {
@@ -19,6 +31,8 @@ function validateObject(o: Record<string, unknown>): void {
     ClusterRoleBinding,
     Role,
     RoleBinding,
+    ConfigMap,
+    Deployment,
   };
   const K = kinds[String(o.kind)];
   if (!K) throw new Error(`no schema wired for ${String(o.kind)}`);
@@ -29,7 +43,8 @@ describe("cluster-side renders", () => {
   it("validate against the Kubernetes 1.27 OpenAPI schema", () => {
     for (const o of [
       ...renderAgentAccess("winfleet-system"),
-      ...renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet"),
+      ...renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet", "2030-01-01T00:00:00Z"),
+      ...renderNodeApproval("winfleet-system", [{ id: "abcdef", pool: "p", names: ["n1"] }], "registry/agent:1"),
       ...renderRke2Join("winfleet-system", "https://rke2:9345", "t"),
     ])
       validateObject(o);
@@ -49,14 +64,63 @@ describe("cluster-side renders", () => {
     );
   });
 
-  it("make a kubeadm bootstrap token that TLS bootstrap accepts", () => {
-    const [secret] = renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet nodes") as unknown as [
-      { metadata: { name: string; namespace: string }; type: string; stringData: Record<string, string> },
-    ];
+  it("make a bootstrap token for one node that TLS bootstrap accepts, which always expires", () => {
+    const secret = renderBootstrapToken(
+      { id: "abcdef", secret: "0123456789abcdef", expiration: "2030-01-01T00:00:00Z", pool: "p", node: "n1" },
+      "winfleet nodes",
+    ) as unknown as {
+      metadata: { name: string; namespace: string; labels: Record<string, string> };
+      type: string;
+      stringData: Record<string, string>;
+    };
     assert.equal(secret.metadata.name, "bootstrap-token-abcdef");
     assert.equal(secret.metadata.namespace, "kube-system");
+    assert.equal(secret.metadata.labels["winfleet.io/node"], "n1");
     assert.equal(secret.type, "bootstrap.kubernetes.io/token");
-    assert.equal(secret.stringData["auth-extra-groups"], KUBEADM_TOKEN_GROUP);
+    assert.equal(secret.stringData["auth-extra-groups"], WINFLEET_TOKEN_GROUP);
+    assert.equal(secret.stringData.expiration, "2030-01-01T00:00:00Z");
     assert.equal(secret.stringData["usage-bootstrap-authentication"], "true");
+  });
+
+  it("let the tokens create node CSRs, and approve no name for them: only renewals of a node's own", () => {
+    const bindings = renderTlsBootstrapAccess() as unknown as {
+      roleRef: { name: string };
+      subjects: { name: string }[];
+    }[];
+    assert.deepEqual(
+      bindings.map((b) => [b.roleRef.name, b.subjects.map((x) => x.name)]),
+      [
+        ["system:node-bootstrapper", [WINFLEET_TOKEN_GROUP]],
+        ["system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", ["system:nodes"]],
+      ],
+    );
+    assert.ok(!JSON.stringify(bindings).includes("certificatesigningrequests:nodeclient"));
+  });
+
+  it("name, per token, what it may join as; the approver may read only that, approve only kubelet client certificates", () => {
+    const objects = renderNodeApproval("ns", [
+      { id: "abcdef", pool: "byo", names: ["host-1"] },
+      { id: "ghijkl", pool: "ss", prefix: "ss" },
+    ]) as unknown as { kind: string; metadata: { name: string }; data?: Record<string, string>; rules?: unknown[] }[];
+    const map = objects.find((o) => o.kind === "ConfigMap");
+    assert.equal(map?.metadata.name, NODE_NAMES_CONFIGMAP);
+    assert.deepEqual(JSON.parse(map?.data?.abcdef ?? "{}"), { pool: "byo", names: ["host-1"] });
+    assert.deepEqual(JSON.parse(map?.data?.ghijkl ?? "{}"), { pool: "ss", prefix: "ss" });
+    assert.ok(!objects.some((o) => o.kind === "Deployment"), "no Deployment without an image");
+    const role = objects.find((o) => o.kind === "ClusterRole");
+    assert.ok(JSON.stringify(role?.rules).includes('"resourceNames":["kubernetes.io/kube-apiserver-client-kubelet"]'));
+    assert.ok(!JSON.stringify(role?.rules).includes("secrets"));
+    const withImage = renderNodeApproval("ns", [], "registry/agent:1") as unknown as {
+      kind: string;
+      spec?: { template: { spec: { serviceAccountName: string; containers: { args: string[] }[] } } };
+    }[];
+    const deployment = withImage.find((o) => o.kind === "Deployment");
+    assert.equal(deployment?.spec?.template.spec.serviceAccountName, NODE_APPROVER);
+    assert.deepEqual(deployment?.spec?.template.spec.containers[0]?.args, [
+      "approve-nodes",
+      "--in-cluster",
+      "--namespace",
+      "ns",
+    ]);
   });
 });

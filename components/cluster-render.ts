@@ -1,11 +1,13 @@
 /**
  * Cluster-side objects as pure renders: the winfleet namespace and the
  * upgraders' service account (the agent itself reports with its node's own
- * credentials, under the Node authorizer), and what joining needs — a
- * kubeadm bootstrap token with the TLS-bootstrap bindings, or the RKE2 token kept
- * as a Secret; and kube-proxy's own identity on kubeadm clusters (the node's
- * credentials carry no right to read Services or EndpointSlices). Secret values
- * come in as arguments; the components pass them as Pulumi secrets.
+ * credentials, under the Node authorizer), and what joining needs — bootstrap
+ * tokens (one per node, one per scale set), the TLS-bootstrap bindings without
+ * kubeadm's approval of any name, and winfleet's approver, which signs only the
+ * names a token was made for; or the RKE2 token kept as a Secret; and
+ * kube-proxy's own identity on kubeadm clusters (the node's credentials carry
+ * no right to read Services or EndpointSlices). Secret values come in as
+ * arguments; the components pass them as Pulumi secrets.
  */
 
 import type { KubeObject } from "./kube-objects";
@@ -34,19 +36,60 @@ export function renderAgentAccess(namespace: string): Obj[] {
   ];
 }
 
-/** The kubeadm bootstrap-token group kubeadm itself uses. */
-export const KUBEADM_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token";
+/** The group of winfleet's bootstrap tokens: it may ask for node client certificates, and nothing approves them but winfleet's approver. */
+export const WINFLEET_TOKEN_GROUP = "system:bootstrappers:winfleet:nodes";
+/** The ConfigMap (in the winfleet namespace) naming, per token id, the node names that token may join as. */
+export const NODE_NAMES_CONFIGMAP = "winfleet-node-names";
+/** The approver's service account (and Deployment, when the stack runs one). */
+export const NODE_APPROVER = "winfleet-node-approver";
+
+/** A bootstrap token to render: its id and secret, expiry, and what it is for. */
+export interface BootstrapTokenArgs {
+  readonly id: string;
+  readonly secret: unknown;
+  /** RFC 3339. */
+  readonly expiration: string;
+  readonly pool: string;
+  /** The node it is for; absent for a scale set's token. */
+  readonly node?: string;
+}
 
 /**
- * A kubeadm bootstrap token and the bindings TLS bootstrap needs (harmless where kubeadm made them already);
- * `expiration` is RFC 3339.
+ * One bootstrap token Secret, in winfleet's token group only (not kubeadm's default-node-token
+ * group, whose CSRs kubeadm's binding approves for any name). It always expires.
  */
-export function renderKubeadmJoin(
-  tokenId: string,
-  tokenSecret: unknown,
-  description: string,
-  expiration?: string,
-): Obj[] {
+export function renderBootstrapToken(t: BootstrapTokenArgs, description: string): Obj {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: `bootstrap-token-${t.id}`,
+      namespace: "kube-system",
+      labels: {
+        "app.kubernetes.io/part-of": "winfleet",
+        "winfleet.io/pool": t.pool,
+        ...(t.node !== undefined ? { "winfleet.io/node": t.node } : {}),
+      },
+    },
+    type: "bootstrap.kubernetes.io/token",
+    stringData: {
+      description,
+      "token-id": t.id,
+      "token-secret": t.secret,
+      expiration: t.expiration,
+      "usage-bootstrap-authentication": "true",
+      "usage-bootstrap-signing": "true",
+      "auth-extra-groups": WINFLEET_TOKEN_GROUP,
+    },
+  };
+}
+
+/**
+ * What TLS bootstrap needs with winfleet's tokens: they may create node client CSRs, and a node may
+ * renew its own certificate (the built-in approver checks that a renewal is for the requester's own
+ * name). Nothing approves a first certificate for whatever name a token asks: that is the approver's.
+ */
+export function renderTlsBootstrapAccess(): Obj[] {
   const labels = { "app.kubernetes.io/part-of": "winfleet" };
   const bind = (name: string, role: string, group: string): Obj => ({
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -56,32 +99,132 @@ export function renderKubeadmJoin(
     subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: group }],
   });
   return [
-    {
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: { name: `bootstrap-token-${tokenId}`, namespace: "kube-system", labels },
-      type: "bootstrap.kubernetes.io/token",
-      stringData: {
-        description,
-        "token-id": tokenId,
-        "token-secret": tokenSecret,
-        ...(expiration !== undefined ? { expiration } : {}),
-        "usage-bootstrap-authentication": "true",
-        "usage-bootstrap-signing": "true",
-        "auth-extra-groups": KUBEADM_TOKEN_GROUP,
-      },
-    },
-    bind("winfleet:kubelet-bootstrap", "system:node-bootstrapper", KUBEADM_TOKEN_GROUP),
-    bind(
-      "winfleet:node-autoapprove-bootstrap",
-      "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
-      KUBEADM_TOKEN_GROUP,
-    ),
+    bind("winfleet:kubelet-bootstrap", "system:node-bootstrapper", WINFLEET_TOKEN_GROUP),
     bind(
       "winfleet:node-autoapprove-certificate-rotation",
       "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
       "system:nodes",
     ),
+  ];
+}
+
+/** What the approver reads for a token id: its pool, and the names (or the scale set's prefix) it may join as. */
+export interface TokenNames {
+  readonly id: string;
+  readonly pool: string;
+  readonly names?: readonly string[];
+  readonly prefix?: string;
+}
+
+/**
+ * The approver's side: the ConfigMap of names per token, the approver's identity (read CSRs and
+ * that ConfigMap, list Nodes, approve node client certificates for the kubelet signer, nothing
+ * else), and, given an image that carries the agent, its Deployment on a Linux node.
+ */
+export function renderNodeApproval(namespace: string, tokens: readonly TokenNames[], image?: string): Obj[] {
+  const labels = { "app.kubernetes.io/part-of": "winfleet", "app.kubernetes.io/component": "node-approver" };
+  const data = Object.fromEntries(
+    tokens.map((t) => [
+      t.id,
+      JSON.stringify({
+        pool: t.pool,
+        ...(t.names ? { names: t.names } : {}),
+        ...(t.prefix !== undefined ? { prefix: t.prefix } : {}),
+      }),
+    ]),
+  );
+  const subjects = [{ kind: "ServiceAccount", name: NODE_APPROVER, namespace }];
+  const objects: Obj[] = [
+    { apiVersion: "v1", kind: "ConfigMap", metadata: { name: NODE_NAMES_CONFIGMAP, namespace, labels }, data },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: NODE_APPROVER, namespace, labels } },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "winfleet:node-approver", labels },
+      rules: [
+        {
+          apiGroups: ["certificates.k8s.io"],
+          resources: ["certificatesigningrequests"],
+          verbs: ["get", "list", "watch"],
+        },
+        { apiGroups: ["certificates.k8s.io"], resources: ["certificatesigningrequests/approval"], verbs: ["update"] },
+        {
+          apiGroups: ["certificates.k8s.io"],
+          resources: ["signers"],
+          resourceNames: ["kubernetes.io/kube-apiserver-client-kubelet"],
+          verbs: ["approve"],
+        },
+        { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "winfleet:node-approver", labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "winfleet:node-approver" },
+      subjects,
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "winfleet:node-approver", namespace, labels },
+      rules: [{ apiGroups: [""], resources: ["configmaps"], resourceNames: [NODE_NAMES_CONFIGMAP], verbs: ["get"] }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "winfleet:node-approver", namespace, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "winfleet:node-approver" },
+      subjects,
+    },
+  ];
+  if (image !== undefined)
+    objects.push({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: NODE_APPROVER, namespace, labels },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { "app.kubernetes.io/component": "node-approver" } },
+        template: {
+          metadata: { labels },
+          spec: {
+            serviceAccountName: NODE_APPROVER,
+            nodeSelector: { "kubernetes.io/os": "linux" },
+            securityContext: { runAsNonRoot: true, runAsUser: 65534, seccompProfile: { type: "RuntimeDefault" } },
+            containers: [
+              {
+                name: "approver",
+                image,
+                args: ["approve-nodes", "--in-cluster", "--namespace", namespace],
+                securityContext: {
+                  allowPrivilegeEscalation: false,
+                  readOnlyRootFilesystem: true,
+                  capabilities: { drop: ["ALL"] },
+                },
+                resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "256Mi" } },
+              },
+            ],
+          },
+        },
+      },
+    });
+  return objects;
+}
+
+/**
+ * A single bootstrap token and the bindings TLS bootstrap needs, with no names attached (what the
+ * cluster tests join with, running the approver themselves); `expiration` is RFC 3339.
+ */
+export function renderKubeadmJoin(
+  tokenId: string,
+  tokenSecret: unknown,
+  description: string,
+  expiration: string,
+): Obj[] {
+  return [
+    renderBootstrapToken({ id: tokenId, secret: tokenSecret, expiration, pool: "" }, description),
+    ...renderTlsBootstrapAccess(),
   ];
 }
 

@@ -5,5 +5,6 @@
 export { renderServiceRegistrationScript } from "./agent-service";
 export { archiveDirectory } from "./content-archive";
 export { DEFAULT_NODE_RUNTIME } from "./node-runtime";
-export { type NodeConfigArgs, POOL_LABEL } from "./pool-render";
+export { computerNames, localHostNames, type NodeConfigArgs, POOL_LABEL, scaleSetPrefix } from "./pool-render";
+export { nodeTokens, parseLifetime, type PoolNodes, tokenEpoch, tokenSecretOf } from "./node-tokens";
 export { HOST_AGENT, HOST_NODE, INSTALL } from "./upgrader-scripts";

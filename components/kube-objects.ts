@@ -25,6 +25,7 @@ const KINDS: Readonly<Record<string, Ctor>> = {
   "rbac.authorization.k8s.io/v1/Role": k8s.rbac.v1.Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": k8s.rbac.v1.RoleBinding,
   "apps/v1/DaemonSet": k8s.apps.v1.DaemonSet,
+  "apps/v1/Deployment": k8s.apps.v1.Deployment,
 };
 
 /** The resource name an object is registered under. */
@@ -43,8 +44,13 @@ export function kubeResourceName(prefix: string, o: KubeObject): string {
  */
 const FORCE = { "pulumi.com/patchForce": "true" } as const;
 
-/** Registers `o` as its typed resource. */
-export function kubeResource(prefix: string, o: KubeObject, opts: pulumi.CustomResourceOptions): pulumi.CustomResource {
+/** Registers `o` as its typed resource (under `resourceName`, when the object's own name changes over time). */
+export function kubeResource(
+  prefix: string,
+  o: KubeObject,
+  opts: pulumi.CustomResourceOptions,
+  resourceName: string = kubeResourceName(prefix, o),
+): pulumi.CustomResource {
   const ctor = KINDS[`${o.apiVersion}/${o.kind}`];
   if (!ctor) throw new Error(`no resource class for ${o.apiVersion} ${o.kind}`);
   const annotations = (o.metadata.annotations ?? {}) as Record<string, unknown>;
@@ -54,5 +60,5 @@ export function kubeResource(prefix: string, o: KubeObject, opts: pulumi.CustomR
   };
   delete args.apiVersion;
   delete args.kind;
-  return new ctor(kubeResourceName(prefix, o), args as never, opts);
+  return new ctor(resourceName, args as never, opts);
 }

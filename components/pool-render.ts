@@ -71,6 +71,11 @@ export function computerNames(pool: string, count: number): string[] {
   });
 }
 
+/** The names of a `local` pool's sandbox hosts (`winfleet local up`): the pool's name and a number. */
+export function localHostNames(pool: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `${pool}-${i + 1}`);
+}
+
 /** A scale set's computer name prefix: Azure appends six characters, so nine remain. */
 export function scaleSetPrefix(pool: string): string {
   return pool.slice(0, 9).replace(/-+$/, "");

@@ -89,7 +89,12 @@ export interface WindowsNodePoolArgs {
    * Join variables (non-secret), and the secret variables: the join token under the variable content reads, and the
    * content secrets.
    */
-  readonly join: { readonly variables: Readonly<Record<string, string>>; readonly secrets: NodeSecrets };
+  readonly join: {
+    readonly variables: Readonly<Record<string, string>>;
+    readonly secrets: NodeSecrets;
+    /** `vms` pools: each machine's own secrets (its join token), by computer name; else {@link secrets} for all. */
+    readonly secretsFor?: (computerName: string) => NodeSecrets;
+  };
   /**
    * The Key Vault (resource id, RBAC authorization) for the secrets other than the join token,
    * required when there are any, and the cluster's name, which names the pool's secret there.
@@ -267,11 +272,14 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       identity = { type: "UserAssigned", userAssignedIdentities: [uai.id] };
       machineOpts.dependsOn = waits;
     }
-    const protectedSettings = pulumi.secret(
-      pulumi.all([secretsJson(inline), args.content.sas ?? "", secretsVersion]).apply(([secrets, sas, version]) => ({
-        commandToExecute: extensionCommand(hash, secrets, args.content.auth === "sas" ? sas : undefined, version),
-      })),
-    );
+    // The command line carries the join token, each machine's own where the pool has one per machine.
+    const settingsWith = (small: NodeSecrets) =>
+      pulumi.secret(
+        pulumi.all([secretsJson(small), args.content.sas ?? "", secretsVersion]).apply(([secrets, sas, version]) => ({
+          commandToExecute: extensionCommand(hash, secrets, args.content.auth === "sas" ? sas : undefined, version),
+        })),
+      );
+    const protectedSettings = settingsWith(inline);
 
     if (pool.mode === "vmss") {
       new azure.compute.VirtualMachineScaleSet(
@@ -395,7 +403,9 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             vmExtensionName: BOOTSTRAP_EXTENSION,
             forceUpdateTag: this.bootstrapHash,
             settings: {},
-            protectedSettings,
+            protectedSettings: args.join.secretsFor
+              ? settingsWith(splitSecrets(args.join.secretsFor(computerName)).inline)
+              : protectedSettings,
           },
           { parent: this },
         );

@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { ed25519PublicKey, ValidationError, zodIssues } from "../agent/common";
 import { nodeLabelProblems, variableName } from "../agent/content";
+import { parseLifetime } from "../components";
 
 const name = z
   .string()
@@ -48,23 +49,36 @@ const joinSchema = z.discriminatedUnion("method", [
     apiServer: z.string().url(),
     /** kubeadm discovery: `sha256:<hex>` of the cluster CA's public key. */
     caCertHash: z.string().regex(/^sha256:[0-9a-f]{64}$/, "sha256:<64 hex digits>"),
-    /** Bootstrap token id (6 chars) and the secure key holding its 16-char secret. */
     /**
-     * Must name a token that does not exist yet: winfleet creates (and on destroy deletes) bootstrap-token-<tokenId>.
+     * Six characters that, with the stack's name, seed the ids of the join tokens winfleet makes:
+     * one per node (per scale set), `bootstrap-token-<id>` in kube-system, each for its node's name
+     * alone (docs/security.md).
      */
     tokenId: text(z.string().regex(/^[a-z0-9]{6}$/, "6 lower-case letters or digits")),
+    /** The secure key holding the secret the node tokens are derived from (`openssl rand -hex 8`). */
     tokenSecret: secretRef,
     /**
-     * When the token stops working (ISO 8601), rendered as the token's
-     * `expiration`. A fixed time, not a lifetime, so the same stack always
-     * renders the same token. Absent, it never expires: whoever reads one
-     * node's agent config (where the token is kept) can register nodes until
-     * it is rotated, and the policy pack's winfleet-bootstrap-token-expires
-     * says so. Once it passes, the cluster's TokenCleaner deletes the Secret;
-     * rotate then by changing tokenSecret and tokenExpiry together (see
-     * docs/azure.md).
+     * How long an epoch of tokens lasts (`90m`, `24h`, `7d`). The tokens of an epoch expire at the
+     * end of the next one, and a run of the program in a later epoch declares new ones: tokens rotate
+     * with no one choosing values, as long as a deploy (or the operator's refresh) runs at least once
+     * a lifetime. A scale set that grows later needs a token that is still good then.
+     */
+    tokenLifetime: z
+      .string()
+      .regex(/^\d+[mhd]$/, "a lifetime such as 24h or 7d")
+      .refine((t) => parseLifetime(t) >= 3600, "at least an hour (1h)")
+      .default("7d"),
+    /**
+     * No token outlives this (ISO 8601), whatever its epoch. It must be at least one lifetime in the
+     * future when the program runs: a stack whose tokens would expire before nodes could use them fails.
      */
     tokenExpiry: z.iso.datetime().optional(),
+    /**
+     * An image that carries the agent (Linux, `winfleet-agent` on its PATH as the entry point), to run
+     * winfleet's node approver in the cluster. Without it, run `winfleet-agent approve-nodes` yourself
+     * with a kubeconfig that may approve node certificates: nothing else signs a new node's certificate.
+     */
+    approverImage: z.string().min(1).optional(),
   }),
   z.strictObject({
     method: z.literal("rke2"),

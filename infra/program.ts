@@ -14,7 +14,15 @@ import { AgentUpgrader } from "../components/agent-upgrader";
 import { ByoWindowsHost } from "../components/byo-windows-host";
 import { ClusterJoin } from "../components/cluster-join";
 import { ContentBundle, buildArchive } from "../components/content-bundle";
-import { DEFAULT_NODE_RUNTIME, type NodeConfigArgs, POOL_LABEL } from "../components";
+import {
+  computerNames,
+  DEFAULT_NODE_RUNTIME,
+  localHostNames,
+  type NodeConfigArgs,
+  POOL_LABEL,
+  type PoolNodes,
+  scaleSetPrefix,
+} from "../components";
 import { WindowsNodePool } from "../components/windows-node-pool";
 import { WinsUpgrader } from "../components/wins-upgrader";
 import { loadCatalog } from "../agent/content";
@@ -78,10 +86,22 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   const joined = fleet.pools;
 
   const ns = fleet.cluster.namespace;
+  // Every node the stack declares, by name where it knows one: each gets a join token for that name alone.
+  const nodes: PoolNodes[] = joined.map((p) =>
+    p.kind === "azure"
+      ? p.mode === "vmss"
+        ? { pool: p.name, prefix: scaleSetPrefix(p.name) }
+        : { pool: p.name, names: computerNames(p.name, p.count) }
+      : p.kind === "byo"
+        ? { pool: p.name, names: p.hosts.map((h) => h.name) }
+        : { pool: p.name, names: localHostNames(p.name, p.hosts) },
+  );
   const join = new ClusterJoin("cluster", {
     namespace: ns,
     join: fleet.cluster.join,
     secret: config.requireSecret(fleet.cluster.join.tokenSecret),
+    nodes,
+    seed: `${pulumi.getProject()}/${pulumi.getStack()}`,
   });
   const archive = await buildArchive(stackPath(fleet.content.dir), join_(".winfleet", "build"));
   if (
@@ -93,7 +113,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     );
   }
   const missing = missingContentVariables(fleet, await loadCatalog(stackPath(fleet.content.dir)), {
-    join: [...Object.keys(join.variables), ...Object.keys(join.secrets)],
+    join: [...Object.keys(join.variables), join.tokenVariable, ...Object.keys(join.secrets)],
     pool: Object.fromEntries(
       deployed.map((p) => [p.name, ["KUBE_NODE_LABELS", ...(p.registerTaint ? ["KUBE_REGISTER_TAINT"] : [])]]),
     ),
@@ -111,10 +131,14 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     node: fleet.agent.node ? { ...fleet.agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME,
     agent: { ...fleet.agent.bundle, version: fleet.agent.version },
   };
-  // The node's secret variables: the cluster side's (the join token, kube-proxy's token), and the content secrets.
-  const secrets: Record<string, pulumi.Output<string>> = { ...join.secrets };
-  for (const [variable, key] of Object.entries(fleet.content.secrets)) secrets[variable] = config.requireSecret(key);
-  const joinArgs = { variables: join.variables, secrets };
+  // A node's secret variables: the cluster side's (its own join token, kube-proxy's token), and the content secrets.
+  const contentSecrets: Record<string, pulumi.Output<string>> = {};
+  for (const [variable, key] of Object.entries(fleet.content.secrets))
+    contentSecrets[variable] = config.requireSecret(key);
+  const joinFor = (pool: string, node?: string) => ({
+    variables: join.variables,
+    secrets: { ...join.secretsFor(pool, node), ...contentSecrets },
+  });
   const node = nodeConfigOf(fleet);
   const storageAccount = contentAccountOf(fleet);
   // Pulumi parses the whole stack config (every host of the fleet) at each read, so a key is read once, not per host.
@@ -139,7 +163,13 @@ export async function fleetProgram(): Promise<FleetOutputs> {
           ...(content.sas ? { sas: content.sas } : {}),
           ...(storageAccount ? { storageAccount } : {}),
         },
-        join: joinArgs,
+        join:
+          pool.mode === "vmss"
+            ? joinFor(pool.name)
+            : {
+                ...joinFor(pool.name, computerNames(pool.name, pool.count)[0]),
+                secretsFor: (computerName: string) => joinFor(pool.name, computerName).secrets,
+              },
         ...(fleet.content.keyVault ? { keyVault: { id: fleet.content.keyVault, cluster: fleet.cluster.name } } : {}),
         adminPassword: config.requireSecret(pool.adminPasswordSecret),
       });
@@ -158,7 +188,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
           host: { name: host.name, address: host.address, port: host.port, user: host.user },
           bootstrap,
           content: { archivePath: content.archivePath, sha256: content.sha256 },
-          join: joinArgs,
+          join: joinFor(pool.name, host.name),
           credential: {
             kind: host.privateKeySecret !== undefined ? "privateKey" : "password",
             value: secret(host.privateKeySecret ?? host.passwordSecret ?? ""),

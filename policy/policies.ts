@@ -3,7 +3,7 @@
  * in an extension's `protectedSettings`; upgrader DaemonSets with a bounded
  * `maxUnavailable`; every Windows pool pinned to a template, template version
  * and agent version; no public IP on a Windows node unless the pack's config
- * allows its pool. Advisory: a bootstrap token that expires. Kept apart from the pack (index.ts), whose constructor
+ * allows its pool; a bootstrap token that expires, at least an hour on. Kept apart from the pack (index.ts), whose constructor
  * starts the analyzer the Pulumi CLI talks to, so the rules can be run on any
  * list of resources: {@link runPolicies}.
  */
@@ -58,26 +58,34 @@ export const extensionSecretsProtected: ResourceValidationPolicy = {
   },
 };
 
+/** How far ahead a bootstrap token's expiry must be when it is declared: a node must still be able to use it. */
+export const TOKEN_EXPIRY_MARGIN_MS = 3_600_000;
+
 /**
- * A bootstrap token that never expires and is auto-approved for node client
- * certificates lets whoever reads one node's agent config register nodes for
- * ever (kubeadm's own tokens last 24 hours). Advisory, since a pool that
- * scales out later needs a token that still works: raise it to mandatory in
- * the pack's config to require `cluster.join.tokenExpiry`.
+ * A bootstrap token that never expires lets whoever reads it register a node
+ * for ever (kubeadm's own tokens last 24 hours); one that expires within the
+ * hour, or has, is one the cluster deletes while the stack declares it, and
+ * every run recreates. The program rotates its tokens each `tokenLifetime`;
+ * this holds any other bootstrap token the stack declares to the same.
  */
 export const bootstrapTokenExpires: ResourceValidationPolicy = {
   name: "winfleet-bootstrap-token-expires",
   description:
-    "A bootstrap token Secret sets an expiration (cluster.join.tokenExpiry), so a leaked token stops registering nodes.",
-  enforcementLevel: "advisory",
+    "A bootstrap token Secret sets an expiration at least an hour ahead (winfleet's rotate each cluster.join.tokenLifetime), so a leaked token stops working.",
+  enforcementLevel: "mandatory",
   validateResource: (args, report) => {
     if (args.type !== "kubernetes:core/v1:Secret" || args.props.type !== "bootstrap.kubernetes.io/token") return;
     const data = { ...obj(args.props.data), ...obj(args.props.stringData) };
     const name = obj(args.props.metadata).name;
-    if (data.expiration === undefined)
-      report(
-        `${typeof name === "string" ? name : "the token"} never expires: set cluster.join.tokenExpiry (and rotate tokenSecret with it)`,
-      );
+    const token = typeof name === "string" ? name : "the token";
+    if (data.expiration === undefined) {
+      report(`${token} never expires: give it an expiration (winfleet's tokens expire each cluster.join.tokenLifetime)`);
+      return;
+    }
+    const at = typeof data.expiration === "string" ? Date.parse(data.expiration) : Number.NaN;
+    if (Number.isNaN(at)) report(`${token}: expiration ${String(data.expiration)} is not a time (RFC 3339)`);
+    else if (at < Date.now() + TOKEN_EXPIRY_MARGIN_MS)
+      report(`${token} expires at ${String(data.expiration)}, within the hour or before now: no node could still join with it`);
   },
 };
 

@@ -8,10 +8,20 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { constants } from "node:os";
-import { mkdir, readFile, readdir, rm } from "node:fs/promises";
-import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { writeFileAtomic, baseEnvironment, AgentError, AgentErrorCode, errorMessage, type Logger } from "../common";
+import {
+  baseEnvironment,
+  type ConfinedDir,
+  confinedDir,
+  AgentError,
+  AgentErrorCode,
+  errorMessage,
+  type Logger,
+  readdirIn,
+  readFileIn,
+  removeIn,
+  writeFileIn,
+} from "../common";
 import type { Expose, Firewall } from "./firewall";
 import type { ProcessHost } from "./process-host";
 
@@ -104,16 +114,30 @@ function record(name: string, text: string): ProcessRecord | undefined {
  * `diagnose`).
  */
 export async function readProcessRecords(
-  stateDir: string,
+  stateDir: string | ConfinedDir,
   host: ProcessHost,
 ): Promise<{ record: ProcessRecord; alive: boolean }[]> {
-  const dir = join(stateDir, "processes");
+  const dir = recordsDir(stateDir);
   const out: { record: ProcessRecord; alive: boolean }[] = [];
-  for (const file of (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith(".json")).sort()) {
-    const rec = record(file.slice(0, -5), await readFile(join(dir, file), "utf8").catch(() => ""));
+  for (const file of readdirIn(dir)
+    .filter((n) => n.endsWith(".json"))
+    .sort()) {
+    const rec = record(file.slice(0, -5), await readText(dir, file));
     if (rec) out.push({ record: rec, alive: rec.identity !== "" && (await host.identity(rec.pid)) === rec.identity });
   }
   return out;
+}
+
+/**
+ * Where a broker state directory keeps its process records: `processes` below it, reached without
+ * following a link (the agent's own, below `<root>/.winfleet/broker`, through its state directory's walk).
+ */
+function recordsDir(stateDir: string | ConfinedDir): ConfinedDir {
+  return typeof stateDir === "string" ? confinedDir(stateDir, ["processes"]) : stateDir.sub("processes");
+}
+
+async function readText(dir: ConfinedDir, name: string): Promise<string> {
+  return ((await readFileIn(dir, name).catch(() => undefined)) ?? Buffer.alloc(0)).toString("utf8");
 }
 
 /** The exit code a client sees: the code, or 128 + the signal number when killed. */
@@ -126,17 +150,17 @@ export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): 
 export class ProcessPool {
   private readonly running = new Map<string, Running>();
 
+  private readonly records: ConfinedDir;
+
   constructor(
-    private readonly stateDir: string,
+    private readonly stateDir: string | ConfinedDir,
     private readonly host: ProcessHost,
     private readonly firewall: Firewall,
     private readonly log: Logger,
     /** What every child inherits (see environment.ts); the broker's own environment is never passed whole. */
     private readonly baseEnv: Readonly<Record<string, string>> = baseEnvironment(process.env, process.platform),
-  ) {}
-
-  private recordFile(name: string): string {
-    return join(this.stateDir, "processes", `${name}.json`);
+  ) {
+    this.records = recordsDir(stateDir);
   }
 
   /**
@@ -158,11 +182,11 @@ export class ProcessPool {
 
   private async forget(name: string): Promise<void> {
     await this.firewall.close(name).catch(() => undefined);
-    await rm(this.recordFile(name), { force: true });
+    removeIn(this.records, `${name}.json`);
   }
 
   private async killStale(name: string): Promise<boolean> {
-    const rec = record(name, await readFile(this.recordFile(name), "utf8").catch(() => ""));
+    const rec = record(name, await readText(this.records, `${name}.json`));
     let killed = false;
     if (rec && (await this.host.identity(rec.pid)) === rec.identity) {
       this.log.warn("found stale process, killing it to start afresh", { name, pid: rec.pid });
@@ -277,9 +301,9 @@ export class ProcessPool {
     child.stderr?.on("data", take(true));
     this.running.set(spec.name, entry);
     try {
-      await mkdir(join(this.stateDir, "processes"), { recursive: true, mode: 0o700 });
-      await writeFileAtomic(
-        this.recordFile(spec.name),
+      await writeFileIn(
+        this.records,
+        `${spec.name}.json`,
         JSON.stringify({
           name: spec.name,
           pid,
@@ -341,7 +365,7 @@ export class ProcessPool {
     await this.firewall
       .close(name)
       .catch((e: unknown) => this.log.warn("could not remove firewall rules", { name, error: errorMessage(e) }));
-    await rm(this.recordFile(name), { force: true });
+    removeIn(this.records, `${name}.json`);
     this.log.info("released host process", { name, pid: entry.pid, killed: alive });
   }
 

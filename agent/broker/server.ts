@@ -9,7 +9,7 @@ import { chmod, readFile, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { dirname } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { AgentError, AgentErrorCode, errorMessage, type Logger } from "../common";
+import { AgentError, AgentErrorCode, type ConfinedDir, errorMessage, type Logger } from "../common";
 import { type AgentStatus, agentService } from "./agent-service";
 import { type BrokerConfig, endpointPath, parseBrokerConfig } from "./config";
 import { EnvPolicy, baseEnvironment } from "./environment";
@@ -37,7 +37,8 @@ export interface BrokerOptions {
   /** Where relative socket names live on Linux. */
   readonly runDir: string;
   /** Where process records live (so a later broker finds what this one started). */
-  readonly stateDir: string;
+  /** Where process records are kept: a path, or the agent's state directory's `broker`, reached by its walk. */
+  readonly stateDir: string | ConfinedDir;
   /** The file whose SHA1 `ApplicationService.Info` reports. */
   readonly entryFile: string;
   readonly log: Logger;

@@ -6,7 +6,7 @@
  */
 import { hostname } from "node:os";
 import type { Command } from "commander";
-import { createLogger, defaultRunDir } from "../common";
+import { createLogger, defaultRunDir, secretMasker } from "../common";
 import { fanOut } from "../lifecycle";
 import { createReporter } from "../report";
 import { loadAgentConfig, resolveWith, serve } from "../service";
@@ -25,15 +25,17 @@ export function registerServeCommand(program: Command): void {
       process.once("SIGTERM", onSignal);
       process.once("SIGINT", onSignal);
       try {
-        const log = createLogger("agent");
-        const progress = jsonProgress(process.stdout);
         // Reporting to Kubernetes is set up once, from the config as it is at start.
         const initial = await loadAgentConfig(opts.config);
+        // An error message that carries a secret of the config, or key material, is masked in the log.
+        const mask = secretMasker(Object.values(initial.secrets));
+        const log = createLogger("agent", { mask });
+        const progress = jsonProgress(process.stdout);
         const reporter = createReporter(
           initial,
           initial.nodeName ?? hostname(),
           resolveWith(initial).root,
-          createLogger("report"),
+          createLogger("report", { mask }),
         );
         reporter?.start();
         const exit = await serve({

@@ -7,11 +7,16 @@
  * the token cleaner), service-account tokens, namespace deletion and garbage collection; the
  * scheduler binds the pods the DaemonSet controller creates to their nodes.
  *
+ * Nothing it serves is open to another local user: etcd speaks TLS only, to clients and peers
+ * holding a certificate of its own CA (the API server's), not the cluster's; the API server admits
+ * no anonymous request; the controller manager and scheduler serve nothing. The state directory
+ * (PKI, kubeconfigs, etcd's data) is private to its owner.
+ *
  * Used by the end-to-end tests and by `winfleet local up --cluster`.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -167,8 +172,11 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), "winfleet-cluster-")));
   const owned = options.dir === undefined;
   const logDir = join(dir, "logs");
+  // Private to its owner: keys, kubeconfigs, etcd's data and the servers' logs.
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700);
   await mkdir(join(dir, "pki"), { recursive: true, mode: 0o700 });
-  await mkdir(logDir, { recursive: true });
+  await mkdir(logDir, { recursive: true, mode: 0o700 });
   const pki = await makeControlPlanePki(join(dir, "pki"));
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const server = `https://127.0.0.1:${apiPort}`;
@@ -178,8 +186,14 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     cert: readFileSync(pki.adminCert, "utf8"),
     key: readFileSync(pki.adminKey, "utf8"),
   };
+  const etcdTls = {
+    ca: readFileSync(pki.etcdCaCert, "utf8"),
+    cert: readFileSync(pki.etcdClientCert, "utf8"),
+    key: readFileSync(pki.etcdClientKey, "utf8"),
+  };
 
-  const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+  const etcdUrl = `https://127.0.0.1:${etcdPort}`;
+  const peerUrl = `https://127.0.0.1:${peerPort}`;
   let etcd: ChildProcess | undefined;
   let apiserver: ChildProcess | undefined;
   let controllers: ChildProcess | undefined;
@@ -193,6 +207,11 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 
   const apiserverArgs = [
     `--etcd-servers=${etcdUrl}`,
+    `--etcd-cafile=${pki.etcdCaCert}`,
+    `--etcd-certfile=${pki.etcdClientCert}`,
+    `--etcd-keyfile=${pki.etcdClientKey}`,
+    // Every request carries a credential: no anonymous reads, not even of /version or /healthz.
+    "--anonymous-auth=false",
     "--bind-address=127.0.0.1",
     "--advertise-address=127.0.0.1",
     `--secure-port=${apiPort}`,
@@ -231,16 +250,25 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         `--data-dir=${join(dir, "etcd")}`,
         `--listen-client-urls=${etcdUrl}`,
         `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-cluster=winfleet-local=http://127.0.0.1:${peerPort}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=winfleet-local=${peerUrl}`,
+        // Clients and peers prove themselves with a certificate of etcd's own CA.
+        `--cert-file=${pki.etcdServerCert}`,
+        `--key-file=${pki.etcdServerKey}`,
+        "--client-cert-auth=true",
+        `--trusted-ca-file=${pki.etcdCaCert}`,
+        `--peer-cert-file=${pki.etcdServerCert}`,
+        `--peer-key-file=${pki.etcdServerKey}`,
+        "--peer-client-cert-auth=true",
+        `--peer-trusted-ca-file=${pki.etcdCaCert}`,
         // A throwaway cluster: losing it on power loss is fine, waiting on fsync is not.
         "--unsafe-no-fsync=true",
         "--log-level=warn",
       ],
       logDir,
     );
-    await waitFor("etcd", etcd, logDir, deadline, () => httpOk(`${etcdUrl}/health`));
+    await waitFor("etcd", etcd, logDir, deadline, () => httpOk(`${etcdUrl}/health`, etcdTls));
     log(`etcd ready on ${etcdUrl}`);
     await startApiServer();
     log(`kube-apiserver ready on ${server}`);

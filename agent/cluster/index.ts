@@ -9,3 +9,4 @@ export { type KubeletApi, startKubeletApi } from "./kubelet-api";
 export { NodeStandIn, tlsBootstrap } from "./node-stand-in";
 export { PodRunner } from "./pod-runner";
 export { pulumiProject } from "./pulumi-project";
+export { approveNodeCsrs, NODE_NAMES_CONFIGMAP, runNodeApprover, WINFLEET_TOKEN_GROUP } from "./node-approver";

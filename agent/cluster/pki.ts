@@ -2,7 +2,10 @@
  * The PKI of a throwaway control plane, made per run by openssl: one CA that signs the API
  * server's serving certificate, the client certificates of the administrator,
  * kube-controller-manager and kube-scheduler, and (as kubeadm's cluster CA does) node certificates through the CSR
- * signer; and the service-account key pair. Nothing is written outside `dir`; keys are 0600.
+ * signer; a second CA for etcd alone (as kubeadm's `etcd/ca`), which signs etcd's serving and peer
+ * certificates and the API server's etcd client certificate, so no certificate of the cluster's —
+ * a node's, the administrator's — is one etcd accepts; and the service-account key pair. Nothing is
+ * written outside `dir`; keys are 0600.
  */
 import { execFile } from "node:child_process";
 import { chmod, readFile, writeFile } from "node:fs/promises";
@@ -29,6 +32,14 @@ export interface ControlPlanePki {
   readonly kubeletClientKey: string;
   readonly serviceAccountKey: string;
   readonly serviceAccountPub: string;
+  /** etcd's own CA: the only issuer etcd trusts, for clients and peers. */
+  readonly etcdCaCert: string;
+  /** etcd's serving certificate (127.0.0.1, localhost), also its peer certificate. */
+  readonly etcdServerCert: string;
+  readonly etcdServerKey: string;
+  /** The API server's client certificate for etcd (and the readiness check's). */
+  readonly etcdClientCert: string;
+  readonly etcdClientKey: string;
 }
 
 async function openssl(dir: string, args: readonly string[]): Promise<void> {
@@ -71,11 +82,14 @@ export async function ecKeyAndCsr(
   return { keyPem, csrPem };
 }
 
-async function clientCert(dir: string, name: string, subject: string): Promise<void> {
-  await writeFile(
-    join(dir, `${name}.ext`),
-    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n",
-  );
+async function clientCert(
+  dir: string,
+  name: string,
+  subject: string,
+  ca = "ca",
+  ext = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n",
+): Promise<void> {
+  await writeFile(join(dir, `${name}.ext`), ext);
   await openssl(dir, ["req", ...EC, "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject]);
   await openssl(dir, [
     "x509",
@@ -83,9 +97,9 @@ async function clientCert(dir: string, name: string, subject: string): Promise<v
     "-in",
     `${name}.csr`,
     "-CA",
-    "ca.crt",
+    `${ca}.crt`,
     "-CAkey",
-    "ca.key",
+    `${ca}.key`,
     "-CAcreateserial",
     "-out",
     `${name}.crt`,
@@ -96,10 +110,10 @@ async function clientCert(dir: string, name: string, subject: string): Promise<v
   ]);
 }
 
-/** Makes the PKI in `dir` (an existing, private directory). About a second of openssl. */
-export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki> {
+/** A self-signed CA, `<name>.crt` and `<name>.key`, valid for a week. */
+async function makeCa(dir: string, name: string, subject: string): Promise<void> {
   await writeFile(
-    join(dir, "ca.ext"),
+    join(dir, `${name}.ext`),
     "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\nsubjectKeyIdentifier=hash\n",
   );
   await openssl(dir, [
@@ -107,18 +121,23 @@ export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki>
     "-x509",
     ...EC,
     "-keyout",
-    "ca.key",
+    `${name}.key`,
     "-out",
-    "ca.crt",
+    `${name}.crt`,
     "-days",
     "7",
     "-subj",
-    "/CN=winfleet-local-ca",
+    subject,
     "-extensions",
     "v3_ca",
     "-addext",
     "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
   ]);
+}
+
+/** Makes the PKI in `dir` (an existing, private directory). About a second of openssl. */
+export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki> {
+  await makeCa(dir, "ca", "/CN=winfleet-local-ca");
   await writeFile(
     join(dir, "apiserver.ext"),
     [
@@ -160,6 +179,15 @@ export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki>
   await clientCert(dir, "controller-manager", "/CN=system:kube-controller-manager");
   await clientCert(dir, "scheduler", "/CN=system:kube-scheduler");
   await clientCert(dir, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client");
+  await makeCa(dir, "etcd-ca", "/CN=winfleet-local-etcd-ca");
+  await clientCert(
+    dir,
+    "etcd-server",
+    "/CN=winfleet-local-etcd",
+    "etcd-ca",
+    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
+  );
+  await clientCert(dir, "apiserver-etcd-client", "/CN=kube-apiserver-etcd-client", "etcd-ca");
   await openssl(dir, ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key"]);
   await openssl(dir, ["pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
   for (const key of [
@@ -169,6 +197,9 @@ export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki>
     "controller-manager.key",
     "scheduler.key",
     "apiserver-kubelet-client.key",
+    "etcd-ca.key",
+    "etcd-server.key",
+    "apiserver-etcd-client.key",
     "sa.key",
   ])
     await chmod(join(dir, key), 0o600);
@@ -189,6 +220,11 @@ export async function makeControlPlanePki(dir: string): Promise<ControlPlanePki>
     kubeletClientKey: p("apiserver-kubelet-client.key"),
     serviceAccountKey: p("sa.key"),
     serviceAccountPub: p("sa.pub"),
+    etcdCaCert: p("etcd-ca.crt"),
+    etcdServerCert: p("etcd-server.crt"),
+    etcdServerKey: p("etcd-server.key"),
+    etcdClientCert: p("apiserver-etcd-client.crt"),
+    etcdClientKey: p("apiserver-etcd-client.key"),
   };
 }
 

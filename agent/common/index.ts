@@ -33,9 +33,34 @@ export {
 } from "./errors";
 export { IMPORT_EXTERNAL, importExternal } from "./import-external";
 export { createLogger, type Logger } from "./log";
+export { loopbackPeerUid } from "./loopback-peer";
 export { assertReplaceable, type OutputShape, replaceDirectory } from "./output-dir";
+export {
+  checkBelow,
+  fdPath,
+  O_PATH_FLAG,
+  openBelow,
+  WalkError,
+  type WalkOptions,
+  walksByDescriptor,
+} from "./no-follow";
+export { printable } from "./printable";
+export {
+  agentStateDir,
+  type ConfinedDir,
+  confinedDir,
+  readdirIn,
+  readFileIn,
+  readFileInSync,
+  realPathOf,
+  removeIn,
+  STATE_DIR_NAME,
+  type StateDirOptions,
+  writeFileIn,
+} from "./state-dir";
 export { projectRoot } from "./project-root";
 export { REDACTED, redactSecrets, secretField } from "./secret-fields";
+export { MASK, maskBuffer, secretMasker } from "./secret-mask";
 export { untar } from "./untar";
 export { type TarEntry, tarGz } from "./ustar";
 export { zodIssues } from "./zod-issues";

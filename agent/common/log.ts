@@ -17,12 +17,21 @@ export interface Logger {
 
 type Level = "debug" | "info" | "warn" | "error";
 
-/** A logger writing to `out` (default stderr) as JSON unless `out` is a TTY. */
+/**
+ * A logger writing to `out` (default stderr) as JSON unless `out` is a TTY. `mask`, when given, is
+ * applied to each line before it is written (the agent's: its secrets and key material, should an
+ * error message carry them).
+ */
 export function createLogger(
   tag: string,
-  options: { debug?: boolean; out?: NodeJS.WritableStream & { isTTY?: boolean } } = {},
+  options: {
+    debug?: boolean;
+    out?: NodeJS.WritableStream & { isTTY?: boolean };
+    mask?: (text: string) => string;
+  } = {},
 ): Logger {
   const out = options.out ?? process.stderr;
+  const mask = options.mask ?? ((text: string) => text);
   const write = (level: Level, msg: string, fields: Fields = {}): void => {
     if (level === "debug" && !options.debug) return;
     if (out.isTTY) {
@@ -30,9 +39,9 @@ export function createLogger(
         .filter(([, v]) => v !== undefined)
         .map(([k, v]) => `${k}=${String(v)}`)
         .join(" ");
-      out.write(`${level.padEnd(5)} [${tag}] ${msg}${extra ? ` ${extra}` : ""}\n`);
+      out.write(`${mask(`${level.padEnd(5)} [${tag}] ${msg}${extra ? ` ${extra}` : ""}`)}\n`);
     } else {
-      out.write(`${JSON.stringify({ time: new Date().toISOString(), level, tag, msg, ...fields })}\n`);
+      out.write(`${mask(JSON.stringify({ time: new Date().toISOString(), level, tag, msg, ...fields }))}\n`);
     }
   };
   return {

@@ -16,7 +16,7 @@ import {
   readProcessRecords,
 } from "../broker";
 import { errorMessage } from "../common";
-import { stateDir } from "../lifecycle";
+import { stateDir, stateOf } from "../lifecycle";
 import { PATHS } from "./agent-collectors";
 import type { Collector, DiagnoseContext } from "./collector";
 
@@ -78,6 +78,7 @@ const processes: Collector = {
     }
     const socket = endpointPath(found.config.listen, ctx.platform, ctx.runDir);
     const dir = found.config.stateDir ?? join(stateDir(ctx.root), "broker");
+    const records = found.config.stateDir ?? stateOf(ctx.root).sub("broker");
     let brokerError: string;
     try {
       let timer: NodeJS.Timeout | undefined;
@@ -106,7 +107,7 @@ const processes: Collector = {
     }
     if (signal.aborted) return;
     const host = ctx.platform === "win32" ? windowsProcessHost : linuxProcessHost;
-    const rows: ProcessRow[] = (await readProcessRecords(dir, host)).map(({ record: r, alive }) => {
+    const rows: ProcessRow[] = (await readProcessRecords(records, host)).map(({ record: r, alive }) => {
       const base = { name: r.name, pid: r.pid, startedAt: r.startedAt, path: r.path, brokerPid: r.brokerPid };
       if (!alive) return { ...base, state: "exited", note: "ended while no broker watched (its exit code is unknown)" };
       if (r.brokerPid > 0 && pidAlive(r.brokerPid))

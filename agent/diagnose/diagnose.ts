@@ -9,7 +9,7 @@ import { readFile, readdir } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { errorMessage, REDACTED, type TarEntry, tarGz } from "../common";
+import { errorMessage, maskBuffer, REDACTED, type TarEntry, tarGz } from "../common";
 import { stateDir } from "../lifecycle";
 import { type AgentConfig, loadAgentConfig } from "../service";
 import { AGENT_VERSION } from "../version";
@@ -58,7 +58,7 @@ export interface Manifest {
   readonly entries: readonly (ManifestEntry & { readonly sha256: string })[];
   readonly missing: readonly MissingEntry[];
   readonly collectors: Collected["runs"];
-  /** How many distinct secret values were looked for (and replaced by [secret] wherever found). */
+  /** How many distinct secret values were looked for (and replaced by [secret] wherever found, in any encoding). */
   readonly secretValuesMasked: number;
 }
 
@@ -77,13 +77,11 @@ export function platformCollectors(platform: NodeJS.Platform): Collector[] {
   ];
 }
 
-/** Values shorter than this are not masked: they would garble everything else. */
-const MIN_SECRET_LENGTH = 4;
-
 /**
  * Every secret value the host knows of: the config's secrets, config variables
- * a component (installed, per its recorded metadata) declares secret, and the
- * environment's values under those names.
+ * a component (installed, per its recorded metadata) declares secret, the
+ * defaults of such variables, and the environment's values under those names.
+ * Each is masked however short ({@link maskSecrets}).
  */
 async function knownSecrets(
   root: string,
@@ -109,9 +107,13 @@ async function knownSecrets(
   for (const dir of await readdir(components).catch(() => [] as string[])) {
     try {
       const meta = JSON.parse(await readFile(join(components, dir, "metadata.json"), "utf8")) as {
-        variables?: Record<string, { secret?: unknown }>;
+        variables?: Record<string, { secret?: unknown; default?: unknown }>;
       };
-      for (const [name, spec] of Object.entries(meta.variables ?? {})) if (spec.secret === true) secretNames.add(name);
+      for (const [name, spec] of Object.entries(meta.variables ?? {})) {
+        if (spec.secret !== true) continue;
+        secretNames.add(name);
+        if (typeof spec.default === "string") out.add(spec.default);
+      }
     } catch {
       // a component whose metadata cannot be read declares nothing
     }
@@ -120,37 +122,16 @@ async function knownSecrets(
     for (const v of [secrets[name], variables[name], process.env[name]]) if (typeof v === "string") out.add(v);
   }
   for (const v of Object.values(secrets)) if (typeof v === "string") out.add(v);
-  return [...out].filter((v) => v.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
-}
-
-function replaceAll(data: Buffer, needle: Buffer, by: Buffer): Buffer {
-  let at = data.indexOf(needle);
-  if (at < 0) return data;
-  const parts: Buffer[] = [];
-  let from = 0;
-  while (at >= 0) {
-    parts.push(data.subarray(from, at), by);
-    from = at + needle.length;
-    at = data.indexOf(needle, from);
-  }
-  parts.push(data.subarray(from));
-  return Buffer.concat(parts);
+  return [...out].filter((v) => v.length > 0).sort((a, b) => b.length - a.length);
 }
 
 /**
- * `data` with every secret replaced by [secret], as UTF-8, as JSON-escaped text and as UTF-16 (PowerShell's and the
- * event log's).
+ * `data` with every secret replaced by [secret] — as it is, JSON-escaped, inside base64, hex or
+ * URL-encoded text, in UTF-8 and UTF-16 (PowerShell's and the event log's) — and key material
+ * (private keys, kubeconfig and bearer credentials) whether or not anyone named it.
  */
 export function maskSecrets(data: Buffer, secrets: readonly string[]): Buffer {
-  let out = data;
-  for (const s of secrets) {
-    const forms = new Set([s, JSON.stringify(s).slice(1, -1)]);
-    for (const f of forms) {
-      out = replaceAll(out, Buffer.from(f, "utf8"), Buffer.from(REDACTED, "utf8"));
-      out = replaceAll(out, Buffer.from(f, "utf16le"), Buffer.from(REDACTED, "utf16le"));
-    }
-  }
-  return out;
+  return maskBuffer(data, secrets, REDACTED);
 }
 
 /** Collects everything; never throws for a source that fails (that is recorded), only for a bad option. */

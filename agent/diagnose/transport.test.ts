@@ -44,3 +44,45 @@ describe("the archive framed for a container log", () => {
     assert.throws(() => unframeArchive(lied.join("\n")), /checksum mismatch/);
   });
 });
+
+describe("a node that does not stop", () => {
+  it("fails at the first data line past the announced count, holding no more", () => {
+    const framed = frameArchive(Buffer.from("0123456789")).trimEnd().split("\n");
+    const r = new FrameReader();
+    r.push(`${framed[0]}\n${framed[1]}\n`);
+    assert.throws(
+      () => r.push(`winfleet-diagnose 1 ${"A".repeat(4096)}\n`),
+      (e) => e instanceof FrameError && /more data lines than the 1 the begin line announced/.test(e.message),
+    );
+  });
+
+  it("refuses a begin line whose size is out of bounds or whose line count does not fit it", () => {
+    assert.throws(
+      () => new FrameReader().push(`winfleet-diagnose begin v1 size=${2 ** 40} sha256=${"0".repeat(64)} lines=1\n`),
+      /more than the 1073741824 accepted/,
+    );
+    assert.throws(
+      () => new FrameReader().push(`winfleet-diagnose begin v1 size=10 sha256=${"0".repeat(64)} lines=60000\n`),
+      /announces 60000 data lines for 10 bytes, which take 1/,
+    );
+  });
+
+  it("refuses a data line longer than a data line can be", () => {
+    const r = new FrameReader();
+    r.push(`winfleet-diagnose begin v1 size=3 sha256=${"0".repeat(64)} lines=1\n`);
+    assert.throws(() => r.push(`winfleet-diagnose 0 ${"A".repeat(5000)}\n`), FrameError);
+  });
+
+  it("keeps only the start of a line that never ends, whatever arrives", () => {
+    const r = new FrameReader();
+    const chunk = "x".repeat(64 * 1024);
+    for (let i = 0; i < 200; i++) r.push(chunk); // 12.5 MiB without a newline
+    r.push("\nwarning: after\n");
+    assert.deepEqual(
+      r.other.map((l) => l.length),
+      [500, "warning: after".length],
+    );
+    const held = (r as unknown as { rest: string }).rest.length;
+    assert.ok(held <= 4096 + 512, `holds ${held} characters of an unfinished line`);
+  });
+});

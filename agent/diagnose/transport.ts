@@ -7,6 +7,7 @@
  * missing, repeated or altered line is caught by the numbering and the checksum.
  */
 import { createHash } from "node:crypto";
+import { printable } from "../common";
 
 const MAGIC = "winfleet-diagnose";
 /**
@@ -15,6 +16,17 @@ const MAGIC = "winfleet-diagnose";
  * `containerLogMaxSize`, 10 MiB by default — is not much larger than the base64 itself.
  */
 const LINE = 4096;
+/** The largest archive a begin line may announce (a node's archive is megabytes; this is a bound, not a size). */
+export const MAX_ARCHIVE_BYTES = 1024 ** 3;
+/** The longest line read whole: a data line with its frame and a log prefix fits. */
+const MAX_LINE = LINE + 512;
+/** Each other line is kept cut to this, for messages. */
+const OTHER_LINE = 500;
+
+/** How many data lines an archive of `size` bytes takes. */
+function linesFor(size: number): number {
+  return Math.ceil((Math.ceil(size / 3) * 4) / LINE);
+}
 
 /** `data` as the framed text `winfleet-agent diagnose --out -` prints. */
 export function frameArchive(data: Buffer): string {
@@ -42,13 +54,17 @@ export interface FrameHeader {
 /**
  * Reads framed text as it arrives (a followed log), line by line; `result` checks and returns
  * the archive once the end line was read. Lines before the begin line and lines that are not
- * frames are skipped.
+ * frames are skipped. What it holds is bounded by the begin line, itself bounded: the node is
+ * not trusted to stop, so a data line past the announced count, or longer than a data line can
+ * be, fails at once, and a line of any other kind is kept only in part.
  */
 export class FrameReader {
   private rest = "";
   private header: FrameHeader | undefined;
   private readonly parts: string[] = [];
   private ended = false;
+  /** The rest of a line too long to keep is being skipped. */
+  private skipping = false;
   /** Non-frame lines seen (stderr of the pod: the agent's errors), the last few kept for messages. */
   readonly other: string[] = [];
 
@@ -66,15 +82,31 @@ export class FrameReader {
   push(text: string): void {
     const lines = (this.rest + text).split("\n");
     this.rest = lines.pop() ?? "";
-    for (const line of lines) this.line(line.replace(/\r$/, ""));
+    for (const line of lines) {
+      if (this.skipping) this.skipping = false;
+      else this.line(line.replace(/\r$/, ""));
+    }
+    if (this.rest.length > MAX_LINE) {
+      if (!this.skipping) this.line(this.rest);
+      this.rest = "";
+      this.skipping = true;
+    }
   }
 
   private line(raw: string): void {
     if (this.ended) return;
+    if (raw.length > MAX_LINE) {
+      if (this.header && raw.slice(0, 200).includes(`${MAGIC} `))
+        throw new FrameError(`a line of more than ${MAX_LINE} characters where a frame line was expected`);
+      raw = raw.slice(0, OTHER_LINE);
+    }
     // A log read with timestamps (or a runtime that prefixes) puts words before the frame.
     const at = raw.indexOf(`${MAGIC} `);
     if (at < 0) {
-      if (raw.trim()) this.other.splice(0, Math.max(0, this.other.length - 19), raw);
+      if (raw.trim()) {
+        this.other.push(raw.slice(0, OTHER_LINE));
+        if (this.other.length > 20) this.other.shift();
+      }
       return;
     }
     const line = raw.slice(at + MAGIC.length + 1);
@@ -82,11 +114,20 @@ export class FrameReader {
       const m = /^begin v1 size=(\d+) sha256=([0-9a-f]{64}) lines=(\d+)$/.exec(line);
       if (!m)
         throw new FrameError(
-          `unreadable begin line ${JSON.stringify(raw.slice(0, 200))}: the agent on the node speaks another framing (is it older or newer than this winfleet?)`,
+          `unreadable begin line "${printable(raw, 200)}": the agent on the node speaks another framing (is it older or newer than this winfleet?)`,
         );
       if (this.header)
         throw new FrameError("a second begin line: the log holds two archives (the container ran twice?)");
-      this.header = { size: Number(m[1]), sha256: m[2] ?? "", lines: Number(m[3]) };
+      const header = { size: Number(m[1]), sha256: m[2] ?? "", lines: Number(m[3]) };
+      if (header.size > MAX_ARCHIVE_BYTES)
+        throw new FrameError(
+          `the begin line announces ${header.size} bytes, more than the ${MAX_ARCHIVE_BYTES} accepted`,
+        );
+      if (header.lines !== linesFor(header.size))
+        throw new FrameError(
+          `the begin line announces ${header.lines} data lines for ${header.size} bytes, which take ${linesFor(header.size)}`,
+        );
+      this.header = header;
       return;
     }
     if (!this.header) return;
@@ -95,7 +136,9 @@ export class FrameReader {
       return;
     }
     const m = /^(\d+) ([A-Za-z0-9+/=]*)$/.exec(line);
-    if (!m) throw new FrameError(`unreadable data line ${JSON.stringify(raw.slice(0, 120))}`);
+    if (!m || (m[2] ?? "").length > LINE) throw new FrameError(`unreadable data line "${printable(raw, 120)}"`);
+    if (this.parts.length >= this.header.lines)
+      throw new FrameError(`more data lines than the ${this.header.lines} the begin line announced`);
     const n = Number(m[1]);
     if (n !== this.parts.length)
       throw new FrameError(

@@ -4,13 +4,18 @@
  * `winfleet local` invocation uses (`POST /api/apply`, `POST /api/shutdown`),
  * which wants the bearer token from the state directory's `fleet.json`.
  *
- * Only requests that name this server in `Host` are answered (421 otherwise):
- * a web page the user visits can point its own host name at 127.0.0.1 (DNS
- * rebinding) and would then read fleet state and error output as same-origin.
- * Event streams are capped, so no client can hold connections without end.
+ * Only the fleet's own user is answered: 127.0.0.1 is open to every local
+ * user, so each connection's client is looked up in the kernel's socket table
+ * (Linux) and another user's gets 403 and nothing else, as a Unix socket's
+ * permissions would refuse it. Only requests that name this server in `Host`
+ * are answered (421 otherwise): a web page the user visits can point its own
+ * host name at 127.0.0.1 (DNS rebinding) and would then read fleet state and
+ * error output as same-origin. Event streams are capped, so no client can hold
+ * connections without end.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
-import { AgentError, AgentErrorCode } from "../common";
+import type { Socket } from "node:net";
+import { AgentError, AgentErrorCode, loopbackPeerUid } from "../common";
 import type { FleetManager } from "./manager";
 import { statusPage } from "./page";
 import type { FleetSpec } from "./spec";
@@ -83,12 +88,26 @@ interface ServerState {
   streams: number;
 }
 
+const owners = new WeakMap<Socket, boolean>();
+
+/** Whether the connection's client runs as this process's user (unknown where the kernel does not say: allowed). */
+function ownUser(socket: Socket): boolean {
+  const known = owners.get(socket);
+  if (known !== undefined) return known;
+  const me = process.getuid?.();
+  const peer = me === undefined ? undefined : loopbackPeerUid(socket);
+  const ok = peer === undefined || peer === me;
+  owners.set(socket, ok);
+  return ok;
+}
+
 async function handle(
   req: IncomingMessage,
   res: ServerResponse,
   hooks: ServerHooks,
   state: ServerState,
 ): Promise<void> {
+  if (!ownUser(req.socket)) return json(res, 403, { error: "this fleet answers only the user who started it" });
   const host = (req.headers.host ?? "").toLowerCase();
   if (!state.hosts.has(host))
     return json(res, 421, {

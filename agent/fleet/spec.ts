@@ -6,6 +6,7 @@
 import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson } from "../common";
+import { localHostNames } from "../../components";
 
 /** What the fleet should run. */
 export interface FleetSpec {
@@ -42,9 +43,9 @@ export interface HostPaths {
   readonly proxy: string;
 }
 
-/** Host names of a spec, in order. */
+/** Host names of a spec, in order (the stack's program declares the same, and a join token for each). */
 export function hostNames(pool: string, count: number): string[] {
-  return Array.from({ length: count }, (_, i) => `${pool}-${i + 1}`);
+  return localHostNames(pool, count);
 }
 
 /** Where a host lives. */

@@ -7,7 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { AtomicWriteBatch, AgentError, AgentErrorCode, errorMessage } from "../common";
 import { type FetchOptions, resolveResource } from "./fetch";
-import { type Ledger, emptyLedger, readLedger, updateLedger } from "./ledger";
+import { type Ledger, type LedgerFile, emptyLedger, readLedger, updateLedger } from "./ledger";
 import type { FileEntry, IgnitionConfig } from "./model";
 import type { PathMapper } from "./paths";
 import { type ApplyPlan, type Operation, type ResolvedFile, planApply } from "./plan";
@@ -17,7 +17,7 @@ import { type RootedFs, openRootedFs } from "./rooted-fs";
 export interface ApplyOptions extends FetchOptions {
   readonly mapper: PathMapper;
   /** Where the ledger of written files lives; without one, re-apply semantics are Ignition's own. */
-  readonly ledgerPath?: string;
+  readonly ledgerPath?: string | LedgerFile;
   /** fsync every file before renaming it into place. @default true */
   readonly durable?: boolean;
   /** Plan only. @default false */

@@ -2,7 +2,7 @@
 export { applyIgnition, resolveAll, type ApplyOptions, type ApplyReport } from "./apply";
 export { decodeDataUrl, encodeDataUrl } from "./data-url";
 export { resolveResource, type FetchOptions, type RetryPolicy } from "./fetch";
-export { readLedger, sha512, type Ledger, updateLedger, writeLedger } from "./ledger";
+export { readLedger, sha512, type Ledger, type LedgerFile, updateLedger, writeLedger } from "./ledger";
 export type {
   DirectoryEntry,
   Entry,
@@ -14,6 +14,6 @@ export type {
   Resource,
 } from "./model";
 export { parseIgnition, SUPPORTED_VERSIONS, type ParseOptions, type ParsedIgnition } from "./parse";
-export { refPath, rootedMapper, type HostRef, type PathMapper } from "./paths";
+export { reachesStateDir, refPath, rootedMapper, type HostRef, type PathMapper } from "./paths";
 export { locateInRoot, openRootedFs, type RootedFs } from "./rooted-fs";
 export { renderV3 } from "./render";

@@ -14,7 +14,7 @@
  * appended to reads only the new lines.
  */
 import { type FileHandle, open } from "node:fs/promises";
-import type { Stats } from "node:fs";
+import { constants, type Stats } from "node:fs";
 import { z } from "zod";
 import { AgentError, AgentErrorCode, errorMessage, writeFileAtomic } from "../common";
 
@@ -62,11 +62,18 @@ export function recordBytes(path: string, r: LedgerRecord): number {
   return path.length + r.fingerprint.length + r.sha512.length + r.host.length + 60;
 }
 
-/** The ledger at `file` (an absolute path), or undefined when there is none. */
-export async function loadLedger(file: string): Promise<LogState | undefined> {
+// The last name is never followed: a link planted where the ledger belongs is refused, not read through.
+const READ = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0);
+const UPDATE = constants.O_RDWR | (constants.O_NOFOLLOW ?? 0);
+
+/**
+ * The ledger `file` (an absolute path, what it is remembered by and messages name), opened at `at`
+ * (the same file, reached as its owner reaches it), or undefined when there is none.
+ */
+export async function loadLedger(file: string, at: string = file): Promise<LogState | undefined> {
   let fh: FileHandle;
   try {
-    fh = await open(file, "r");
+    fh = await open(at, READ);
   } catch (e) {
     states.delete(file);
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
@@ -176,14 +183,22 @@ export async function appendBatch(
   state: LogState,
   set: Readonly<Record<string, LedgerRecord>>,
   del: readonly string[],
+  at: string = file,
 ): Promise<boolean> {
   const line = Buffer.from(
     `${JSON.stringify({ ...(Object.keys(set).length > 0 ? { set } : {}), ...(del.length > 0 ? { del } : {}) })}\n`,
   );
-  const fh = await open(file, "r+");
+  const fh = await open(at, UPDATE);
   try {
     const st = await fh.stat();
-    if (st.dev !== state.dev || st.ino !== state.ino || st.size !== state.size || st.mtimeMs !== state.mtimeMs) {
+    // A ledger with another name (a hard link) is never written in place: the rewrite replaces it.
+    if (
+      st.nlink !== 1 ||
+      st.dev !== state.dev ||
+      st.ino !== state.ino ||
+      st.size !== state.size ||
+      st.mtimeMs !== state.mtimeMs
+    ) {
       states.delete(file);
       return false;
     }
@@ -209,9 +224,17 @@ export async function appendBatch(
   }
 }
 
-/** Replaces the ledger atomically (temp, fsync, rename) with a compacted log of `files`. */
-export async function rewriteLedger(file: string, files: ReadonlyMap<string, LedgerRecord>): Promise<void> {
+/**
+ * Replaces the ledger atomically (temp, fsync, rename) with a compacted log of `files`, at `at`;
+ * `makeParents` for a ledger at a plain path (the agent's state directory is made by its walk).
+ */
+export async function rewriteLedger(
+  file: string,
+  files: ReadonlyMap<string, LedgerRecord>,
+  at: string = file,
+  makeParents = true,
+): Promise<void> {
   states.delete(file);
   const text = files.size > 0 ? `${LOG_HEADER}${JSON.stringify({ set: Object.fromEntries(files) })}\n` : LOG_HEADER;
-  await writeFileAtomic(file, text, { mode: 0o600, makeParents: true });
+  await writeFileAtomic(at, text, { mode: 0o600, makeParents });
 }

@@ -24,14 +24,36 @@ export interface Ledger {
   readonly files: Record<string, LedgerRecord>;
 }
 
+/**
+ * Where a ledger is: its path (what messages name, and what a read is remembered by), and how it is
+ * reached. A plain path (`ignition apply --ledger FILE`) is used as it is; the agent's own ledger is
+ * reached through its state directory's no-follow walk.
+ */
+export interface LedgerFile {
+  readonly path: string;
+  /** Runs `fn` with a path to open the ledger by, valid while `fn` runs. */
+  use<T>(fn: (path: string) => Promise<T>): Promise<T>;
+}
+
+/** A ledger named by a plain path (the operator's choice, used as given). */
+function plainLedger(path: string): LedgerFile & { readonly plain: true } {
+  const file = resolve(path);
+  return { path: file, use: (fn) => fn(file), plain: true };
+}
+
+function locate(at: string | LedgerFile): LedgerFile & { readonly plain?: true } {
+  return typeof at === "string" ? plainLedger(at) : at;
+}
+
 /** An empty ledger. */
 export function emptyLedger(): Ledger {
   return { version: 1, files: {} };
 }
 
 /** Reads a ledger; a missing file is an empty ledger, a corrupt one is an error naming the file and line. */
-export async function readLedger(path: string): Promise<Ledger> {
-  const state = await loadLedger(resolve(path));
+export async function readLedger(at: string | LedgerFile): Promise<Ledger> {
+  const ledger = locate(at);
+  const state = await ledger.use((path) => loadLedger(ledger.path, path));
   return { version: 1, files: state ? Object.fromEntries(state.files) : {} };
 }
 
@@ -41,14 +63,24 @@ export async function readLedger(path: string): Promise<Ledger> {
  * all when none do. A crash part-way leaves the ledger as it was before the call.
  */
 export async function updateLedger(
-  path: string,
+  at: string | LedgerFile,
   set: Readonly<Record<string, LedgerRecord>>,
   removed: readonly string[] = [],
 ): Promise<void> {
-  const file = resolve(path);
+  const ledger = locate(at);
+  await ledger.use((path) => update(ledger.path, path, ledger.plain === true, set, removed));
+}
+
+async function update(
+  file: string,
+  path: string,
+  plain: boolean,
+  set: Readonly<Record<string, LedgerRecord>>,
+  removed: readonly string[],
+): Promise<void> {
   // A second pass only when another writer changed the file between the read and the append.
   for (let pass = 0; ; pass++) {
-    const state = await loadLedger(file);
+    const state = await loadLedger(file, path);
     const changed: Record<string, LedgerRecord> = {};
     let any = false;
     for (const [p, r] of Object.entries(set)) {
@@ -60,20 +92,23 @@ export async function updateLedger(
     const gone = removed.filter((p) => state?.files.has(p) === true && !Object.hasOwn(changed, p));
     if (!any && gone.length === 0) return;
     if (state && state.format === "log" && !outgrown(state, changed, gone) && pass < 2) {
-      if (await appendBatch(file, state, changed, gone)) return;
+      if (await appendBatch(file, state, changed, gone, path)) return;
       continue;
     }
     const files = new Map(state?.files ?? []);
     for (const p of gone) files.delete(p);
     for (const [p, r] of Object.entries(changed)) files.set(p, r);
-    await rewriteLedger(file, files);
+    await rewriteLedger(file, files, path, plain);
     return;
   }
 }
 
 /** Replaces the whole ledger atomically (compacted: one line of records). */
-export async function writeLedger(path: string, ledger: Ledger): Promise<void> {
-  await rewriteLedger(resolve(path), new Map(Object.entries(ledger.files)));
+export async function writeLedger(at: string | LedgerFile, ledger: Ledger): Promise<void> {
+  const where = locate(at);
+  await where.use((path) =>
+    rewriteLedger(where.path, new Map(Object.entries(ledger.files)), path, where.plain === true),
+  );
 }
 
 function sameRecord(a: LedgerRecord, b: LedgerRecord): boolean {

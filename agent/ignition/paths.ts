@@ -3,7 +3,9 @@
  * Windows `/` is the system drive and drive paths (`D:/x`) name other volumes.
  * The mapping sits behind {@link PathMapper} so the engine never branches on the OS.
  */
+import { lstatSync } from "node:fs";
 import { join } from "node:path";
+import { STATE_DIR_NAME } from "../common";
 import { splitConfigPath } from "./resolve";
 import { windowsLinkTarget } from "./paths.win32";
 
@@ -70,4 +72,31 @@ export function rootedMapper(
     linkText: (target) => target,
     linkTarget,
   };
+}
+
+/** A node's identity (device and inode, or file index), or undefined when nothing is there; never follows a link. */
+export function nodeIdentity(path: string): { dev: number; ino: number } | undefined {
+  try {
+    const s = lstatSync(path);
+    return { dev: s.dev, ino: s.ino };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether `ref` is the root itself or lies in the agent's state directory (`<root>/.winfleet`), which
+ * no config may touch: by name, whatever its case, or as the same directory under another name (a
+ * Windows short name such as `WINFLE~1`).
+ */
+export function reachesStateDir(
+  ref: HostRef,
+  stat: (path: string) => { dev: number; ino: number } | undefined = nodeIdentity,
+): boolean {
+  const first = ref.names[0];
+  if (first === undefined) return true;
+  if (first.toLowerCase() === STATE_DIR_NAME) return true;
+  const state = stat(join(ref.base, STATE_DIR_NAME));
+  const here = state && stat(join(ref.base, first));
+  return state !== undefined && here !== undefined && here.dev === state.dev && here.ino === state.ino;
 }

@@ -10,7 +10,7 @@ import { readFile } from "node:fs/promises";
 import { AgentError, AgentErrorCode } from "../common";
 import { type Ledger, sha512 } from "./ledger";
 import type { DirectoryEntry, Entry, FileEntry, IgnitionConfig, LinkEntry } from "./model";
-import { type HostRef, type PathMapper, refPath } from "./paths";
+import { type HostRef, type PathMapper, reachesStateDir, refPath } from "./paths";
 import { type NodeLookup, resolveInRoot } from "./resolve";
 
 /** The longest file name ext4, XFS and NTFS all accept, checked before anything is written. */
@@ -57,7 +57,14 @@ export interface ApplyPlan {
 
 type NodeState =
   | { readonly type: "absent" }
-  | { readonly type: "file"; readonly mode: number; readonly ino: number; readonly read: () => Promise<Buffer> }
+  | {
+      readonly type: "file";
+      readonly mode: number;
+      readonly ino: number;
+      /** Names the file has (its link count): more than one, and a mode change would reach them all. */
+      readonly links: number;
+      readonly read: () => Promise<Buffer>;
+    }
   | { readonly type: "dir"; readonly mode: number }
   | { readonly type: "symlink"; readonly text: string }
   | { readonly type: "other" };
@@ -95,7 +102,8 @@ class VirtualHost {
   private stat(host: string): NodeState {
     try {
       const s = lstatSync(host);
-      if (s.isFile()) return { type: "file", mode: s.mode & 0o7777, ino: s.ino, read: () => readFile(host) };
+      if (s.isFile())
+        return { type: "file", mode: s.mode & 0o7777, ino: s.ino, links: s.nlink, read: () => readFile(host) };
       if (s.isDirectory()) return { type: "dir", mode: s.mode & 0o7777 };
       if (s.isSymbolicLink()) return { type: "symlink", text: readlinkSync(host) };
       return { type: "other" };
@@ -197,6 +205,11 @@ function resolvePlaces(entries: readonly Entry[], mapper: PathMapper, view: Virt
       `${entry.at}.path (${entry.path})`,
     );
     const place: Place = { host: mapper.hostPath(path), at: mapper.locate(path) };
+    if (reachesStateDir(place.at))
+      throw new AgentError(
+        AgentErrorCode.PermissionDenied,
+        `${entry.at}.path (${entry.path}): ${place.at.names.length === 0 ? "is the root itself" : "resolves into the agent's state directory"} (${place.host}), which no config may touch`,
+      );
     const other = claimed.get(place.host);
     if (other !== undefined)
       throw conflict(entry, `resolves to ${path} after following links, where ${other} also resolves`);
@@ -262,7 +275,9 @@ async function planFile(
     const current = existing;
     const sameBytes = (await current.read()).equals(data);
     if (sameBytes && current.mode === mode) return true;
-    if (sameBytes) {
+    // A file with other names (hard links, which may lie outside the root) is replaced, never
+    // changed in place: a chmod reaches the inode, so every name of it, wherever it is.
+    if (sameBytes && current.links <= 1) {
       ops.push({ op: "chmod", ...place, mode });
       view.set(host, { ...current, mode });
       return false;
@@ -273,7 +288,7 @@ async function planFile(
     existing = { type: "absent" };
   }
   ops.push({ op: "write", ...place, data, mode });
-  view.set(host, { type: "file", mode, ino: -1, read: () => Promise.resolve(data) });
+  view.set(host, { type: "file", mode, ino: -1, links: 1, read: () => Promise.resolve(data) });
   return false;
 }
 
@@ -323,6 +338,11 @@ function planLink(entry: LinkEntry, place: Place, mapper: PathMapper, view: Virt
       `${entry.at}.target`,
     );
     const targetHost = mapper.hostPath(targetPath);
+    if (reachesStateDir(mapper.locate(targetPath)))
+      throw new AgentError(
+        AgentErrorCode.PermissionDenied,
+        `${entry.at}.target (${entry.target}): resolves into the agent's state directory (${targetHost}), which no config may link to`,
+      );
     // A link to itself: Ignition finds the node the same file as its target and
     // keeps it, unless overwrite removed it first and left nothing to link to.
     if (targetHost === host) {

@@ -15,7 +15,6 @@
 import {
   chmodSync,
   closeSync,
-  existsSync,
   fstatSync,
   linkSync,
   lstatSync,
@@ -27,7 +26,16 @@ import {
   constants,
 } from "node:fs";
 import { join } from "node:path";
-import { AgentError, AgentErrorCode } from "../common";
+import {
+  AgentError,
+  AgentErrorCode,
+  checkBelow,
+  fdPath,
+  O_PATH_FLAG,
+  openBelow,
+  WalkError,
+  walksByDescriptor,
+} from "../common";
 import { type HostRef, type PathMapper, refPath } from "./paths";
 import { type NodeLookup, resolveInRoot } from "./resolve";
 
@@ -49,26 +57,27 @@ export interface RootedFs {
   release(): void;
 }
 
-// O_PATH opens a directory without needing read permission on it; its value is
-// the generic one on these architectures.
-const O_PATH =
-  process.platform === "linux" &&
-  ["x64", "arm64", "arm", "ia32", "riscv64", "ppc64", "s390x", "loong64"].includes(process.arch)
-    ? 0o10000000
-    : constants.O_RDONLY;
-
-function escaped(ref: HostRef, at: string, cause: unknown): AgentError {
-  const code = (cause as NodeJS.ErrnoException).code ?? "";
+function escaped(ref: HostRef, e: unknown): AgentError {
+  if (!(e instanceof WalkError)) throw e;
   const why =
-    code === "ENOTDIR" || code === "ELOOP"
+    e.code === "ENOTDIR" || e.code === "ELOOP"
       ? "is a link or not a directory"
-      : code === "ENOENT"
+      : e.code === "ENOENT"
         ? "no longer exists"
-        : `cannot be opened (${code})`;
+        : `cannot be opened (${e.code})`;
   return new AgentError(
     AgentErrorCode.ApplyFailed,
-    `${refPath(ref)}: ${at} ${why} since planning; nothing is followed out of the root`,
-    { cause },
+    `${refPath(ref)}: ${e.at} ${why} since planning; nothing is followed out of the root`,
+    { cause: e.cause ?? e },
+  );
+}
+
+// The planner replaces a file that has other names rather than change its mode: one that gained a
+// name since (a hard link, maybe from outside the root) is left alone.
+function sharedInode(ref: HostRef): AgentError {
+  return new AgentError(
+    AgentErrorCode.ApplyFailed,
+    `${refPath(ref)}: gained another hard link since planning; its mode is left alone, as a change would reach every name of it`,
   );
 }
 
@@ -85,25 +94,18 @@ class ProcFdRoot implements RootedFs {
     const key = join(ref.base, ...parents);
     const known = this.dirs.get(key);
     if (known !== undefined) return known;
-    let fd = openSync(ref.base, O_PATH | constants.O_DIRECTORY);
-    let at = ref.base;
+    let fd: number;
     try {
-      for (const name of parents) {
-        at = join(at, name);
-        const next = openSync(`/proc/self/fd/${fd}/${name}`, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-        closeSync(fd);
-        fd = next;
-      }
+      fd = openBelow(ref.base, parents);
     } catch (e) {
-      closeSync(fd);
-      throw escaped(ref, at, e);
+      throw escaped(ref, e);
     }
     this.dirs.set(key, fd);
     return fd;
   }
 
   pathOf(ref: HostRef): string {
-    return `/proc/self/fd/${this.dir(ref)}/${ref.names[ref.names.length - 1] ?? "."}`;
+    return fdPath(this.dir(ref), ref.names[ref.names.length - 1] ?? ".");
   }
 
   mkdir(ref: HostRef, mode: number): void {
@@ -116,14 +118,16 @@ class ProcFdRoot implements RootedFs {
   }
 
   chmod(ref: HostRef, mode: number): void {
-    const fd = openSync(this.pathOf(ref), O_PATH | constants.O_NOFOLLOW);
+    const fd = openSync(this.pathOf(ref), O_PATH_FLAG | constants.O_NOFOLLOW);
     try {
-      if (fstatSync(fd).isSymbolicLink())
+      const st = fstatSync(fd);
+      if (st.isSymbolicLink())
         throw new AgentError(
           AgentErrorCode.ApplyFailed,
           `${refPath(ref)}: became a link since planning; its mode is left alone`,
         );
-      chmodSync(`/proc/self/fd/${fd}`, mode);
+      if (st.isFile() && st.nlink > 1) throw sharedInode(ref);
+      chmodSync(fdPath(fd), mode);
     } finally {
       closeSync(fd);
     }
@@ -148,17 +152,10 @@ class CheckedRoot implements RootedFs {
   readonly held = 0;
 
   pathOf(ref: HostRef): string {
-    let at = ref.base;
-    for (const name of ref.names.slice(0, -1)) {
-      at = join(at, name);
-      let ok: boolean;
-      try {
-        const s = lstatSync(at);
-        ok = s.isDirectory() && !s.isSymbolicLink();
-      } catch (e) {
-        throw escaped(ref, at, e);
-      }
-      if (!ok) throw escaped(ref, at, Object.assign(new Error("not a directory"), { code: "ENOTDIR" }));
+    try {
+      checkBelow(ref.base, ref.names.slice(0, -1));
+    } catch (e) {
+      throw escaped(ref, e);
     }
     return refPath(ref);
   }
@@ -175,8 +172,10 @@ class CheckedRoot implements RootedFs {
 
   chmod(ref: HostRef, mode: number): void {
     const path = this.pathOf(ref);
-    if (lstatSync(path).isSymbolicLink())
+    const st = lstatSync(path);
+    if (st.isSymbolicLink())
       throw new AgentError(AgentErrorCode.ApplyFailed, `${path}: became a link since planning; its mode is left alone`);
+    if (st.isFile() && st.nlink > 1) throw sharedInode(ref);
     chmodSync(path, mode);
   }
 
@@ -195,7 +194,7 @@ class CheckedRoot implements RootedFs {
 
 /** The confined file operations for this host. */
 export function openRootedFs(platform: NodeJS.Platform = process.platform): RootedFs {
-  return platform === "linux" && existsSync("/proc/self/fd") ? new ProcFdRoot() : new CheckedRoot();
+  return walksByDescriptor(platform) ? new ProcFdRoot() : new CheckedRoot();
 }
 
 /**

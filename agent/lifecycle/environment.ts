@@ -5,6 +5,7 @@
  * its secrets, and the facts of the step (`WINFLEET_*`, and `KUBECONFIG` for
  * the cluster-side hooks). Secret values are masked in anything kept or shown.
  */
+import { secretMasker } from "../common";
 import type { ComponentMetadata } from "../content";
 import type { CommandStep } from "./model";
 
@@ -70,13 +71,16 @@ export function missingVariables(components: readonly ComponentMetadata[], value
   return out;
 }
 
-/** Every value that must be masked: the secrets, and variables a component declares secret. */
+/**
+ * Every value that must be masked: the secrets, and variables a component declares secret, whether
+ * given or left at the component's default (which commands get just the same).
+ */
 export function secretValues(components: readonly ComponentMetadata[], values: RunValues): string[] {
   const out = new Set(Object.values(values.secrets));
   for (const m of components) {
     for (const [name, spec] of Object.entries(m.variables)) {
-      const v = values.secrets[name] ?? values.variables[name];
-      if (spec.secret && v !== undefined) out.add(v);
+      if (!spec.secret) continue;
+      for (const v of [values.secrets[name], values.variables[name], spec.default]) if (v !== undefined) out.add(v);
     }
   }
   // However short: a three-character secret is still a secret, and masking it too often is the lesser harm.
@@ -105,12 +109,10 @@ export function splitDeclaredSecrets(
   return { variables: plain, secrets: secret };
 }
 
-/** Replaces every occurrence of a secret value with `***`. */
+/**
+ * Replaces every secret value with `***`, as it is and in any encoding a command may print it in,
+ * and key material (private keys, kubeconfig and bearer credentials) whoever named it.
+ */
 export function masker(secrets: readonly string[]): (text: string) => string {
-  if (secrets.length === 0) return (text) => text;
-  return (text) => {
-    let out = text;
-    for (const s of secrets) out = out.split(s).join("***");
-    return out;
-  };
+  return secretMasker(secrets);
 }

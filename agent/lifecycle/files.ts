@@ -6,13 +6,14 @@
  * component also lays down, and never a directory that still holds something.
  */
 import { lstat, rm, rmdir } from "node:fs/promises";
-import { AgentError } from "../common";
+import { AgentError, AgentErrorCode } from "../common";
 import {
   type FetchOptions,
   type PathMapper,
   applyIgnition,
   locateInRoot,
   openRootedFs,
+  reachesStateDir,
   updateLedger,
 } from "../ignition";
 import { ledgerPath } from "./journal";
@@ -94,9 +95,17 @@ async function removePaths(
     try {
       let host: string;
       try {
-        host = rooted.pathOf(locateInRoot(mapper, p));
+        const at = locateInRoot(mapper, p);
+        // A metadata `files` entry naming the root, or the agent's own state, is refused, not removed.
+        if (reachesStateDir(at))
+          throw new AgentError(
+            AgentErrorCode.PermissionDenied,
+            `${p}: ${at.names.length === 0 ? "is the root itself" : "lies in the agent's state directory"}; a component's files never include it`,
+          );
+        host = rooted.pathOf(at);
       } catch (e) {
-        if (e instanceof AgentError) continue; // a parent is gone, or a link loops: nothing laid down is there
+        // A parent is gone, or a link loops: nothing laid down is there.
+        if (e instanceof AgentError && e.code !== AgentErrorCode.PermissionDenied) continue;
         throw e;
       }
       const s = await lstat(host).catch(() => undefined);

@@ -13,7 +13,7 @@ export {
   type TemplateRef,
 } from "./events";
 export type { RunOutcome } from "./executor";
-export { readJournal, stateDir } from "./journal";
+export { readJournal, stateDir, stateOf } from "./journal";
 export { describeStep, REBOOT_EXIT } from "./model";
 export { exitRebootExecutor, type RebootExecutor } from "./reboot";
 export { windowsRebootExecutor } from "./reboot.win32";

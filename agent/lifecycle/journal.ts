@@ -10,11 +10,20 @@
  * read as it is. It never holds a secret: output tails are masked first.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { writeFileAtomic, AgentError, AgentErrorCode } from "../common";
+import {
+  agentStateDir,
+  type ConfinedDir,
+  AgentError,
+  AgentErrorCode,
+  errorMessage,
+  readFileIn,
+  STATE_DIR_NAME,
+  writeFileIn,
+} from "../common";
 import { SHELLS } from "../content";
+import type { LedgerFile } from "../ignition";
 import { PHASES } from "./events";
 import { ROLES, SECTIONS, type Step } from "./model";
 import { type PlanRef, persistPlan, planRefSchema, readPlan, rememberPlan, sweepPlans } from "./plan-file";
@@ -145,14 +154,20 @@ export type StepResult = z.infer<typeof resultSchema>;
 const HISTORY_LIMIT = 200;
 const RESULTS_LIMIT = 50;
 
-/** Where the agent keeps its state under a root. */
+/** Where the agent keeps its state under a root (its path, for messages and readers). */
 export function stateDir(root: string): string {
-  return join(root, ".winfleet");
+  return join(root, STATE_DIR_NAME);
 }
 
-/** Where the engine's ledger lives under a root (shared with `ignition apply`). */
-export function ledgerPath(root: string): string {
-  return join(stateDir(root), "ignition-ledger.json");
+/** The state directory under a root as the agent reaches it: through the no-follow walk, refused when not its own. */
+export function stateOf(root: string): ConfinedDir {
+  return agentStateDir(root);
+}
+
+/** The engine's ledger under a root (shared with `ignition apply`), reached through the state directory. */
+export function ledgerPath(root: string): LedgerFile {
+  const name = "ignition-ledger.json";
+  return { path: join(stateDir(root), name), use: (fn) => stateOf(root).use((dir) => fn(join(dir, name))) };
 }
 
 /** An empty journal. */
@@ -162,17 +177,19 @@ export function emptyJournal(): Journal {
 
 /** Reads the journal; a missing one is empty, a corrupt one is an error that changes nothing. */
 export async function readJournal(root: string): Promise<Journal> {
-  const dir = stateDir(root);
-  const file = join(dir, "journal.json");
+  const dir = stateOf(root);
+  const file = join(dir.path, "journal.json");
   // The plan file of a run that just ended may go between reading the journal and reading the plan: read again.
   for (let attempt = 1; ; attempt++) {
-    let text: string;
+    let bytes: Buffer | undefined;
     try {
-      text = await readFile(file, "utf8");
+      bytes = await readFileIn(dir, "journal.json");
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return emptyJournal();
-      throw new AgentError(AgentErrorCode.FetchFailed, `cannot read the journal ${file}: ${(e as Error).message}`);
+      if (e instanceof AgentError) throw e;
+      throw new AgentError(AgentErrorCode.FetchFailed, `cannot read the journal ${file}: ${errorMessage(e)}`);
     }
+    if (bytes === undefined) return emptyJournal();
+    const text = bytes.toString("utf8");
     let doc: unknown;
     try {
       doc = JSON.parse(text);
@@ -227,7 +244,7 @@ let writes = 0;
  * A run's plan goes to its plan file first, the first time the run is written.
  */
 export async function writeJournal(root: string, journal: Journal): Promise<void> {
-  const dir = stateDir(root);
+  const dir = stateOf(root);
   const bounded: Journal = {
     ...journal,
     history: journal.history.slice(-HISTORY_LIMIT),
@@ -241,10 +258,7 @@ export async function writeJournal(root: string, journal: Journal): Promise<void
     // JSON leaves out an undefined field: the steps are in the plan file only.
     if (plan) stored = { ...bounded, run: { ...bounded.run, steps: undefined, plan: plan.ref } };
   }
-  await writeFileAtomic(join(dir, "journal.json"), `${JSON.stringify(stored, null, 1)}\n`, {
-    mode: 0o600,
-    makeParents: true,
-  });
+  await writeFileIn(dir, "journal.json", `${JSON.stringify(stored, null, 1)}\n`, { mode: 0o600 });
   crashSeam(++writes);
   await sweepPlans(dir, plan?.ref.file ?? null);
 }

@@ -11,12 +11,21 @@
  * only names the holder (pid, command, since) for the message others see.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { link, mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { link, rm, writeFile } from "node:fs/promises";
 import { type Server, createServer } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { writeFileAtomic, AgentError, AgentErrorCode, errorMessage } from "../common";
-import { stateDir } from "./journal";
+import {
+  type ConfinedDir,
+  AgentError,
+  AgentErrorCode,
+  errorMessage,
+  readFileIn,
+  realPathOf,
+  removeIn,
+  writeFileIn,
+} from "../common";
+import { stateOf } from "./journal";
 
 /** Who holds a lock. */
 export interface Holder {
@@ -64,16 +73,17 @@ function listen(endpoint: string): Promise<Server | undefined> {
 
 /** Takes the lock or throws an {@link AgentError} naming its holder. */
 export async function acquireLock(root: string, command: string, probe: ProcessProbe): Promise<Lock> {
-  const dir = stateDir(root);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const file = join(dir, "lock");
-  const server = await listen(lockEndpoint(await realpath(dir), await lockKey(dir))).catch((e: unknown) => {
-    throw new AgentError(AgentErrorCode.ApplyFailed, `cannot take the lock for ${dir}: ${errorMessage(e)}`);
+  // The state directory is made (or refused: a link, or another user's) before anything else.
+  const state = stateOf(root);
+  const real = realPathOf(state);
+  const file = join(state.path, "lock");
+  const server = await listen(lockEndpoint(real, await lockKey(state))).catch((e: unknown) => {
+    throw new AgentError(AgentErrorCode.ApplyFailed, `cannot take the lock for ${state.path}: ${errorMessage(e)}`);
   });
   if (!server)
     throw new AgentError(
       AgentErrorCode.AlreadyExists,
-      `another winfleet-agent holds ${file}: ${await describeHolder(file, probe)}. Wait for it to finish, or stop it.`,
+      `another winfleet-agent holds ${file}: ${await describeHolder(state, probe)}. Wait for it to finish, or stop it.`,
     );
   const me: Holder = {
     pid: process.pid,
@@ -84,7 +94,7 @@ export async function acquireLock(root: string, command: string, probe: ProcessP
   };
   const text = `${JSON.stringify(me)}\n`;
   try {
-    await writeFileAtomic(file, text, { mode: 0o600 });
+    await writeFileIn(state, "lock", text, { mode: 0o600 });
   } catch (e) {
     server.close();
     throw e;
@@ -92,8 +102,11 @@ export async function acquireLock(root: string, command: string, probe: ProcessP
   return {
     release: async () => {
       // The record goes first: once the endpoint closes, the next holder writes its own.
-      await rm(file, { force: true });
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      try {
+        removeIn(state, "lock");
+      } finally {
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
     },
   };
 }
@@ -102,25 +115,26 @@ export async function acquireLock(root: string, command: string, probe: ProcessP
  * The state directory's lock key, made once: written to a temp file and linked
  * into place, so agents starting together all end up reading the same key.
  */
-async function lockKey(dir: string): Promise<string> {
-  const file = join(dir, "lock-key");
-  const existing = await readFile(file, "utf8").catch(() => undefined);
+async function lockKey(state: ConfinedDir): Promise<string> {
+  const existing = (await readFileIn(state, "lock-key"))?.toString("utf8");
   if (existing?.trim()) return existing.trim();
-  const temp = join(dir, `.lock-key.${randomBytes(6).toString("hex")}`);
-  await writeFile(temp, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600 });
-  try {
-    await link(temp, file).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== "EEXIST") throw e;
-    });
-  } finally {
-    await rm(temp, { force: true });
-  }
-  return (await readFile(file, "utf8")).trim();
+  await state.use(async (dir) => {
+    const temp = join(dir, `.lock-key.${randomBytes(6).toString("hex")}`);
+    await writeFile(temp, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600, flag: "wx" });
+    try {
+      await link(temp, join(dir, "lock-key")).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== "EEXIST") throw e;
+      });
+    } finally {
+      await rm(temp, { force: true });
+    }
+  });
+  return ((await readFileIn(state, "lock-key"))?.toString("utf8") ?? "").trim();
 }
 
 /** The holder as its record names it, when that record is its (it may be a dead one's, not yet replaced). */
-async function describeHolder(file: string, probe: ProcessProbe): Promise<string> {
-  const h = parseHolder(await readFile(file, "utf8").catch(() => ""));
+async function describeHolder(state: ConfinedDir, probe: ProcessProbe): Promise<string> {
+  const h = parseHolder((await readFileIn(state, "lock").catch(() => undefined))?.toString("utf8") ?? "");
   if (
     h &&
     h.host === hostname() &&

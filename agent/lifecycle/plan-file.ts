@@ -8,10 +8,8 @@
  * by a crash, or by another run, can never be taken for this run's.
  */
 import { createHash } from "node:crypto";
-import { readFile, readdir, rm } from "node:fs/promises";
-import { join } from "node:path";
 import { z } from "zod";
-import { writeFileAtomic } from "../common";
+import { type ConfinedDir, errorMessage, readdirIn, readFileIn, removeIn, writeFileIn } from "../common";
 import type { Step } from "./model";
 
 /** What the journal keeps of its run's plan. */
@@ -44,11 +42,11 @@ const sha256 = (text: string): string => createHash("sha256").update(text).diges
  * holding them is then still right).
  */
 export async function persistPlan(
-  dir: string,
+  dir: ConfinedDir,
   id: string,
   steps: readonly Step[],
 ): Promise<{ ref: PlanRef; written: boolean } | undefined> {
-  const cached = known.get(dir);
+  const cached = known.get(dir.path);
   if (cached?.id === id && cached.steps === steps) return { ref: cached.ref, written: false };
   const file = fileFor(id);
   if (file === undefined) return undefined;
@@ -56,11 +54,11 @@ export async function persistPlan(
   const ref: PlanRef = { file, steps: steps.length, sha256: sha256(text) };
   if (cached?.id === id) {
     if (cached.ref.sha256 !== ref.sha256) return undefined;
-    known.set(dir, { id, steps, ref });
+    known.set(dir.path, { id, steps, ref });
     return { ref, written: false };
   }
-  await writeFileAtomic(join(dir, file), text, { mode: 0o600, makeParents: true });
-  known.set(dir, { id, steps, ref });
+  await writeFileIn(dir, file, text, { mode: 0o600 });
+  known.set(dir.path, { id, steps, ref });
   return { ref, written: true };
 }
 
@@ -72,17 +70,18 @@ function planText(id: string, steps: readonly Step[]): string {
 export type PlanRead = { readonly steps: unknown[] } | { readonly missing: true } | { readonly problem: string };
 
 /** Reads run `id`'s plan through the journal's reference, checking it is that run's and whole. */
-export async function readPlan(dir: string, id: string, ref: PlanRef): Promise<PlanRead> {
-  const cached = known.get(dir);
+export async function readPlan(dir: ConfinedDir, id: string, ref: PlanRef): Promise<PlanRead> {
+  const cached = known.get(dir.path);
   if (cached?.id === id && cached.ref.file === ref.file && cached.ref.sha256 === ref.sha256)
     return { steps: [...cached.steps] };
   if (ref.file !== fileFor(id)) return { problem: `its plan file ${ref.file} is not named for run ${id}` };
   let text: string;
   try {
-    text = await readFile(join(dir, ref.file), "utf8");
+    const bytes = await readFileIn(dir, ref.file);
+    if (bytes === undefined) return { missing: true };
+    text = bytes.toString("utf8");
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { missing: true };
-    return { problem: `cannot read its plan file ${ref.file}: ${(e as Error).message}` };
+    return { problem: `cannot read its plan file ${ref.file}: ${errorMessage(e)}` };
   }
   if (sha256(text) !== ref.sha256)
     return { problem: `its plan file ${ref.file} is not the one it refers to (SHA-256)` };
@@ -101,8 +100,8 @@ export async function readPlan(dir: string, id: string, ref: PlanRef): Promise<P
 const planFileSchema = z.object({ format: z.literal(1), run: z.string(), steps: z.array(z.unknown()) });
 
 /** Notes the steps a journal read gave for run `id`, so writing that run's journal again writes no plan. */
-export function rememberPlan(dir: string, id: string, steps: readonly Step[], ref: PlanRef): void {
-  known.set(dir, { id, steps, ref });
+export function rememberPlan(dir: ConfinedDir, id: string, steps: readonly Step[], ref: PlanRef): void {
+  known.set(dir.path, { id, steps, ref });
 }
 
 /**
@@ -110,13 +109,21 @@ export function rememberPlan(dir: string, id: string, steps: readonly Step[], re
  * every other plan file, once each time the reference changes. Best effort: a
  * plan file left over is never read for another run.
  */
-export async function sweepPlans(dir: string, keep: string | null): Promise<void> {
-  if (referenced.get(dir) === keep) return;
-  referenced.set(dir, keep);
-  const names = await readdir(dir).catch(() => [] as string[]);
-  await Promise.all(
-    names
-      .filter((n) => n.startsWith("plan-") && n.endsWith(".json") && n !== keep)
-      .map((n) => rm(join(dir, n), { force: true }).catch(() => undefined)),
-  );
+export async function sweepPlans(dir: ConfinedDir, keep: string | null): Promise<void> {
+  if (referenced.get(dir.path) === keep) return;
+  referenced.set(dir.path, keep);
+  await Promise.resolve();
+  let names: string[];
+  try {
+    names = readdirIn(dir);
+  } catch {
+    return;
+  }
+  for (const n of names.filter((x) => x.startsWith("plan-") && x.endsWith(".json") && x !== keep)) {
+    try {
+      removeIn(dir, n);
+    } catch {
+      // best effort: a plan file left over is never read for another run
+    }
+  }
 }

@@ -4,15 +4,13 @@
  * component's files through the Ignition engine, or their removal. Every
  * outcome becomes a {@link StepRun}; nothing here throws for a failed step.
  */
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { errorMessage } from "../common";
+import { errorMessage, writeFileIn } from "../common";
 import type { ShellKind } from "../content";
 import type { FetchOptions, PathMapper } from "../ignition";
 import type { Shell } from "../shell";
 import { type HostFacts, type RunValues, stepEnvironment } from "./environment";
 import { applyComponentFiles, ownedPath, removeComponentFiles } from "./files";
-import { stateDir } from "./journal";
+import { stateOf } from "./journal";
 import {
   type CommandStep,
   type DesiredComponent,
@@ -141,8 +139,7 @@ async function writeLog(
   stderr: string,
   records: readonly string[],
 ): Promise<void> {
-  const dir = join(stateDir(ctx.root), "logs", ctx.runId);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const dir = stateOf(ctx.root).sub("logs", ctx.runId);
   const text = [
     `# step ${index + 1}: ${step.component} ${step.version} ${step.phase} ${step.section}.${step.role}[${step.index}]`,
     `# exit ${String(exitCode)}`,
@@ -153,7 +150,10 @@ async function writeLog(
     ...(records.length > 0 ? ["## error records", ...records] : []),
     "",
   ].join("\n");
-  await writeFile(join(dir, `${String(index + 1).padStart(3, "0")}-${step.component}.log`), text, { mode: 0o600 });
+  await writeFileIn(dir, `${String(index + 1).padStart(3, "0")}-${step.component}.log`, text, {
+    mode: 0o600,
+    durable: false,
+  });
 }
 
 function done(command: string, stdout: string): StepRun {

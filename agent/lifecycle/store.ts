@@ -4,12 +4,21 @@
  * moment a run plans to lay it down. Uninstalling or upgrading away from a
  * version reads this record, never the content, which may no longer carry it.
  */
-import { readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileAtomic, canonicalJson, AgentError, AgentErrorCode } from "../common";
+import {
+  canonicalJson,
+  type ConfinedDir,
+  AgentError,
+  AgentErrorCode,
+  errorMessage,
+  readdirIn,
+  readFileIn,
+  removeIn,
+  writeFileIn,
+} from "../common";
 import { type CatalogComponent, configPaths, parseMetadata } from "../content";
 import { type IgnitionConfig, parseIgnition } from "../ignition";
-import { type Journal, stateDir } from "./journal";
+import { type Journal, stateOf } from "./journal";
 import type { InstalledComponent } from "./model";
 
 /** A recorded component version. */
@@ -21,15 +30,19 @@ export interface Recorded {
   readonly paths: readonly string[];
 }
 
-function dir(root: string, name: string, version: string): string {
-  return join(stateDir(root), "components", `${name}_${version}`);
+function components(root: string): ConfinedDir {
+  return stateOf(root).sub("components");
+}
+
+function dir(root: string, name: string, version: string): ConfinedDir {
+  return components(root).sub(`${name}_${version}`);
 }
 
 /** Records a component version (idempotent). */
 export async function record(root: string, c: CatalogComponent): Promise<void> {
   const d = dir(root, c.metadata.name, c.metadata.version);
-  await writeFileAtomic(join(d, "component.ign"), c.ignition, { mode: 0o600, makeParents: true });
-  await writeFileAtomic(join(d, "metadata.json"), `${canonicalJson(c.metadata)}\n`, { mode: 0o600 });
+  await writeFileIn(d, "component.ign", c.ignition, { mode: 0o600 });
+  await writeFileIn(d, "metadata.json", `${canonicalJson(c.metadata)}\n`, { mode: 0o600 });
 }
 
 /** Reads a recorded version; its absence means the state directory was damaged. */
@@ -38,18 +51,19 @@ export async function recorded(root: string, name: string, version: string): Pro
   let ignition: string;
   let metadataText: string;
   try {
-    [ignition, metadataText] = await Promise.all([
-      readFile(join(d, "component.ign"), "utf8"),
-      readFile(join(d, "metadata.json"), "utf8"),
-    ]);
+    const [ign, meta] = await Promise.all([readFileIn(d, "component.ign"), readFileIn(d, "metadata.json")]);
+    if (ign === undefined || meta === undefined)
+      throw new Error(`${ign === undefined ? "component.ign" : "metadata.json"} is not there`);
+    [ignition, metadataText] = [ign.toString("utf8"), meta.toString("utf8")];
   } catch (e) {
+    if (e instanceof AgentError) throw e;
     throw new AgentError(
       AgentErrorCode.NotFound,
-      `the record of ${name} ${version} is missing from ${d} (${(e as Error).message}); the agent cannot uninstall or upgrade it without its metadata`,
+      `the record of ${name} ${version} is missing from ${d.path} (${errorMessage(e)}); the agent cannot uninstall or upgrade it without its metadata`,
     );
   }
-  const { config } = parseIgnition(ignition, { subject: join(d, "component.ign") });
-  const metadata = parseMetadata(metadataText, join(d, "metadata.json")).value;
+  const { config } = parseIgnition(ignition, { subject: join(d.path, "component.ign") });
+  const metadata = parseMetadata(metadataText, join(d.path, "metadata.json")).value;
   return { name, version, metadata, config, paths: configPaths(config) };
 }
 
@@ -73,8 +87,9 @@ export async function installedComponents(root: string, journal: Journal): Promi
 export async function pruneRecords(root: string, journal: Journal): Promise<void> {
   const keep = new Set(journal.installed.map((i) => `${i.name}_${i.version}`));
   for (const s of journal.run?.steps ?? []) keep.add(`${s.component}_${s.version}`);
-  const base = join(stateDir(root), "components");
-  for (const entry of await readdir(base).catch(() => [])) {
-    if (!keep.has(entry)) await rm(join(base, entry), { recursive: true, force: true });
-  }
+  // Through the state directory's walk: a link planted as `components` (or as an entry) is refused
+  // or removed itself, never followed into a directory whose entries would all go.
+  const base = components(root);
+  await Promise.resolve();
+  for (const entry of readdirIn(base)) if (!keep.has(entry)) removeIn(base, entry);
 }

@@ -249,3 +249,38 @@ describe("winfleet diagnose NODE", () => {
     assert.ok(deleted(i.calls));
   });
 });
+
+describe("what the node says, printed on the operator's terminal", () => {
+  const escapes = "\u001b]52;c;ZWNobyBwd25lZA==\u0007\u001b[2J\u009b2Jarchive OK \u202e";
+  // eslint-disable-next-line no-control-regex -- control characters are what is looked for
+  const control = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/; // newlines are the message's own
+
+  it("shows the pod's stderr lines with their escapes made visible", async () => {
+    const r = run({ node, log: `${escapes}\n`, phases: [{ phase: "Succeeded" }] });
+    const e = await r.result.then(
+      () => assert.fail("no archive was printed"),
+      (x: unknown) => x as Error,
+    );
+    assert.match(e.message, /without printing the archive/);
+    assert.match(e.message, /\\u001b\]52;c;/);
+    assert.doesNotMatch(e.message, control);
+  });
+
+  it("shows a failed pod's status message and a NotReady reason with their escapes made visible", async () => {
+    const failed = run({ node, phases: [{ phase: "Failed", reason: "Error", message: escapes }] });
+    const e = await failed.result.then(
+      () => assert.fail("a failed pod passed"),
+      (x: unknown) => x as Error,
+    );
+    assert.doesNotMatch(e.message, control);
+    const notReady = run({
+      node: { ...node, status: { conditions: [{ type: "Ready", status: "False", reason: "X", message: escapes }] } },
+    });
+    const e2 = await notReady.result.then(
+      () => assert.fail("a NotReady node passed"),
+      (x: unknown) => x as Error,
+    );
+    assert.match(e2.message, /NotReady/);
+    assert.doesNotMatch(e2.message, control);
+  });
+});

@@ -10,7 +10,7 @@
 import { randomBytes } from "node:crypto";
 import { HOST_AGENT, HOST_NODE, INSTALL } from "../../components";
 import { KubeError } from "../cluster";
-import { AgentError, AgentErrorCode, errorMessage, writeFileAtomic } from "../common";
+import { AgentError, AgentErrorCode, errorMessage, printable, writeFileAtomic } from "../common";
 import { FrameError, FrameReader } from "../diagnose";
 import type { OperatorApi } from "./operator-api";
 
@@ -123,7 +123,7 @@ async function readyNode(api: OperatorApi, name: string): Promise<Node> {
       ? `Ready is ${ready.status}${ready.reason ? ` (${ready.reason}${ready.message ? `: ${ready.message}` : ""})` : ""}${ready.lastTransitionTime ? ` since ${ready.lastTransitionTime}` : ""}`
       : "it has no Ready condition";
     throw failure(
-      `node ${name} is NotReady: ${why}. Its kubelet cannot run the diagnose pod; on the node itself, run winfleet-agent diagnose (docs/troubleshooting.md)`,
+      `node ${name} is NotReady: ${printable(why)}. Its kubelet cannot run the diagnose pod; on the node itself, run winfleet-agent diagnose (docs/troubleshooting.md)`,
     );
   }
   return node;
@@ -218,8 +218,13 @@ export function diagnosePod(o: {
   };
 }
 
-/** Why a pod is done or stuck, in one line; undefined while it may still come. */
+/** Why a pod is done or stuck, in one line (the node's words made safe to print); undefined while it may still come. */
 function podTrouble(pod: Pod): string | undefined {
+  const trouble = rawPodTrouble(pod);
+  return trouble === undefined ? undefined : printable(trouble);
+}
+
+function rawPodTrouble(pod: Pod): string | undefined {
   const s = pod.status ?? {};
   const state = s.containerStatuses?.[0]?.state;
   if (s.phase === "Failed") {
@@ -348,7 +353,11 @@ export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNode
         await sleep(1000, signal);
         continue;
       }
-      const said = reader.other.slice(-5).join("\n  ");
+      // What the node printed is shown, never acted on by the operator's terminal.
+      const said = reader.other
+        .slice(-5)
+        .map((l) => printable(l, 300))
+        .join("\n  ");
       const trouble = podTrouble(pod) ?? `ended (${phase}) without printing the archive`;
       throw failure(
         `the diagnose pod ${namespace}/${name} on ${o.node} ${trouble}${said ? `; it said:\n  ${said}` : ""}`,

@@ -12,7 +12,16 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { writeFileAtomic, canonicalJson, AgentError, AgentErrorCode } from "../common";
+import {
+  agentStateDir,
+  canonicalJson,
+  AgentError,
+  AgentErrorCode,
+  errorMessage,
+  readFileIn,
+  STATE_DIR_NAME,
+  writeFileIn,
+} from "../common";
 
 /** The file under `<root>/.winfleet/` that holds the accepted versions. */
 export const ACCEPTED_VERSIONS_FILE = "accepted-versions.json";
@@ -95,7 +104,7 @@ export function compareVersions(a: string, b: string): number {
 }
 
 function recordFile(root: string): string {
-  return join(root, ".winfleet", ACCEPTED_VERSIONS_FILE);
+  return join(root, STATE_DIR_NAME, ACCEPTED_VERSIONS_FILE);
 }
 
 // A record that cannot be read refuses everything rather than nothing: losing it must not reopen the door.
@@ -103,10 +112,12 @@ async function readRecord(root: string): Promise<Record_> {
   const file = recordFile(root);
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    const bytes = await readFileIn(agentStateDir(root), ACCEPTED_VERSIONS_FILE);
+    if (bytes === undefined) return { format: 1, keys: {} };
+    text = bytes.toString("utf8");
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { format: 1, keys: {} };
-    throw new AgentError(AgentErrorCode.FetchFailed, `cannot read ${file}: ${(e as Error).message}`);
+    if (e instanceof AgentError) throw e;
+    throw new AgentError(AgentErrorCode.FetchFailed, `cannot read ${file}: ${errorMessage(e)}`);
   }
   let doc: unknown;
   try {
@@ -195,5 +206,7 @@ export async function recordRelease(
   if (current !== undefined && !downgraded && compareVersions(signed.version, current) <= 0) return;
   if (current === signed.version) return;
   const keys = { ...record.keys, [signed.keyId]: { ...record.keys[signed.keyId], [kind]: signed.version } };
-  await writeFileAtomic(recordFile(root), `${canonicalJson({ format: 1, keys })}\n`, { makeParents: true });
+  await writeFileIn(agentStateDir(root), ACCEPTED_VERSIONS_FILE, `${canonicalJson({ format: 1, keys })}\n`, {
+    mode: 0o644,
+  });
 }

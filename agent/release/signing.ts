@@ -116,8 +116,10 @@ async function readRegular(path: string): Promise<Buffer | undefined> {
   }
 }
 
+// A null-prototype record: a file named after an Object.prototype member (`constructor`,
+// `__proto__`) is an entry like any other, never an inherited property or a prototype change.
 async function digests(dir: string, files: readonly string[]): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
+  const out = Object.create(null) as Record<string, string>;
   for (const rel of files.filter((f) => f !== SIGNATURE_FILE).sort()) {
     const bytes = await readRegular(join(dir, ...rel.split("/")));
     if (bytes === undefined)
@@ -149,6 +151,12 @@ export async function digestTree(dir: string): Promise<Record<string, string>> {
     throw new AgentError(
       AgentErrorCode.InvalidInput,
       `${dir}: ${empty}/ holds no file, and a signature covers only files; remove it or put its file in`,
+    );
+  // JSON readers (zod's records among them) drop a `__proto__` key, so no signature could cover it.
+  if (tree.files.includes("__proto__"))
+    throw new AgentError(
+      AgentErrorCode.InvalidInput,
+      `${dir}: __proto__ cannot be signed (a signature's file list cannot hold the name __proto__); rename it`,
     );
   return digests(dir, tree.files);
 }
@@ -242,12 +250,13 @@ export async function verifyBundle(dir: string, publicKeyPem: string): Promise<V
     );
   const actual = await digests(dir, tree.files);
   for (const [rel, digest] of Object.entries(body.files)) {
-    if (actual[rel] === undefined)
+    if (!Object.hasOwn(actual, rel))
       throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} is missing`);
     if (actual[rel] !== digest)
       throw new BundleVerificationError("tampered", `${dir} was tampered with: ${rel} differs from what was signed`);
   }
-  const extra = Object.keys(actual).find((rel) => !(rel in body.files));
+  // Own keys only: `in` would also find inherited names, letting unsigned files called `constructor` through.
+  const extra = Object.keys(actual).find((rel) => !Object.hasOwn(body.files, rel));
   if (extra !== undefined)
     throw new BundleVerificationError("tampered", `${dir} was tampered with: ${extra} was added after signing`);
   // A signed bundle's directories are exactly those its files are in.

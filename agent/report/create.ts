@@ -3,8 +3,7 @@
  * known (the `report` section's, else the config's own) and `report.enabled`
  * is not false; its queue lives under `<root>/.winfleet/report-queue`.
  */
-import { join } from "node:path";
-import type { Logger } from "../common";
+import { agentStateDir, type Logger } from "../common";
 import { type AgentConfig, reportConfigSchema } from "../service";
 import { nodeApiFromKubeconfig } from "./node-api";
 import { Reporter } from "./reporter";
@@ -18,7 +17,7 @@ export function createReporter(config: AgentConfig, nodeName: string, root: stri
     api: () => nodeApiFromKubeconfig(kubeconfig, r.requestTimeoutSeconds * 1000),
     nodeName,
     namespace: r.namespace,
-    queueDir: join(root, ".winfleet", "report-queue"),
+    queueDir: agentStateDir(root).sub("report-queue"),
     queueLimit: r.queueLimit,
     eventsPerSecond: r.eventsPerSecond,
     burst: r.eventBurst,

@@ -7,10 +7,10 @@
  * become one Event with a count, as the kubelet's event correlator does.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { closeSync, constants, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { errorMessage, type Logger } from "../common";
+import { type ConfinedDir, confinedDir, errorMessage, type Logger } from "../common";
 import { REASONS, truncateUtf8, type EventReport } from "./reports";
 import { removeSync, writeJsonSync } from "./sync-file";
 
@@ -62,13 +62,24 @@ export class ReportQueue {
   private inflight: number | undefined;
   private readonly prefix: string;
 
+  private readonly dir: ConfinedDir;
+
+  /**
+   * `dir`: where reports wait; a path is used as given, the agent's own queue is reached through its
+   * state directory's no-follow walk (every read, write and removal).
+   */
   constructor(
-    private readonly dir: string,
+    dir: string | ConfinedDir,
     private readonly options: ReportQueueOptions,
   ) {
     this.prefix = namePrefix(options.nodeName);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.dir = typeof dir === "string" ? confinedDir(dir, []) : dir;
+    if (typeof dir === "string") mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.load();
+  }
+
+  private at<T>(fn: (dir: string) => T): T {
+    return this.dir.useSync(fn);
   }
 
   /** Reports waiting. */
@@ -93,7 +104,7 @@ export class ReportQueue {
     const i = this.records.findIndex((r) => r.seq === seq);
     if (i < 0) return;
     this.records.splice(i, 1);
-    removeSync(join(this.dir, fileName(seq)));
+    this.at((d) => removeSync(join(d, fileName(seq))));
   }
 
   /** Queues a report durably, merging it into an identical unsent predecessor and folding the oldest when full. */
@@ -134,7 +145,7 @@ export class ReportQueue {
   }
 
   private write(rec: QueuedReport, index: number): void {
-    writeJsonSync(join(this.dir, fileName(rec.seq)), rec);
+    this.at((d) => writeJsonSync(join(d, fileName(rec.seq)), rec));
     this.records[index] = rec;
   }
 
@@ -164,7 +175,7 @@ export class ReportQueue {
     // second summary is better than a 409 that would hide what was folded in since.
     this.write({ ...summary, mergedUpTo, name: this.newName() }, at);
     this.records.splice(at + 1, 1);
-    removeSync(join(this.dir, fileName(victim.seq)));
+    this.at((d) => removeSync(join(d, fileName(victim.seq))));
     return true;
   }
 
@@ -192,27 +203,36 @@ export class ReportQueue {
   }
 
   private load(): void {
-    const names = readdirSync(this.dir);
-    for (const n of names) {
-      // A temp file is a write that never finished renaming: the report it held was never accepted.
-      if (n.endsWith(".tmp")) rmSync(join(this.dir, n), { force: true });
-    }
-    const loaded: QueuedReport[] = [];
-    for (const n of names.filter((x) => FILE.test(x)).sort()) {
-      const path = join(this.dir, n);
-      try {
-        const rec = record.parse(JSON.parse(readFileSync(path, "utf8")));
-        loaded.push(rec);
-      } catch (e) {
-        // Kept aside, not deleted: someone may want to read what it was.
-        this.options.log.error("unreadable queued report set aside", { file: path, error: errorMessage(e) });
-        renameSync(path, join(this.dir, `corrupt-${n}`));
+    const loaded: QueuedReport[] = this.at((d) => {
+      const names = readdirSync(d);
+      for (const n of names) {
+        // A temp file is a write that never finished renaming: the report it held was never accepted.
+        if (n.endsWith(".tmp")) rmSync(join(d, n), { force: true });
       }
-    }
+      const out: QueuedReport[] = [];
+      for (const n of names.filter((x) => FILE.test(x)).sort()) {
+        try {
+          const fd = openSync(join(d, n), constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+          try {
+            out.push(record.parse(JSON.parse(readFileSync(fd, "utf8"))));
+          } finally {
+            closeSync(fd);
+          }
+        } catch (e) {
+          // Kept aside, not deleted: someone may want to read what it was.
+          this.options.log.error("unreadable queued report set aside", {
+            file: join(this.dir.path, n),
+            error: errorMessage(e),
+          });
+          renameSync(join(d, n), join(d, `corrupt-${n}`));
+        }
+      }
+      return out;
+    });
     let covered = 0;
     for (const rec of loaded) {
       if (rec.seq <= covered) {
-        removeSync(join(this.dir, fileName(rec.seq)));
+        this.at((d) => removeSync(join(d, fileName(rec.seq))));
         continue;
       }
       this.records.push(rec);

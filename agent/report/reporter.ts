@@ -6,7 +6,7 @@
  * never waits and never throws; one background loop sends, rate-limited by a
  * token bucket, backing off while the API server cannot be reached.
  */
-import { type Logger, errorMessage } from "../common";
+import { type ConfinedDir, type Logger, errorMessage } from "../common";
 import type { LifecycleEvent, LifecycleObserver } from "../lifecycle";
 import { type NodeApi, NodeApiError } from "./node-api";
 import { type QueuedReport, ReportQueue } from "./queue";
@@ -25,7 +25,8 @@ export interface ReporterOptions {
   readonly nodeName: string;
   /** Where the Node's Events go (the kubelet uses `default`). */
   readonly namespace: string;
-  readonly queueDir: string;
+  /** Where reports wait: a path, or the agent's state directory's `report-queue`, reached by its walk. */
+  readonly queueDir: string | ConfinedDir;
   readonly queueLimit: number;
   readonly eventsPerSecond: number;
   readonly burst: number;

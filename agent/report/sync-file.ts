@@ -4,13 +4,16 @@
  * write goes to a temporary file, is flushed, renamed over the target, and the
  * directory flushed, so a file is either the old one or the new one.
  */
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants, fsyncSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+
+const WRITE = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | (constants.O_NOFOLLOW ?? 0);
 
 /** Writes `value` as JSON to `path`, durably and atomically. */
 export function writeJsonSync(path: string, value: unknown): void {
   const temp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(temp, "w", 0o600);
+  // A link planted at the temp name is not followed.
+  const fd = openSync(temp, WRITE, 0o600);
   try {
     writeSync(fd, `${JSON.stringify(value)}\n`);
     fsyncSync(fd);

@@ -9,7 +9,6 @@
  */
 import { existsSync, unwatchFile, watchFile } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "node:path";
 import { type AgentStatus, loadBrokerConfig, parseBrokerConfig } from "../broker";
 import { Broker } from "../broker/server";
 import { errorMessage, type Logger } from "../common";
@@ -20,7 +19,7 @@ import {
   type LifecycleEvent,
   type LifecycleObserver,
   type RunOutcome,
-  stateDir,
+  stateOf,
   readJournal,
   statusOf,
   verifyHost,
@@ -226,7 +225,7 @@ async function startBroker(
   return Broker.start({
     config: brokerConfig,
     runDir: options.runDir,
-    stateDir: brokerConfig.stateDir ?? join(stateDir(root), "broker"),
+    stateDir: brokerConfig.stateDir ?? stateOf(root).sub("broker"),
     entryFile: process.argv[1] ?? __filename,
     log: options.log,
     ...(typeof config.broker === "string" ? { configFile: config.broker } : {}),

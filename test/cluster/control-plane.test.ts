@@ -1,14 +1,23 @@
 /**
  * The throwaway control plane: the real etcd, kube-apiserver and kube-controller-manager
- * start on loopback with a PKI of their own, authorize as a production cluster does, and
- * leave no process or port behind when stopped.
+ * start on loopback with a PKI of their own, authorize as a production cluster does, answer
+ * another local user nothing (etcd only to certificates of its own CA, the API server to no
+ * anonymous request), and leave no process or port behind when stopped.
  */
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
 import { KubeClient } from "../../agent/cluster/kube-client";
-import { enginesOrSkip, portOpen, startTestControlPlane } from "../support";
+import {
+  canProbeAsAnotherUser,
+  enginesOrSkip,
+  listenersOf,
+  pidsMentioning,
+  portOpen,
+  probeAsNobody,
+  startTestControlPlane,
+} from "../support";
 
 const engines = enginesOrSkip("kubernetes", "etcd");
 
@@ -77,6 +86,32 @@ describe("throwaway control plane", { skip: typeof engines === "string" ? engine
     );
     assert.ok(sa);
   });
+
+  it(
+    "etcd, its peer port and the API server answer nobody: no Secret read, no RBAC written, no /version",
+    { skip: !canProbeAsAnotherUser() && "needs root to run a probe as another user" },
+    async () => {
+      await kube.post("/api/v1/namespaces/kube-system/secrets", {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "bootstrap-token-abcdef" },
+        type: "bootstrap.kubernetes.io/token",
+        stringData: { "token-id": "abcdef", "token-secret": "0123456789abcdef" },
+      });
+      const listeners = listenersOf(pidsMentioning(cp.dir));
+      const ports = listeners.flatMap((l) => (l.kind === "tcp" ? [l.port] : []));
+      assert.ok(ports.includes(Number(new URL(cp.server).port)), `the API server is among ${ports.join(", ")}`);
+      assert.ok(ports.length >= 3, `etcd's client and peer ports and the API server's: ${ports.join(", ")}`);
+      const results = await probeAsNobody(listeners);
+      const served = results.filter((r) => r.served);
+      assert.deepEqual(served, [], `answered nobody:\n${served.map((r) => `${r.listener}: ${r.detail}`).join("\n")}`);
+      // What the etcd proof of concept read and wrote is untouched and unread: the token Secret, RBAC.
+      const crbs = await kube.get<{ items: { metadata: { name: string } }[] }>(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+      );
+      assert.ok(!crbs.items.some((c) => c.metadata.name.includes("unauthenticated")));
+    },
+  );
 
   it("restarts its API server on the same port, with what etcd holds intact", async () => {
     const port = Number(new URL(cp.server).port);

@@ -17,8 +17,8 @@ import { type KubeletApi, startKubeletApi } from "../../agent/cluster/kubelet-ap
 import { type NodeCredential, NodeStandIn, tlsBootstrap } from "../../agent/cluster/node-stand-in";
 import { PodRunner } from "../../agent/cluster/pod-runner";
 import { operatorApi } from "../../agent/operator/operator-api";
-import { renderKubeadmJoin } from "../../components/cluster-render";
 import { enginesOrSkip, startTestControlPlane } from "../support/engines";
+import { joinableBy } from "../support/join";
 
 const engines = enginesOrSkip("kubernetes", "etcd");
 const TOKEN = { id: "k8lt4p", secret: "0123456789abcdef" };
@@ -37,6 +37,7 @@ describe(
   () => {
     let cp: ControlPlane;
     let admin: KubeClient;
+    let stopApprover = (): void => undefined;
     let dir: string;
     let node: NodeStandIn;
     let runner: PodRunner;
@@ -97,14 +98,7 @@ describe(
       dir = mkdtempSync(join(tmpdir(), "winfleet-kubelet-api-"));
       cp = await startTestControlPlane(engines);
       admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
-      for (const o of renderKubeadmJoin(TOKEN.id, TOKEN.secret, "kubelet api test")) {
-        await admin.post(
-          o.kind === "Secret"
-            ? "/api/v1/namespaces/kube-system/secrets"
-            : "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-          o,
-        );
-      }
+      stopApprover = await joinableBy(admin, TOKEN, ["node-a", "node-b"]);
       const join_ = (name: string) =>
         tlsBootstrap({
           server: cp.server,
@@ -158,6 +152,7 @@ describe(
     });
 
     after(async () => {
+      stopApprover();
       await runner?.stop();
       await kubelet?.close();
       await node?.stop();

@@ -16,8 +16,7 @@ import type { LifecycleEvent } from "../../agent/lifecycle/events";
 import type { Logger } from "../../agent/common/log";
 import { NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
 import { Reporter } from "../../agent/report/reporter";
-import { renderKubeadmJoin } from "../../components/cluster-render";
-import { enginesOrSkip, sleep, startTestControlPlane, tempDir } from "../support";
+import { enginesOrSkip, joinableBy, sleep, startTestControlPlane, tempDir } from "../support";
 
 const engines = enginesOrSkip("kubernetes", "etcd");
 const TOKEN = { id: "loc4l1", secret: "0123456789abcdef" };
@@ -32,6 +31,7 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
   let cp: ControlPlane;
   let admin: KubeClient;
   let dir: string;
+  let stopApprover = (): void => undefined;
   const nodes: NodeStandIn[] = [];
   const join_ = async (name: string) => {
     const credential = await tlsBootstrap({
@@ -60,16 +60,11 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
     dir = tempDir("winfleet-nodes-");
     cp = await startTestControlPlane(engines);
     admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
-    for (const o of renderKubeadmJoin(TOKEN.id, TOKEN.secret, "local fleet")) {
-      const path =
-        o.kind === "Secret"
-          ? "/api/v1/namespaces/kube-system/secrets"
-          : "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
-      await admin.post(path, o);
-    }
+    stopApprover = await joinableBy(admin, TOKEN, ["local-1", "local-2", "local-3"]);
   });
 
   after(async () => {
+    stopApprover();
     for (const n of nodes) await n.stop();
     await cp?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });

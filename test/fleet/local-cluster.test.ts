@@ -12,8 +12,12 @@ import { after, before, describe, it } from "node:test";
 import { KubeClient } from "../../agent/cluster/kube-client";
 import { type Fleet, REPO, killFleet, portOf, processesMentioning, startFleet, winfleet, writeStack } from "./support";
 import {
+  canProbeAsAnotherUser,
   CHROMIUM,
   enginesOrSkip,
+  listenersOf,
+  pidsMentioning,
+  probeAsNobody,
   locate,
   portOpen,
   runCommand,
@@ -181,6 +185,24 @@ describe(
         } finally {
           await browser.close();
         }
+      },
+    );
+
+    it(
+      "another local user is refused by every socket the fleet listens on: etcd, the API server, kubelets, the status page, brokers",
+      { skip: !canProbeAsAnotherUser() && "needs root to run a probe as another user" },
+      async () => {
+        const state = join(dir, "state");
+        const listeners = listenersOf([...new Set([fleet?.child.pid ?? 0, ...pidsMentioning(state)])]);
+        const tcp = listeners.filter((l) => l.kind === "tcp").length;
+        const unix = listeners.filter((l) => l.kind === "unix").length;
+        // The status page, the API server, etcd's client and peer ports, a kubelet per host; two broker sockets a host.
+        assert.ok(tcp >= 7, `TCP listeners: ${JSON.stringify(listeners)}`);
+        assert.ok(unix >= 6, `Unix listeners: ${JSON.stringify(listeners)}`);
+        const results = await probeAsNobody(listeners);
+        process.stderr.write(`probed as nobody: ${results.map((r) => `${r.listener} (${r.detail})`).join("; ")}\n`);
+        const served = results.filter((r) => r.served);
+        assert.deepEqual(served, [], `answered nobody:\n${served.map((r) => `${r.listener}: ${r.detail}`).join("\n")}`);
       },
     );
 

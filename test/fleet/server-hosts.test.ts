@@ -9,7 +9,7 @@ import { after, before, describe, it } from "node:test";
 import type { Server } from "node:http";
 import type { FleetManager } from "../../agent/fleet/manager";
 import { MAX_EVENT_STREAMS, startServer } from "../../agent/fleet/server";
-import { sleep } from "../support";
+import { canProbeAsAnotherUser, probeAsNobody, sleep } from "../support";
 
 let server: Server;
 let port: number;
@@ -109,4 +109,19 @@ describe("the fleet server's event streams", () => {
       for (const s of open) s.req.destroy();
     }
   });
+});
+
+describe("another local user", () => {
+  it(
+    "gets nothing from the fleet server: no page, no state, no events",
+    { skip: !canProbeAsAnotherUser() && "needs root to run a probe as another user" },
+    async () => {
+      const [result] = await probeAsNobody([{ kind: "tcp", address: "127.0.0.1", port, pid: process.pid }]);
+      assert.equal(result?.served, false, `${result?.listener} answered nobody: ${result?.detail}`);
+      assert.match(result?.detail ?? "", /403/);
+      // The owner is still answered.
+      const { res } = await get("/api/status", `127.0.0.1:${port}`);
+      assert.match(await text(res), /fleet-state-marker/);
+    },
+  );
 });

@@ -1,12 +1,15 @@
 /**
  * fast-check generators for the root-confinement property: random root layouts
  * (directories, files, absolute and relative links that point inside the root,
- * at the sentinel tree beside it, or climb past the host's `/`) and random
- * configs of every spec version the engine reads, whose paths run through those
- * links. Link targets that name the sentinel are symbolic here and become text
- * once the case's directory is known.
+ * at the sentinel tree beside it, or climb past the host's `/`, hard links to
+ * the sentinel's files, and a state directory `/.winfleet` that is a link, holds
+ * links or hard links where the agent keeps its files, or belongs to another
+ * user) and random configs of every spec version the engine reads, whose paths
+ * run through those links and sometimes into the state directory. Link targets
+ * that name the sentinel are symbolic here and become text once the case's
+ * directory is known.
  */
-import { chmodSync, linkSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, linkSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, posix } from "node:path";
 import fc from "fast-check";
 
@@ -16,9 +19,10 @@ export type TargetSpec =
 
 /** A node of a root layout. */
 export type LayoutNode =
-  | { readonly path: string; readonly type: "dir"; readonly mode: number }
+  | { readonly path: string; readonly type: "dir"; readonly mode: number; readonly foreign?: boolean }
   | { readonly path: string; readonly type: "file"; readonly mode: number; readonly data: string }
-  | { readonly path: string; readonly type: "symlink"; readonly target: TargetSpec };
+  | { readonly path: string; readonly type: "symlink"; readonly target: TargetSpec }
+  | { readonly path: string; readonly type: "hardlink"; readonly to: "/secret" | "/d/keep" };
 
 /** A config entry before it is written in a spec version's shape. */
 export type EntrySpec =
@@ -51,6 +55,27 @@ export const VERSIONS = ["2.2.0", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0"] a
 
 const SEGMENT = fc.constantFrom("a", "b", "c");
 const PATH = fc.array(SEGMENT, { minLength: 1, maxLength: 3 }).map((s) => `/${s.join("/")}`);
+/** The agent's state directory and what it keeps there. */
+export const STATE = "/.winfleet";
+const STATE_NAMES = [
+  "components",
+  "logs",
+  "report-queue",
+  "broker",
+  "journal.json",
+  "lock",
+  "lock-key",
+  "ignition-ledger.json",
+  "accepted-versions.json",
+] as const;
+/** Config paths into the state directory, by its name, another case of it, and below it. */
+const STATE_PATH = fc.constantFrom(
+  STATE,
+  `${STATE}/journal.json`,
+  `${STATE}/components/a`,
+  "/.WINFLEET/x",
+  `${STATE}/a`,
+);
 const SENTINEL_SUB = fc.constantFrom("", "/d", "/d/e", "/secret", "/missing");
 const TARGET: fc.Arbitrary<TargetSpec> = fc.oneof(
   fc
@@ -70,6 +95,8 @@ const TARGET: fc.Arbitrary<TargetSpec> = fc.oneof(
       "/",
       "a/../b",
       "/missing/x",
+      STATE,
+      `${STATE}/components`,
     )
     .map((text) => ({ text })),
   fc.record({
@@ -78,7 +105,9 @@ const TARGET: fc.Arbitrary<TargetSpec> = fc.oneof(
   }),
 );
 const HARD_TARGET: fc.Arbitrary<TargetSpec> = fc.oneof(
-  fc.constantFrom("/a", "/a/b", "/b/c", "/c/a/b", "/a/../b", "/../../../a", "b/c").map((text) => ({ text })),
+  fc
+    .constantFrom("/a", "/a/b", "/b/c", "/c/a/b", "/a/../b", "/../../../a", "b/c", `${STATE}/lock-key`)
+    .map((text) => ({ text })),
   fc.record({
     outside: fc.constantFrom("/secret", "/d/keep"),
     form: fc.constantFrom<"absolute" | "climb">("absolute", "climb"),
@@ -87,18 +116,53 @@ const HARD_TARGET: fc.Arbitrary<TargetSpec> = fc.oneof(
 const MODE = fc.constantFrom(0o644, 0o600, 0o755, 0o700, 0o444);
 const TEXT = fc.string({ maxLength: 12 });
 
-const NODE: fc.Arbitrary<LayoutNode> = fc.oneof(
-  fc.record({ path: PATH, type: fc.constant("dir" as const), mode: MODE }),
-  fc.record({ path: PATH, type: fc.constant("file" as const), mode: MODE, data: TEXT }),
-  fc.record({ path: PATH, type: fc.constant("symlink" as const), target: TARGET }),
-  fc.record({ path: PATH, type: fc.constant("symlink" as const), target: TARGET }),
+const SENTINEL_DIR: fc.Arbitrary<TargetSpec> = fc.record({
+  outside: fc.constantFrom("", "/d"),
+  form: fc.constantFrom<"absolute" | "relative" | "climb">("absolute", "relative", "climb"),
+});
+const SENTINEL_ANY: fc.Arbitrary<TargetSpec> = fc.record({
+  outside: fc.constantFrom("/d", "/secret", "/d/keep"),
+  form: fc.constantFrom<"absolute" | "relative" | "climb">("absolute", "relative", "climb"),
+});
+const HARDLINK_TO = fc.constantFrom<"/secret" | "/d/keep">("/secret", "/d/keep");
+
+/** What a prepared root may hold in its state directory: links and hard links out of it, another user's directory. */
+const STATE_NODE: fc.Arbitrary<LayoutNode> = fc.oneof(
+  fc.record({ path: fc.constant(STATE), type: fc.constant("symlink" as const), target: SENTINEL_DIR }),
+  fc.record({ path: fc.constant(STATE), type: fc.constant("dir" as const), mode: MODE, foreign: fc.boolean() }),
+  fc.record({
+    path: fc.constantFrom(...STATE_NAMES).map((n) => `${STATE}/${n}`),
+    type: fc.constant("symlink" as const),
+    target: SENTINEL_ANY,
+  }),
+  fc.record({
+    path: fc.constantFrom("journal.json", "lock-key", "ignition-ledger.json").map((n) => `${STATE}/${n}`),
+    type: fc.constant("hardlink" as const),
+    to: HARDLINK_TO,
+  }),
+  fc.record({
+    path: fc.constantFrom(`${STATE}/components/c_1`, `${STATE}/broker/processes`, `${STATE}/logs/run`),
+    type: fc.constant("symlink" as const),
+    target: SENTINEL_DIR,
+  }),
 );
+
+// Hard links and the state directory in about one layout in three, so most cases still compare with CoreOS.
+const NODE: fc.Arbitrary<LayoutNode> = fc.oneof(
+  { arbitrary: fc.record({ path: PATH, type: fc.constant("dir" as const), mode: MODE }), weight: 4 },
+  { arbitrary: fc.record({ path: PATH, type: fc.constant("file" as const), mode: MODE, data: TEXT }), weight: 4 },
+  { arbitrary: fc.record({ path: PATH, type: fc.constant("symlink" as const), target: TARGET }), weight: 8 },
+  { arbitrary: fc.record({ path: PATH, type: fc.constant("hardlink" as const), to: HARDLINK_TO }), weight: 1 },
+  { arbitrary: STATE_NODE, weight: 1 },
+);
+
+const ENTRY_PATH = fc.oneof({ arbitrary: PATH, weight: 20 }, { arbitrary: STATE_PATH, weight: 1 });
 
 const ENTRY: fc.Arbitrary<EntrySpec> = fc.oneof(
   fc.record(
     {
       kind: fc.constant("file" as const),
-      path: PATH,
+      path: ENTRY_PATH,
       contents: TEXT,
       append: TEXT,
       mode: MODE,
@@ -107,13 +171,13 @@ const ENTRY: fc.Arbitrary<EntrySpec> = fc.oneof(
     { requiredKeys: ["kind", "path"] },
   ),
   fc.record(
-    { kind: fc.constant("directory" as const), path: PATH, mode: MODE, overwrite: fc.boolean() },
+    { kind: fc.constant("directory" as const), path: ENTRY_PATH, mode: MODE, overwrite: fc.boolean() },
     { requiredKeys: ["kind", "path"] },
   ),
   fc.record(
     {
       kind: fc.constant("link" as const),
-      path: PATH,
+      path: ENTRY_PATH,
       target: TARGET,
       hard: fc.constant(false),
       overwrite: fc.boolean(),
@@ -192,6 +256,9 @@ export function writeSentinel(outside: string): void {
   linkSync(join(outside, "secret"), join(outside, "d", "hard"));
 }
 
+/** A user other than the one running the tests, to own a "foreign" directory (only root can give one away). */
+const OTHER_UID = 65534;
+
 /** Lays `layout` out below `root`. */
 export function writeLayout(root: string, base: string, layout: readonly LayoutNode[]): void {
   for (const n of [...layout].sort((a, b) => a.path.split("/").length - b.path.split("/").length)) {
@@ -200,11 +267,26 @@ export function writeLayout(root: string, base: string, layout: readonly LayoutN
     if (n.type === "dir") {
       mkdirSync(host, { recursive: true });
       chmodSync(host, n.mode);
+      if (n.foreign && process.getuid?.() === 0) chownSync(host, OTHER_UID, OTHER_UID);
     } else if (n.type === "file") {
       writeFileSync(host, n.data);
       chmodSync(host, n.mode);
-    } else symlinkSync(targetText(n.target, n.path, base), host);
+    } else if (n.type === "hardlink") linkSync(join(base, "outside", n.to), host);
+    else symlinkSync(targetText(n.target, n.path, base), host);
   }
+}
+
+/** Whether a case's result may depend on the agent's own rules rather than Ignition's: its state directory, hard links. */
+export function touchesAgentRules(c: ConfinementCase): boolean {
+  const mentions = (p: string): boolean => p.toLowerCase().startsWith(STATE.toLowerCase());
+  return (
+    c.layout.some(
+      (n) =>
+        n.type === "hardlink" ||
+        mentions(n.path) ||
+        (n.type === "symlink" && "text" in n.target && mentions(n.target.text)),
+    ) || c.entries.some((e) => mentions(e.path) || (e.kind === "link" && "text" in e.target && mentions(e.target.text)))
+  );
 }
 
 const dataUrl = (text: string): string => `data:,${encodeURIComponent(text)}`;

@@ -6,7 +6,17 @@
  * the node lands where it puts it: absolute link targets re-rooted at the root.
  */
 import assert from "node:assert/strict";
-import { chmodSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { AgentError } from "../../agent/common/errors";
@@ -211,6 +221,44 @@ describe("hard link targets resolve inside the root", () => {
       links: [{ path: "/h", target: "/a/../../f", hard: true }],
     });
     assert.equal(lstatSync(join(root, "h")).ino, lstatSync(join(root, "f")).ino);
+  });
+});
+
+describe("hard links already in the root", () => {
+  it("a mode change replaces the root's name and leaves the file outside as it was", async () => {
+    const { root, outside } = layout();
+    chmodSync(join(outside, "secret"), 0o600);
+    linkSync(join(outside, "secret"), join(root, "x"));
+    await apply(root, { files: [{ path: "/x", mode: 0o6777 }] });
+    // Only its link count changes: the root no longer names it.
+    assert.equal(statSync(join(outside, "secret")).mode & 0o7777, 0o600);
+    assert.equal(lstatSync(join(outside, "secret")).nlink, 1);
+    assert.equal(readFileSync(join(outside, "secret"), "utf8"), "secret");
+    assert.equal(statSync(join(root, "x")).mode & 0o7777, 0o6777);
+    assert.equal(readFileSync(join(root, "x"), "utf8"), "secret");
+  });
+
+  it("a file that gains a hard link between planning and the mode change keeps its mode", async () => {
+    const { root, outside } = layout();
+    writeFileSync(join(root, "x"), "x");
+    chmodSync(join(root, "x"), 0o600);
+    const storage = { files: [{ path: "/x", mode: 0o4755 }] };
+    const { config } = parseIgnition(JSON.stringify({ ignition: { version: "3.3.0" }, storage }));
+    const plan = await planApply(
+      config,
+      new Map([[config.files[0]!, { contents: undefined, append: [] }]]),
+      rootedMapper(root),
+      emptyLedger(),
+    );
+    assert.deepEqual(
+      plan.operations.map((o) => o.op),
+      ["chmod"],
+    );
+    rmSync(join(root, "x"));
+    linkSync(join(outside, "secret"), join(root, "x"));
+    const before = snapshotTree(outside);
+    await assert.rejects(executePlan(plan, false), /gained another hard link since planning/);
+    assert.deepEqual(snapshotTree(outside), before);
   });
 });
 
