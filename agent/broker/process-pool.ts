@@ -34,6 +34,9 @@ export interface OutputSink {
   onGone(stop: () => void): void;
 }
 
+/** How long output may still arrive after the program exited, from pipes its own children hold open. */
+const EXIT_GRACE_MS = 2000;
+
 /** Output held until a client waits, so nothing written before Wait is lost. */
 const HELD_OUTPUT_LIMIT = 4 * 1024 * 1024;
 
@@ -116,15 +119,22 @@ export async function readProcessRecords(
   return out;
 }
 
-/** The exit code a client sees: the code, or 128 + the signal number when killed. */
+/**
+ * The exit code a client sees: the code, or 128 + the signal number when killed.
+ * A Windows exit code is a 32-bit value (0xC0000005 for an access violation, -1
+ * as 0xFFFFFFFF), which Node reports unsigned; the protocol's int32 carries it
+ * as the same 32 bits, signed.
+ */
 export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
-  if (code !== null) return code;
+  if (code !== null) return code | 0;
   return 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
 }
 
 /** Host processes by name. */
 export class ProcessPool {
   private readonly running = new Map<string, Running>();
+  /** Names whose start is under way (between the name's check and its process running). */
+  private readonly starting = new Set<string>();
 
   constructor(
     private readonly stateDir: string,
@@ -225,12 +235,31 @@ export class ProcessPool {
     return killed;
   }
 
-  /** Starts `spec`; returns once the process runs. */
-  async start(spec: StartSpec): Promise<void> {
-    if (this.running.has(spec.name)) {
-      throw new AgentError(AgentErrorCode.AlreadyExists, `process ${spec.name} is already running for another client`);
+  /**
+   * Starts `request` with the binary `prepare` makes (the copy it runs);
+   * returns once the process runs. The name is taken first, and a stale
+   * process of that name killed, before `prepare` writes anything: on Windows
+   * the file a running program was started from cannot be replaced, so a copy
+   * made while another client's process, or an orphan, still runs it would fail
+   * where the name's owner or the orphan is the answer.
+   */
+  async start(request: Omit<StartSpec, "binary">, prepare: () => Promise<string>): Promise<void> {
+    if (this.running.has(request.name) || this.starting.has(request.name)) {
+      throw new AgentError(
+        AgentErrorCode.AlreadyExists,
+        `process ${request.name} is already running for another client`,
+      );
     }
-    await this.killStale(spec.name);
+    this.starting.add(request.name);
+    try {
+      await this.killStale(request.name);
+      await this.spawn({ ...request, binary: await prepare() });
+    } finally {
+      this.starting.delete(request.name);
+    }
+  }
+
+  private async spawn(spec: StartSpec): Promise<void> {
     const child = spawn(spec.binary, [...spec.args], {
       cwd: spec.dir,
       env: { ...this.baseEnv, ...spec.env },
@@ -239,9 +268,34 @@ export class ProcessPool {
       detached: process.platform !== "win32",
       windowsHide: true,
     });
-    const exited = new Promise<number>((resolve) =>
-      child.once("close", (code, signal) => resolve(exitCodeOf(code, signal))),
-    );
+    const exited = new Promise<number>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const done = (code: number | null, signal: NodeJS.Signals | null): void => {
+        clearTimeout(timer);
+        resolve(exitCodeOf(code, signal));
+      };
+      child.once("close", done);
+      // What the program wrote is read before "close"; but a child of its own that was handed its output (cmd's
+      // `start /b`, or one taskkill could not end) keeps the pipes open for as long as it lives: the stream ends
+      // shortly after the program itself.
+      // Ended only while its output flows and has been quiet for a while: output held back for a slow client is not
+      // cut short.
+      let lastData = Date.now();
+      const streams = [child.stdout, child.stderr].filter((st): st is Readable => st !== null);
+      for (const st of streams) st.on("data", () => (lastData = Date.now()));
+      child.once("exit", (code, signal) => {
+        const check = (): void => {
+          const quiet = Date.now() - lastData;
+          if (streams.some((st) => st.isPaused()) || quiet < EXIT_GRACE_MS) {
+            timer = setTimeout(check, Math.max(100, EXIT_GRACE_MS - quiet));
+            return;
+          }
+          for (const st of streams) st.destroy();
+          done(code, signal);
+        };
+        timer = setTimeout(check, EXIT_GRACE_MS);
+      });
+    });
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
       child.once("error", (e) =>
