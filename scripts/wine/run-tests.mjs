@@ -106,7 +106,7 @@ try {
     format: "cjs",
     sourcemap: "inline",
     logLevel: "warning",
-    external: ["tree-sitter", "tree-sitter-powershell", "esbuild", "node-powershell"],
+    external: ["tree-sitter", "tree-sitter-powershell", "esbuild"],
   });
 } catch (e) {
   cleanUp();

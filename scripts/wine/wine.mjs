@@ -7,7 +7,17 @@
 // named pipes and its C: drive are its own, and ends that wineserver when it is done (endPrefix).
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -128,11 +138,14 @@ export function ensurePrefix(paths = cachedPaths()) {
 
 /**
  * A run's own copy of the template prefix, under `parent`, without Wine's `Z:` drive (the host's
- * whole file system): what a run's Windows processes reach is its own C: drive.
+ * whole file system): what a run's Windows processes reach is its own C: drive, and a `D:` drive
+ * (`parent/drive_d`), as a Windows host has a second volume.
  */
 export function copyPrefix(template, parent) {
   const prefix = join(parent, "prefix");
   cpSync(template, prefix, { recursive: true, verbatimSymlinks: true });
   rmSync(join(prefix, "dosdevices", "z:"), { force: true });
+  mkdirSync(join(parent, "drive_d"));
+  symlinkSync(join(parent, "drive_d"), join(prefix, "dosdevices", "d:"));
   return prefix;
 }
