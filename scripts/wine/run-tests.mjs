@@ -138,7 +138,6 @@ const env = {
   WINFLEET_WINE_AGENT: win(join(drive, "agent", "bin", "winfleet-agent.js")),
   WINFLEET_WINE_PROTO: win(join(drive, "proto")),
   WINFLEET_WINE_PROGRAMS: win(join(drive, "tests")),
-  WINFLEET_CODE_CACHE: "off",
 };
 
 /**

@@ -24,9 +24,22 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
-/** Debian's `wine64` package puts the 64-bit loader and server here. */
-export const WINE = "/usr/lib/wine/wine64";
-export const WINESERVER = "/usr/lib/wine/wineserver64";
+/** The first of `candidates` that exists (absolute paths, or names looked up on PATH). */
+function firstOf(candidates) {
+  for (const c of candidates) {
+    if (c.startsWith("/")) {
+      if (existsSync(c)) return c;
+    } else {
+      const r = spawnSync("sh", ["-c", 'command -v "$1"', "sh", c], { encoding: "utf8" });
+      if (r.status === 0 && r.stdout.trim()) return r.stdout.trim();
+    }
+  }
+  return candidates[0];
+}
+
+/** Debian's `wine64` package puts the 64-bit loader and server under /usr/lib/wine; elsewhere they are on PATH. */
+export const WINE = firstOf(["/usr/lib/wine/wine64", "wine64", "wine"]);
+export const WINESERVER = firstOf(["/usr/lib/wine/wineserver64", "wineserver64", "wineserver"]);
 
 /** Where set-up caches node.exe and the prefix. */
 export function wineCache(env = process.env) {
