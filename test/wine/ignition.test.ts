@@ -217,7 +217,10 @@ describe("Ignition on Windows paths", () => {
       const started = Date.now();
       const refused = await apply(config([{ path: "/k/held.txt", text: "newer" }]), root);
       assert.equal(refused.code, 1, refused.stdout);
-      assert.match(refused.stderr, /held\.txt is in use by another process \((EPERM|EBUSY|EACCES)\): it was not replaced after 5 s/);
+      assert.match(
+        refused.stderr,
+        /held\.txt is in use by another process \((EPERM|EBUSY|EACCES)\): it was not replaced after 5 s/,
+      );
       assert.ok(Date.now() - started >= 5000);
       assert.equal(readFileSync(target, "utf8").replace(/\r?\n$/, ""), "new");
       await long;
