@@ -8,6 +8,8 @@
 // suites and the programs they start. Ends with one line, "N passed, N failed, N skipped".
 // Usage: npm run test:wine [-- <file name filter>... --test-name-pattern=<re>]
 //   WINFLEET_WINE_KEEP=1 keeps the work directory (and under Wine the prefix) to look at.
+//   WINFLEET_WINE_AGENT_DIR=<dir> runs another agent bundle (a dist/agent directory) instead of this
+//   checkout's, e.g. an earlier release's, to see what the suites find in it.
 import { spawn, spawnSync } from "node:child_process";
 import {
   closeSync,
@@ -47,11 +49,14 @@ if (suites.length === 0) {
   process.exit(1);
 }
 
-// The agent as it ships: a current bundle, or one built now.
-const probe = spawnSync(process.execPath, [join(root, "bin", "winfleet-agent.js"), "--version"], {
-  env: { ...process.env, WINFLEET_LAUNCH: "bundle" },
-  stdio: "ignore",
-});
+// The agent as it ships: a current bundle, or one built now (unless another is named).
+const agentDir = process.env.WINFLEET_WINE_AGENT_DIR || join(root, "dist", "agent");
+const probe = process.env.WINFLEET_WINE_AGENT_DIR
+  ? { status: 0 }
+  : spawnSync(process.execPath, [join(root, "bin", "winfleet-agent.js"), "--version"], {
+      env: { ...process.env, WINFLEET_LAUNCH: "bundle" },
+      stdio: "ignore",
+    });
 if (probe.status !== 0) {
   console.log("the agent bundle is missing or stale: npm run build");
   const build = spawnSync(process.execPath, ["--import", "tsx", join(root, "agent", "release", "build-main.ts")], {
@@ -114,7 +119,7 @@ try {
   process.exit(1);
 }
 cpSync(join(root, "agent", "broker", "proto"), join(drive, "proto"), { recursive: true });
-cpSync(join(root, "dist", "agent"), join(drive, "agent"), { recursive: true });
+cpSync(agentDir, join(drive, "agent"), { recursive: true });
 mkdirSync(join(drive, "report"), { recursive: true });
 const tap = join(drive, "report", "report.tap");
 const setUp = seconds(started);
