@@ -7,11 +7,11 @@
  * recycled pid is never mistaken for it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { constants } from "node:os";
 import { mkdir, readFile, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { writeFileAtomic, baseEnvironment, AgentError, AgentErrorCode, errorMessage, type Logger } from "../common";
+import { exitOf } from "./child-exit";
 import type { Expose, Firewall } from "./firewall";
 import type { ProcessHost } from "./process-host";
 
@@ -33,9 +33,6 @@ export interface OutputSink {
   /** Called when the client goes away: output is no longer forwarded. */
   onGone(stop: () => void): void;
 }
-
-/** How long output may still arrive after the program exited, from pipes its own children hold open. */
-const EXIT_GRACE_MS = 2000;
 
 /** Output held until a client waits, so nothing written before Wait is lost. */
 const HELD_OUTPUT_LIMIT = 4 * 1024 * 1024;
@@ -117,17 +114,6 @@ export async function readProcessRecords(
     if (rec) out.push({ record: rec, alive: rec.identity !== "" && (await host.identity(rec.pid)) === rec.identity });
   }
   return out;
-}
-
-/**
- * The exit code a client sees: the code, or 128 + the signal number when killed.
- * A Windows exit code is a 32-bit value (0xC0000005 for an access violation, -1
- * as 0xFFFFFFFF), which Node reports unsigned; the protocol's int32 carries it
- * as the same 32 bits, signed.
- */
-export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
-  if (code !== null) return code | 0;
-  return 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
 }
 
 /** Host processes by name. */
@@ -268,34 +254,7 @@ export class ProcessPool {
       detached: process.platform !== "win32",
       windowsHide: true,
     });
-    const exited = new Promise<number>((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
-      const done = (code: number | null, signal: NodeJS.Signals | null): void => {
-        clearTimeout(timer);
-        resolve(exitCodeOf(code, signal));
-      };
-      child.once("close", done);
-      // What the program wrote is read before "close"; but a child of its own that was handed its output (cmd's
-      // `start /b`, or one taskkill could not end) keeps the pipes open for as long as it lives: the stream ends
-      // shortly after the program itself.
-      // Ended only while its output flows and has been quiet for a while: output held back for a slow client is not
-      // cut short.
-      let lastData = Date.now();
-      const streams = [child.stdout, child.stderr].filter((st): st is Readable => st !== null);
-      for (const st of streams) st.on("data", () => (lastData = Date.now()));
-      child.once("exit", (code, signal) => {
-        const check = (): void => {
-          const quiet = Date.now() - lastData;
-          if (streams.some((st) => st.isPaused()) || quiet < EXIT_GRACE_MS) {
-            timer = setTimeout(check, Math.max(100, EXIT_GRACE_MS - quiet));
-            return;
-          }
-          for (const st of streams) st.destroy();
-          done(code, signal);
-        };
-        timer = setTimeout(check, EXIT_GRACE_MS);
-      });
-    });
+    const exited = exitOf(child);
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
       child.once("error", (e) =>
