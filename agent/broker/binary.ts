@@ -64,6 +64,34 @@ async function assertOpenedAt(handle: FileHandle, path: string): Promise<void> {
   }
 }
 
+/** How long a copy waits for the file it replaces to be let go (Windows). */
+export const REPLACE_WAIT_MS = 5000;
+
+/**
+ * Renames `temp` over `target`. Windows refuses to replace a file a program
+ * was started from while that program runs, and lets go of it only shortly
+ * after the process was ended: there the rename is retried for
+ * {@link REPLACE_WAIT_MS}, and a file still in use is named as such.
+ */
+async function replace(temp: string, target: string): Promise<void> {
+  const deadline = Date.now() + REPLACE_WAIT_MS;
+  for (let wait = 20; ; wait = Math.min(wait * 2, 500)) {
+    try {
+      await rename(temp, target);
+      return;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? "";
+      if (process.platform !== "win32" || !["EPERM", "EACCES", "EBUSY"].includes(code)) throw e;
+      if (Date.now() >= deadline)
+        throw new AgentError(
+          AgentErrorCode.ApplyFailed,
+          `${target} is in use (${code}): a process still runs it (see prc ls; prc kill --orphans ends what an earlier broker left)`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
+
 /** Copies `path` to its `rancher-wins-` twin if its SHA1 is `checksum`; returns the copy's path. */
 export async function prepareBinary(path: string, checksum: string): Promise<string> {
   const source = await openNoFollow(path);
@@ -102,7 +130,7 @@ export async function prepareBinary(path: string, checksum: string): Promise<str
       );
     }
     await chmod(temp, mode);
-    await rename(temp, target);
+    await replace(temp, target);
     created = false;
     return target;
   } catch (e) {

@@ -2,6 +2,8 @@
  * Windows process operations, through the system's own tools: identity from
  * the process start time (PowerShell), tree kill with `taskkill /T /F`. The
  * command lines are rendered by pure functions so they are tested as data.
+ * When taskkill cannot end the tree (it is missing, or refuses its options, as
+ * Wine's does `/T`), the process itself is still ended (TerminateProcess).
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -35,6 +37,15 @@ export const windowsProcessHost: ProcessHost = {
   },
   async killTree(pid) {
     const [file, ...args] = killTreeCommand(pid);
-    await run(file ?? "", args, { windowsHide: true }).catch(() => undefined); // already gone
+    try {
+      await run(file ?? "", args, { windowsHide: true });
+    } catch {
+      // Gone already, or taskkill failed: the process, at least, must not outlive this.
+      try {
+        process.kill(Math.trunc(pid), "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
   },
 };

@@ -7,7 +7,6 @@
  * recycled pid is never mistaken for it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { constants } from "node:os";
 import type { Readable } from "node:stream";
 import {
   baseEnvironment,
@@ -22,6 +21,7 @@ import {
   removeIn,
   writeFileIn,
 } from "../common";
+import { exitOf } from "./child-exit";
 import type { Expose, Firewall } from "./firewall";
 import type { ProcessHost } from "./process-host";
 
@@ -140,15 +140,11 @@ async function readText(dir: ConfinedDir, name: string): Promise<string> {
   return ((await readFileIn(dir, name).catch(() => undefined)) ?? Buffer.alloc(0)).toString("utf8");
 }
 
-/** The exit code a client sees: the code, or 128 + the signal number when killed. */
-export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
-  if (code !== null) return code;
-  return 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
-}
-
 /** Host processes by name. */
 export class ProcessPool {
   private readonly running = new Map<string, Running>();
+  /** Names whose start is under way (between the name's check and its process running). */
+  private readonly starting = new Set<string>();
 
   private readonly records: ConfinedDir;
 
@@ -249,12 +245,31 @@ export class ProcessPool {
     return killed;
   }
 
-  /** Starts `spec`; returns once the process runs. */
-  async start(spec: StartSpec): Promise<void> {
-    if (this.running.has(spec.name)) {
-      throw new AgentError(AgentErrorCode.AlreadyExists, `process ${spec.name} is already running for another client`);
+  /**
+   * Starts `request` with the binary `prepare` makes (the copy it runs);
+   * returns once the process runs. The name is taken first, and a stale
+   * process of that name killed, before `prepare` writes anything: on Windows
+   * the file a running program was started from cannot be replaced, so a copy
+   * made while another client's process, or an orphan, still runs it would fail
+   * where the name's owner or the orphan is the answer.
+   */
+  async start(request: Omit<StartSpec, "binary">, prepare: () => Promise<string>): Promise<void> {
+    if (this.running.has(request.name) || this.starting.has(request.name)) {
+      throw new AgentError(
+        AgentErrorCode.AlreadyExists,
+        `process ${request.name} is already running for another client`,
+      );
     }
-    await this.killStale(spec.name);
+    this.starting.add(request.name);
+    try {
+      await this.killStale(request.name);
+      await this.spawn({ ...request, binary: await prepare() });
+    } finally {
+      this.starting.delete(request.name);
+    }
+  }
+
+  private async spawn(spec: StartSpec): Promise<void> {
     const child = spawn(spec.binary, [...spec.args], {
       cwd: spec.dir,
       env: { ...this.baseEnv, ...spec.env },
@@ -263,9 +278,7 @@ export class ProcessPool {
       detached: process.platform !== "win32",
       windowsHide: true,
     });
-    const exited = new Promise<number>((resolve) =>
-      child.once("close", (code, signal) => resolve(exitCodeOf(code, signal))),
-    );
+    const exited = exitOf(child);
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
       child.once("error", (e) =>

@@ -2,11 +2,17 @@
  * The pod side of the port proxy: listen on a port inside the pod and tunnel
  * each accepted connection to the same port on the host's localhost, every
  * tunnel a stream tunnel of its own on the proxy socket (proxy-socket.ts): a
- * request line, the broker's `ok`, then the bytes as they are.
+ * request line, the broker's `ok`, then the bytes as they are — or, over a
+ * Windows named pipe, in frames that carry each direction's end
+ * (tunnel-frames.ts), since a pipe cannot half-close.
  */
 import { type Socket, connect, createServer } from "node:net";
 import { hostname } from "node:os";
-import { STREAM_TUNNEL_MAGIC } from "./proxy-socket";
+import { FRAMED_TUNNEL_MAGIC, STREAM_TUNNEL_MAGIC } from "./proxy-socket";
+import { joinFramed } from "./tunnel-frames";
+
+/** Whether tunnels are framed here: on Windows, where the proxy socket is a named pipe. */
+export const FRAMED_BY_DEFAULT = process.platform === "win32";
 
 /** A published port. */
 export interface Published {
@@ -18,14 +24,16 @@ export interface Published {
 const MAX_ANSWER = 4096;
 
 /**
- * Opens a stream tunnel to `port` over the proxy socket `socket`; resolves
- * with the connection once the broker has reached the port, rejects with the
- * broker's refusal (`error <status> <message>`) otherwise.
+ * Opens a stream tunnel to `port` over the proxy socket `socket` (framed, as
+ * `winfleet-tunnel/2`, when `framed`); resolves with the connection once the
+ * broker has reached the port, rejects with the broker's refusal
+ * (`error <status> <message>`) otherwise.
  */
 export function openStreamTunnel(
   socket: string,
   port: number,
   client = hostname(),
+  framed = FRAMED_BY_DEFAULT,
 ): Promise<{ connection: Socket; rest: Buffer }> {
   return new Promise((resolve, reject) => {
     const c = connect({ path: socket, allowHalfOpen: true });
@@ -61,7 +69,7 @@ export function openStreamTunnel(
     c.once("end", onEnd);
     c.once("error", fail);
     c.setNoDelay(true);
-    c.write(`${STREAM_TUNNEL_MAGIC}${port} ${client.replace(/\s+/g, "-")}\n`);
+    c.write(`${framed ? FRAMED_TUNNEL_MAGIC : STREAM_TUNNEL_MAGIC}${port} ${client.replace(/\s+/g, "-")}\n`);
   });
 }
 
@@ -71,6 +79,7 @@ export async function publish(
   port: number,
   bind: string,
   report: (message: string) => void = () => undefined,
+  framed = FRAMED_BY_DEFAULT,
 ): Promise<Published> {
   const open = new Set<Socket>();
   // Half-open: the pod side may finish sending while the host side still answers.
@@ -78,22 +87,25 @@ export async function publish(
     open.add(conn);
     conn.once("close", () => open.delete(conn));
     conn.setNoDelay(true);
-    openStreamTunnel(socket, port).then(
+    openStreamTunnel(socket, port, hostname(), framed).then(
       ({ connection, rest }) => {
         open.add(connection);
-        connection.once("close", () => {
-          open.delete(connection);
-          conn.destroy();
-        });
-        conn.once("close", () => connection.destroy());
+        connection.once("close", () => open.delete(connection));
         connection.on("error", (e) => {
           report(`proxy ${port}: ${e.message}`);
           conn.destroy();
         });
         conn.on("error", () => connection.destroy());
-        if (rest.length > 0) conn.write(rest);
-        conn.pipe(connection);
-        connection.pipe(conn);
+        if (framed) {
+          // Each side ends in its own time, and the pipe closes once both have (tunnel-frames.ts).
+          joinFramed(connection, conn, rest, true);
+        } else {
+          connection.once("close", () => conn.destroy());
+          conn.once("close", () => connection.destroy());
+          if (rest.length > 0) conn.write(rest);
+          conn.pipe(connection);
+          connection.pipe(conn);
+        }
         conn.resume();
         connection.resume();
       },

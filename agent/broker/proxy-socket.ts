@@ -10,7 +10,10 @@
  *   `ok\n` once it has reached `localhost:<port>` on the host, and from then on
  *   the connection carries the tunnelled bytes as they are, each direction
  *   ending on its own. A refusal is one line, `error <gRPC status name>
- *   <message>\n`, and the end of the connection.
+ *   <message>\n`, and the end of the connection. With `winfleet-tunnel/2`
+ *   instead, the bytes after `ok` travel in frames whose last one ends its
+ *   direction (tunnel-frames.ts): what `cli proxy` uses over a Windows named
+ *   pipe, which cannot carry one direction's end on its own.
  *
  * The stream tunnel exists for speed: a gRPC tunnel moves every chunk as a
  * protobuf message on one HTTP/2 stream, whose 64 KiB flow-control windows
@@ -18,10 +21,15 @@
  */
 import { type Server, type Socket, connect, createServer } from "node:net";
 import { errorMessage, type Logger } from "../common";
+import { joinFramed } from "./tunnel-frames";
 
 /** The first line of a stream tunnel, up to its port. */
 export const STREAM_TUNNEL_MAGIC = "winfleet-tunnel/1 ";
+/** The first line of a framed stream tunnel (each direction's end inside the connection). */
+export const FRAMED_TUNNEL_MAGIC = "winfleet-tunnel/2 ";
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+const PLAIN_MAGIC = Buffer.from(STREAM_TUNNEL_MAGIC);
+const FRAMED_MAGIC = Buffer.from(FRAMED_TUNNEL_MAGIC);
 /** A first line longer than this is not a tunnel request. */
 const MAX_HEADER = 512;
 /** How long a new connection has to say which protocol it speaks. */
@@ -64,7 +72,7 @@ export async function listenProxySocket(path: string, options: ProxySocketOption
   // Every connection, gRPC ones included: closing the listener waits for all of them.
   const connections = new Set<Socket>();
 
-  const streamTunnel = (socket: Socket, line: string, rest: Buffer): void => {
+  const streamTunnel = (socket: Socket, line: string, rest: Buffer, framed: boolean): void => {
     const request = parseRequest(line);
     const refuse = (code: string, message: string): void => {
       socket.end(`error ${code} ${message.replace(/\s+/g, " ")}\n`);
@@ -90,9 +98,15 @@ export async function listenProxySocket(path: string, options: ProxySocketOption
       connected = true;
       if (socket.destroyed) return void upstream.destroy();
       upstream.setNoDelay(true);
-      upstream.once("close", () => socket.destroy());
       socket.on("error", () => upstream.destroy());
       socket.write("ok\n");
+      if (framed) {
+        // Closed by its client once both directions ended (tunnel-frames.ts).
+        joinFramed(socket, upstream, rest, false);
+        socket.resume();
+        return;
+      }
+      upstream.once("close", () => socket.destroy());
       if (rest.length > 0) upstream.write(rest);
       // pipe() keeps both directions under backpressure and ends each on its own.
       socket.pipe(upstream);
@@ -120,16 +134,16 @@ export async function listenProxySocket(path: string, options: ProxySocketOption
         options.injectGrpc(socket);
         return;
       }
-      const magic = Buffer.from(STREAM_TUNNEL_MAGIC);
+      const framed = startsLike(head, FRAMED_MAGIC);
       const newline = head.indexOf(0x0a);
-      if (!startsLike(head, magic) || (newline < 0 && head.length > MAX_HEADER)) {
+      if ((!framed && !startsLike(head, PLAIN_MAGIC)) || (newline < 0 && head.length > MAX_HEADER)) {
         stop();
         socket.destroy();
         return;
       }
       if (newline < 0) return;
       stop();
-      streamTunnel(socket, head.subarray(0, newline).toString("utf8"), head.subarray(newline + 1));
+      streamTunnel(socket, head.subarray(0, newline).toString("utf8"), head.subarray(newline + 1), framed);
     };
     socket.on("data", onData);
     socket.on("error", () => socket.destroy());

@@ -15,6 +15,7 @@ import { type BrokerConfig, endpointPath, parseBrokerConfig } from "./config";
 import { EnvPolicy, baseEnvironment } from "./environment";
 import { AgentService } from "./generated/winfleet/agent_pb";
 import { type Firewall, noFirewall } from "./firewall";
+import { windowsFirewall } from "./firewall.win32";
 import { TunnelService } from "./generated/winfleet/proxy_pb";
 import { ApplicationService } from "./generated/wins/application_pb";
 import { HnsService } from "./generated/wins/hns_pb";
@@ -24,6 +25,7 @@ import { ProcessService } from "./generated/wins/process_pb";
 import { RouteService } from "./generated/wins/route_pb";
 import { grpcService } from "./grpc-adapter";
 import { type ProcessHost, linuxProcessHost } from "./process-host";
+import { windowsProcessHost } from "./process-host.win32";
 import { ProcessPool } from "./process-pool";
 import { ensurePrivateDir, withPrivateUmask } from "./private-dir";
 import { tunnelService } from "./proxy-service";
@@ -66,17 +68,21 @@ async function listening(path: string): Promise<boolean> {
 
 /**
  * Makes `path` ready to listen on: a private directory (see private-dir.ts),
- * and no socket file left by a broker that died.
+ * no socket file left by a broker that died, and no broker answering there. On
+ * Windows a pipe server created first refuses a second one (libuv asks for the
+ * first instance), but only with an unclear error, and not everywhere (Wine
+ * ignores the request): a broker answering on the pipe is refused by name.
  */
 async function prepare(path: string, platform: NodeJS.Platform, log: Logger): Promise<void> {
-  if (platform === "win32") return;
-  const dir = dirname(path);
-  if ((await ensurePrivateDir(dir, process.getuid?.() ?? 0)) === "repaired") {
-    log.warn("other users could write to the socket directory; removed their write access", { dir });
+  if (platform !== "win32") {
+    const dir = dirname(path);
+    if ((await ensurePrivateDir(dir, process.getuid?.() ?? 0)) === "repaired") {
+      log.warn("other users could write to the socket directory; removed their write access", { dir });
+    }
   }
   if (await listening(path))
     throw new AgentError(AgentErrorCode.AlreadyExists, `another broker is already listening on ${path}`);
-  await rm(path, { force: true });
+  if (platform !== "win32") await rm(path, { force: true });
 }
 
 async function listenOn(
@@ -123,10 +129,11 @@ export class Broker {
   static async start(options: BrokerOptions): Promise<Broker> {
     const platform = options.platform ?? process.platform;
     const { config, log } = options;
+    const windows = platform === "win32";
     const pool = new ProcessPool(
       options.stateDir,
-      options.host ?? linuxProcessHost,
-      options.firewall ?? noFirewall,
+      options.host ?? (windows ? windowsProcessHost : linuxProcessHost),
+      options.firewall ?? (windows ? windowsFirewall : noFirewall),
       log,
       baseEnvironment(process.env, platform),
     );

@@ -104,14 +104,15 @@ export function processService(
   const Start = unary<ProcessStartRequest, ProcessStartResponse>(async (req) => {
     await policy.check(req.Path);
     const env = envPolicy().check(req.Envs, req.Path);
-    const binary = await prepareBinary(req.Path, req.Checksum);
     const name = processName(req.Path);
     const exposes: Expose[] = req.Exposes.map((e) => {
       if (e.Port < 0 || e.Port > 65_535)
         throw new AgentError(AgentErrorCode.InvalidInput, `expose port ${e.Port} is out of range`);
       return { protocol: e.Protocol === RunExposeProtocol.UDP ? "UDP" : "TCP", port: e.Port };
     });
-    await pool.start({ name, binary, args: req.Args, env, dir: req.Dir || dirname(req.Path), exposes });
+    await pool.start({ name, args: req.Args, env, dir: req.Dir || dirname(req.Path), exposes }, () =>
+      prepareBinary(req.Path, req.Checksum),
+    );
     return create(ProcessStartResponseSchema, { Data: { Value: name } });
   });
 

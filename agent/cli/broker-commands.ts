@@ -175,7 +175,7 @@ export function registerBrokerCommands(program: Command): void {
           startedAt: p.StartedAt,
           path: p.Path,
           state: p.State,
-          ...(p.ExitCode >= 0 ? { exitCode: p.ExitCode } : {}),
+          ...(p.State === "exited" ? { exitCode: p.ExitCode } : {}),
           brokerPid: p.BrokerPid,
         }));
         process.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatProcesses(rows));

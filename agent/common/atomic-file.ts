@@ -12,6 +12,7 @@
  */
 import { randomBytes } from "node:crypto";
 import {
+  chmodSync,
   close,
   closeSync,
   fchmod,
@@ -20,9 +21,9 @@ import {
   open,
   openSync,
   readdirSync,
-  rename,
   renameSync,
   rmSync,
+  statSync,
   unlink,
   write,
   writeSync,
@@ -43,6 +44,54 @@ export interface AtomicWriteOptions {
 // Temp names: unique per process by a counter, across processes by a random prefix.
 const tempPrefix = randomBytes(4).toString("hex");
 let tempCounter = 0;
+
+/**
+ * How long a rename over a file another process holds open is retried on
+ * Windows, which refuses it (a scanner or an indexer lets go within moments; a
+ * program that keeps the file open does not, and is named in the error).
+ */
+export const IN_USE_WAIT_MS = 5000;
+
+const IN_USE = new Set(["EPERM", "EACCES", "EBUSY"]);
+
+/**
+ * Renames `temp` over `path`; on Windows a target in use is retried for
+ * {@link IN_USE_WAIT_MS}, then refused with an error (its code kept) that says so.
+ */
+async function replaceFile(temp: string, path: string): Promise<void> {
+  const deadline = Date.now() + IN_USE_WAIT_MS;
+  for (let wait = 20; ; wait = Math.min(wait * 2, 500)) {
+    try {
+      renameSync(temp, path);
+      return;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? "";
+      if (process.platform !== "win32" || !IN_USE.has(code)) throw e;
+      // Windows will not replace a read-only file (a mode without the owner's write bit); POSIX renames over it.
+      if (clearReadOnly(path)) continue;
+      if (Date.now() >= deadline)
+        throw Object.assign(
+          new Error(
+            `${path} is in use by another process (${code}): it was not replaced after ${IN_USE_WAIT_MS / 1000} s`,
+          ),
+          { code, path },
+        );
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
+
+/** Makes `path` writable if it is a read-only file; whether it was. */
+function clearReadOnly(path: string): boolean {
+  try {
+    const st = statSync(path);
+    if (!st.isFile() || (st.mode & 0o200) !== 0) return false;
+    chmodSync(path, st.mode | 0o200);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Files up to this size are written on the main thread (a page-cache copy of at most this much). */
 const SMALL_FILE = 64 * 1024;
@@ -124,7 +173,7 @@ export class AtomicWriteBatch {
       if (this.durable) await Promise.all(staged.map((s) => fsyncFd(s.fd)));
       for (const s of staged) {
         closeSync(s.fd);
-        renameSync(s.temp, s.path);
+        await replaceFile(s.temp, s.path);
         renamed++;
       }
     } catch (e) {
@@ -200,7 +249,7 @@ export async function writeFileAtomic(
             if (chmodError) return fail(chmodError);
             close(fd, (closeError) => {
               if (closeError) return unlink(temp, () => reject(closeError));
-              rename(temp, path, (renameError) => (renameError ? unlink(temp, () => reject(renameError)) : resolve()));
+              replaceFile(temp, path).then(resolve, (renameError: Error) => unlink(temp, () => reject(renameError)));
             });
           });
         if (!durable) return chmodAndClose();
@@ -225,7 +274,7 @@ async function writeSmall(
     if (durable) await fsyncFd(fd);
     closed = true;
     closeSync(fd);
-    renameSync(temp, path);
+    await replaceFile(temp, path);
   } catch (e) {
     if (!closed) closeSync(fd);
     rmSync(temp, { force: true });

@@ -7,7 +7,7 @@ import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { STATE_DIR_NAME } from "../common";
 import { splitConfigPath } from "./resolve";
-import { windowsLinkTarget } from "./paths.win32";
+import { windowsLinkTarget, windowsNameProblem } from "./paths.win32";
 
 /**
  * How a link's text, read from the host, continues a walk: from the root (an
@@ -38,6 +38,15 @@ export interface PathMapper {
   linkText(target: string): string;
   /** Where a link whose text is `text` leads, in config paths. */
   linkTarget(text: string): LinkTarget;
+  /** Why a name of a config path cannot stand on this host (Windows' rules), or undefined when it can. */
+  nameProblem?(name: string): string | undefined;
+  /** Whether host paths that differ only in case name one node (Windows). */
+  readonly foldCase?: boolean;
+  /**
+   * The bits of a mode the host keeps (default: all): Windows keeps only the
+   * owner's write bit (the read-only attribute), and reads 0o666 or 0o444 back.
+   */
+  readonly modeBits?: number;
 }
 
 /** The host path a {@link HostRef} names. */
@@ -53,24 +62,34 @@ export function posixLinkTarget(text: string): LinkTarget {
 /**
  * Maps everything below `root`: `/a` → `root/a`; a path on the system drive
  * (`C:/a` with the default) maps like `/a`; another drive maps below `root/D:`.
- * Link targets are stored as written, as Ignition does: they resolve once `root`
- * is the host's root, and while it is not, the engine follows them as if it were.
+ * On Windows, where `D:` cannot be a name, another drive is that drive itself
+ * when `root` is a drive's root (the host's own root, `C:\`), and `root\D`
+ * below any other root; names are held to Windows' rules, and paths differing
+ * only in case are one node. Link targets are stored as written, as Ignition
+ * does: they resolve once `root` is the host's root, and while it is not, the
+ * engine follows them as if it were.
  */
 export function rootedMapper(
   root: string,
   systemDrive = "C",
-  linkTarget: (text: string) => LinkTarget = process.platform === "win32" ? windowsLinkTarget : posixLinkTarget,
+  linkTarget?: (text: string) => LinkTarget,
+  platform: NodeJS.Platform = process.platform,
 ): PathMapper {
+  const windows = platform === "win32";
+  const driveRoot = windows && /^[A-Za-z]:[\\/]?$/.test(root);
   const locate = (configPath: string): HostRef => {
     const { drive, names } = splitConfigPath(configPath);
     const below = names.filter((n) => n !== "");
-    return { base: root, names: drive === "" || drive === `${systemDrive}:` ? below : [drive, ...below] };
+    if (drive === "" || drive === `${systemDrive}:`) return { base: root, names: below };
+    if (!windows) return { base: root, names: [drive, ...below] };
+    return driveRoot ? { base: `${drive}\\`, names: below } : { base: root, names: [drive.slice(0, 1), ...below] };
   };
   return {
     hostPath: (configPath) => refPath(locate(configPath)),
     locate,
     linkText: (target) => target,
-    linkTarget,
+    linkTarget: linkTarget ?? (windows ? windowsLinkTarget : posixLinkTarget),
+    ...(windows ? { nameProblem: windowsNameProblem, foldCase: true, modeBits: 0o200 } : {}),
   };
 }
 

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type PathNode, resolveInRoot } from "./resolve";
-import { windowsLinkTarget, windowsMapper } from "./paths.win32";
+import { rootedMapper } from "./paths";
+import { windowsLinkTarget, windowsMapper, windowsNameProblem } from "./paths.win32";
 
 describe("windowsLinkTarget", () => {
   const cases: [string, ReturnType<typeof windowsLinkTarget>][] = [
@@ -85,5 +86,52 @@ describe("a walk through junctions and links stays inside the root", () => {
     const m = windowsMapper("C:");
     assert.deepEqual(m.locate("/ProgramData/x"), { base: "C:\\", names: ["ProgramData", "x"] });
     assert.deepEqual(m.locate("D:/data"), { base: "D:\\", names: ["data"] });
+  });
+});
+
+describe("Windows names", () => {
+  for (const name of [
+    "CON",
+    "con",
+    "NUL.txt",
+    "com1.log",
+    "LPT9",
+    "COM\u00b9",
+    "AUX .d",
+    "a.",
+    "b ",
+    "x:y",
+    "q?",
+    "a\\b",
+    "t\u0001",
+  ]) {
+    it(`refuses ${JSON.stringify(name)}`, () => assert.notEqual(windowsNameProblem(name), undefined));
+  }
+  for (const name of ["console.txt", "com10.log", "nul_", "a .b", ".hidden", "CONFIG"]) {
+    it(`accepts ${JSON.stringify(name)}`, () => assert.equal(windowsNameProblem(name), undefined));
+  }
+});
+
+describe("rootedMapper on Windows", () => {
+  it("maps another drive to itself on a drive's root, and to <root>\\D below a directory", () => {
+    assert.deepEqual(rootedMapper("C:\\", "C", undefined, "win32").locate("D:/data/x"), {
+      base: "D:\\",
+      names: ["data", "x"],
+    });
+    assert.deepEqual(rootedMapper("C:\\r", "C", undefined, "win32").locate("D:/data/x"), {
+      base: "C:\\r",
+      names: ["D", "data", "x"],
+    });
+    assert.deepEqual(rootedMapper("C:\\r", "C", undefined, "win32").locate("C:/x"), { base: "C:\\r", names: ["x"] });
+  });
+
+  it("holds names to Windows' rules, folds case and keeps only the write bit of a mode", () => {
+    const m = rootedMapper("C:\\r", "C", undefined, "win32");
+    assert.equal(m.foldCase, true);
+    assert.equal(m.modeBits, 0o200);
+    assert.match(m.nameProblem?.("CON") ?? "", /device name/);
+    const linux = rootedMapper("/r", "C", undefined, "linux");
+    assert.equal("nameProblem" in linux, false);
+    assert.equal(linux.foldCase, undefined);
   });
 });

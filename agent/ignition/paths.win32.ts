@@ -12,6 +12,27 @@ import { win32 } from "node:path";
 import type { HostRef, LinkTarget, PathMapper } from "./paths";
 import { splitConfigPath } from "./resolve";
 
+/** Device names Windows reserves in every directory, with or without an extension (`nul.txt` is NUL). */
+const RESERVED = /^(?:CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3]|CONIN\$|CONOUT\$)$/i;
+
+/**
+ * Why `name` cannot be the name of a file or directory on Windows, or
+ * undefined when it can. Ignition's paths are POSIX: a name may hold what
+ * Windows reads as a separator (`\`, so `a\..\..\x` would climb out of the
+ * root), a drive colon or a stream, end in a dot or a space (which Windows
+ * drops, so the name would reach another file), or be a device (writing to
+ * `CON` or `nul.txt` writes to the device, and creates no file).
+ */
+export function windowsNameProblem(name: string): string | undefined {
+  // eslint-disable-next-line no-control-regex -- control characters are what Windows refuses in a name
+  const bad = /[\\<>:"|?*\u0000-\u001f]/.exec(name);
+  if (bad) return `holds ${JSON.stringify(bad[0])}, which Windows does not allow in a name`;
+  if (/[. ]$/.test(name)) return "ends in a dot or a space, which Windows drops (the name would reach another file)";
+  if (RESERVED.test((name.split(".")[0] ?? "").trimEnd()))
+    return "is a device name Windows reserves in every directory (whatever its extension)";
+  return undefined;
+}
+
 /** Where a Windows link's text leads, in config paths. */
 export function windowsLinkTarget(text: string): LinkTarget {
   let t = text.replace(/\//g, "\\");

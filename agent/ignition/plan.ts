@@ -69,25 +69,34 @@ type NodeState =
   | { readonly type: "symlink"; readonly text: string }
   | { readonly type: "other" };
 
-/** The host as it will be after the operations planned so far. */
+/**
+ * The host as it will be after the operations planned so far. Paths are kept
+ * by `key`: on Windows, paths differing only in case are one node, as there.
+ */
 class VirtualHost {
   private readonly planned = new Map<string, NodeState>();
   private readonly removed: string[] = [];
   /** What the disk held, per path: resolution reads each parent once per entry. */
   private readonly disk = new Map<string, NodeState>();
 
+  constructor(
+    readonly key: (host: string) => string = (host) => host,
+    /** The bits of a mode the host keeps. */
+    readonly modeBits = 0o7777,
+  ) {}
+
   // Synchronous: a stat costs microseconds, a trip through libuv's thread pool
   // ten times that, and a plan makes one per entry and parent. Never follows a
   // link: the paths looked up have resolved parents.
   lookup(host: string): NodeState {
-    const p = this.planned.get(host);
+    const k = this.key(host);
+    const p = this.planned.get(k);
     if (p) return p;
-    if (this.removed.some((r) => host === r || host.startsWith(`${r}/`) || host.startsWith(`${r}\\`)))
-      return { type: "absent" };
-    const known = this.disk.get(host);
+    if (this.removed.some((r) => k === r || k.startsWith(`${r}/`) || k.startsWith(`${r}\\`))) return { type: "absent" };
+    const known = this.disk.get(k);
     if (known) return known;
     const state = this.stat(host);
-    this.disk.set(host, state);
+    this.disk.set(k, state);
     return state;
   }
 
@@ -116,14 +125,15 @@ class VirtualHost {
   }
 
   set(host: string, state: NodeState): void {
-    this.planned.set(host, state);
+    this.planned.set(this.key(host), state);
   }
 
   remove(host: string): void {
+    const k = this.key(host);
     for (const key of this.planned.keys())
-      if (key === host || key.startsWith(`${host}/`) || key.startsWith(`${host}\\`)) this.planned.delete(key);
-    this.removed.push(host);
-    this.planned.set(host, { type: "absent" });
+      if (key === k || key.startsWith(`${k}/`) || key.startsWith(`${k}\\`)) this.planned.delete(key);
+    this.removed.push(k);
+    this.planned.set(k, { type: "absent" });
   }
 }
 
@@ -160,7 +170,7 @@ export async function planApply(
   mapper: PathMapper,
   previous: Ledger,
 ): Promise<ApplyPlan> {
-  const view = new VirtualHost();
+  const view = new VirtualHost(mapper.foldCase ? (host) => host.toLowerCase() : undefined, mapper.modeBits);
   const ops: Operation[] = [];
   const changed: string[] = [];
   const unchanged: string[] = [];
@@ -198,6 +208,7 @@ function resolvePlaces(entries: readonly Entry[], mapper: PathMapper, view: Virt
         AgentErrorCode.ApplyFailed,
         `${entry.at}.path: the name ${long.slice(0, 20)}… is longer than ${NAME_MAX} bytes`,
       );
+    checkNames(entry.path, mapper, `${entry.at}.path (${entry.path})`);
     const path = resolveInRoot(
       entry.path,
       view.nodes(mapper),
@@ -210,12 +221,30 @@ function resolvePlaces(entries: readonly Entry[], mapper: PathMapper, view: Virt
         AgentErrorCode.PermissionDenied,
         `${entry.at}.path (${entry.path}): ${place.at.names.length === 0 ? "is the root itself" : "resolves into the agent's state directory"} (${place.host}), which no config may touch`,
       );
-    const other = claimed.get(place.host);
+    const other = claimed.get(view.key(place.host));
     if (other !== undefined)
-      throw conflict(entry, `resolves to ${path} after following links, where ${other} also resolves`);
-    claimed.set(place.host, entry.path);
+      throw conflict(
+        entry,
+        `resolves to ${path} after following links, where ${other} also resolves${mapper.foldCase ? " (names differing only in case are one on this host)" : ""}`,
+      );
+    claimed.set(view.key(place.host), entry.path);
     return [entry, place];
   });
+}
+
+/** Whether two modes are one on this host (Windows keeps only whether the owner may write). */
+function sameMode(a: number, b: number, view: VirtualHost): boolean {
+  return (a & view.modeBits) === (b & view.modeBits);
+}
+
+/** Refuses a config path with a name this host cannot hold (Windows' rules), before anything is written. */
+function checkNames(path: string, mapper: PathMapper, what: string): void {
+  if (!mapper.nameProblem) return;
+  for (const name of path.replace(/^[A-Za-z]:/, "").split("/")) {
+    const problem = name === "" ? undefined : mapper.nameProblem(name);
+    if (problem !== undefined)
+      throw new AgentError(AgentErrorCode.InvalidInput, `${what}: ${JSON.stringify(name)} ${problem}`);
+  }
 }
 
 // The parents are resolved already: each is a directory, absent, or in the way;
@@ -274,7 +303,7 @@ async function planFile(
   if (existing.type === "file") {
     const current = existing;
     const sameBytes = (await current.read()).equals(data);
-    if (sameBytes && current.mode === mode) return true;
+    if (sameBytes && sameMode(current.mode, mode, view)) return true;
     // A file with other names (hard links, which may lie outside the root) is replaced, never
     // changed in place: a chmod reaches the inode, so every name of it, wherever it is.
     if (sameBytes && current.links <= 1) {
@@ -309,7 +338,7 @@ function planDirectory(
   ledger[entry.path] = { fingerprint: fp, sha512: DIRECTORY_DIGEST, mode, host };
   const reapplied = previous.files[entry.path]?.fingerprint === fp;
   if (existing.type === "dir" && (!entry.overwrite || reapplied)) {
-    if (entry.mode === undefined || entry.mode === existing.mode) return true;
+    if (entry.mode === undefined || sameMode(entry.mode, existing.mode, view)) return true;
     ops.push({ op: "chmod", ...place, mode: entry.mode });
     view.set(host, { type: "dir", mode: entry.mode });
     return false;
@@ -331,6 +360,7 @@ function planLink(entry: LinkEntry, place: Place, mapper: PathMapper, view: Virt
   if (entry.hard) {
     // The target resolves inside the root as the path does: `..` stops at the
     // root and links in its parents are followed as if the root were `/`.
+    checkNames(entry.target, mapper, `${entry.at}.target (${entry.target})`);
     const targetPath = resolveInRoot(
       entry.target,
       view.nodes(mapper),
@@ -345,7 +375,7 @@ function planLink(entry: LinkEntry, place: Place, mapper: PathMapper, view: Virt
       );
     // A link to itself: Ignition finds the node the same file as its target and
     // keeps it, unless overwrite removed it first and left nothing to link to.
-    if (targetHost === host) {
+    if (view.key(targetHost) === view.key(host)) {
       if (existing.type === "absent") throw conflict(entry, `hard link target ${entry.target} does not exist`);
       if (entry.overwrite)
         throw conflict(entry, `hard link target ${entry.target} is the link's own path, which overwrite removes first`);

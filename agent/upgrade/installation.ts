@@ -4,7 +4,20 @@
  * Switching versions is one atomic rename of that link, so a host is always on
  * exactly one complete version, and going back is the same operation.
  */
-import { cp, mkdir, mkdtemp, readFile, readlink, rename, rm, stat, symlink } from "node:fs/promises";
+import {
+  cp,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  readlink,
+  rename,
+  rm,
+  stat,
+  symlink,
+  unlink,
+} from "node:fs/promises";
 import { basename, join } from "node:path";
 import { AgentError, AgentErrorCode, errorMessage } from "../common";
 
@@ -49,11 +62,27 @@ export async function bundleVersion(bundle: string): Promise<string> {
 
 /** The active release's directory name (its version), or undefined before the first install. */
 export async function activeVersion(inst: Installation): Promise<string | undefined> {
+  await restoreCurrent(inst);
   try {
     return basename(await readlink(inst.current));
   } catch {
     return undefined;
   }
+}
+
+/** Where the Windows switch puts the old link aside for a moment (see {@link activate}). */
+const ASIDE = /^\.previous\.\d+$/;
+
+/**
+ * Puts back a `current` an interrupted Windows switch left aside: between its
+ * two renames there is no `current`, and a process killed there leaves the old
+ * link under its other name.
+ */
+async function restoreCurrent(inst: Installation): Promise<void> {
+  if (process.platform !== "win32" || (await lstat(inst.current).catch(() => undefined))) return;
+  const aside = (await readdir(inst.dir).catch(() => [] as string[])).filter((n) => ASIDE.test(n)).sort();
+  const last = aside.at(-1);
+  if (last !== undefined) await rename(join(inst.dir, last), inst.current);
 }
 
 /**
@@ -90,10 +119,40 @@ export async function installRelease(
   }
 }
 
-/** Points `current` at `releases/<version>` atomically (a junction on Windows). */
+/**
+ * Points `current` at `releases/<version>`: a new link renamed over the old one,
+ * atomically. On Windows `current` is a junction, and Windows renames nothing
+ * over a directory, which a junction is: there the old one steps aside
+ * (`.previous.<pid>`), the new one takes its name, and the old one goes, so
+ * `current` is missing only between two renames (and put back by
+ * {@link activeVersion} if a process dies there).
+ */
 export async function activate(inst: Installation, version: string): Promise<void> {
   const temp = join(inst.dir, `.current.${process.pid}`);
   await rm(temp, { force: true });
-  await symlink(join("releases", version), temp, process.platform === "win32" ? "junction" : "dir");
-  await rename(temp, inst.current);
+  const windows = process.platform === "win32";
+  await symlink(join("releases", version), temp, windows ? "junction" : "dir").catch((e: unknown) => {
+    throw new AgentError(
+      AgentErrorCode.ApplyFailed,
+      `cannot make ${windows ? "a junction" : "a link"} to releases/${version} in ${inst.dir}: ${errorMessage(e)}`,
+    );
+  });
+  if (!windows) return rename(temp, inst.current);
+  await restoreCurrent(inst);
+  const aside = join(inst.dir, `.previous.${process.pid}`);
+  const moved = await rename(inst.current, aside).then(
+    () => true,
+    (e: NodeJS.ErrnoException) => {
+      if (e.code === "ENOENT") return false; // the first install
+      return unlink(temp).then(() => Promise.reject(e));
+    },
+  );
+  try {
+    await rename(temp, inst.current);
+  } catch (e) {
+    if (moved) await rename(aside, inst.current);
+    await unlink(temp).catch(() => undefined);
+    throw e;
+  }
+  if (moved) await unlink(aside); // the junction itself, never what it points at
 }

@@ -31,11 +31,13 @@ export function pidFileManager(
   args: readonly string[],
 ): ServiceManager & { stop(): Promise<void>; start(): Promise<number> } {
   const pidFile = join(installDir, "agent.pid");
+  // The agent's process group off Windows; on Windows (no process groups, and no SIGTERM) the agent itself.
+  const target = (pid: number): number => (process.platform === "win32" ? pid : -pid);
   const stop = async (): Promise<void> => {
     const pid = Number(await readFile(pidFile, "utf8").catch(() => ""));
     if (pid > 0) {
       try {
-        process.kill(-pid, "SIGTERM");
+        process.kill(target(pid), "SIGTERM");
       } catch {
         // already gone
       }
@@ -48,7 +50,7 @@ export function pidFileManager(
         await new Promise((r) => setTimeout(r, 50));
       }
       try {
-        process.kill(-pid, "SIGKILL");
+        process.kill(target(pid), "SIGKILL");
       } catch {
         // stopped in time
       }

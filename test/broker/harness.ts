@@ -4,117 +4,24 @@
  * server's generated codecs, as an old wins client would be.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import type { BrokerConfig } from "../../agent/broker/config";
 import { Broker } from "../../agent/broker/server";
 import { silentLogger } from "../../agent/common/log";
-import { tempDir, waitFor } from "../support";
+import { type WaitMessage, call, runThroughWins, tempDir, waitFor, winsProtos } from "../support";
 
 export const PROTO_DIR = join(__dirname, "..", "..", "agent", "broker", "proto");
 export const AGENT = join(__dirname, "..", "..", "bin", "winfleet-agent.js");
 
+const protos = winsProtos(PROTO_DIR);
 /** The proto-loader view of every broker proto. */
-export const packageDefinition = protoLoader.loadSync(
-  [
-    "wins/application.proto",
-    "wins/host.proto",
-    "wins/network.proto",
-    "wins/hns.proto",
-    "wins/route.proto",
-    "wins/process.proto",
-    "winfleet/proxy.proto",
-  ],
-  { includeDirs: [PROTO_DIR], keepCase: true, longs: String, enums: String, defaults: true, oneofs: true },
-);
-const loaded = grpc.loadPackageDefinition(packageDefinition) as unknown as {
-  wins: Record<string, grpc.ServiceClientConstructor>;
-  winfleet: { proxy: { v1: Record<string, grpc.ServiceClientConstructor> } };
-};
-
+export const packageDefinition = protos.packageDefinition;
 /** A raw client for a wins service on `socket`. */
-export function winsClient(
-  service: string,
-  socket: string,
-): grpc.Client & Record<string, (...a: unknown[]) => unknown> {
-  const Ctor = loaded.wins[service];
-  if (!Ctor) throw new Error(`no service wins.${service}`);
-  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as grpc.Client &
-    Record<string, (...a: unknown[]) => unknown>;
-}
-
+export const winsClient = protos.winsClient;
 /** A raw client for the tunnel service. */
-export function tunnelRawClient(socket: string): grpc.Client & Record<string, (...a: unknown[]) => unknown> {
-  const Ctor = loaded.winfleet.proxy.v1.TunnelService;
-  if (!Ctor) throw new Error("no TunnelService");
-  return new Ctor(`unix:${socket}`, grpc.credentials.createInsecure()) as grpc.Client &
-    Record<string, (...a: unknown[]) => unknown>;
-}
-
-/** Calls a unary method, resolving with the response or rejecting with the ServiceError. */
-export function call<T>(
-  client: grpc.Client & Record<string, (...a: unknown[]) => unknown>,
-  method: string,
-  req: unknown,
-): Promise<T> {
-  return new Promise((resolve, reject) => {
-    (client[method] as (r: unknown, cb: (e: grpc.ServiceError | null, r: T) => void) => void).call(
-      client,
-      req,
-      (e, r) => (e ? reject(e) : resolve(r)),
-    );
-  });
-}
-
-/** A Wait message as proto-loader decodes it (oneofs named in `Options`). */
-export interface WaitMessage {
-  StdOut?: Buffer;
-  StdErr?: Buffer;
-  ExitCode?: number;
-  Options?: string;
-}
-
-/**
- * `prc run` as a wins client does it: Start `tool` (with its SHA1), hold a
- * KeepAlive, Wait, and gather the output; `onStdout` may pause the stream to
- * read slowly. Resolves once the stream ends.
- */
-export async function runThroughWins(
-  client: grpc.Client & Record<string, (...a: unknown[]) => unknown>,
-  tool: string,
-  onStdout?: (chunk: Buffer, wait: grpc.ClientReadableStream<WaitMessage>) => void,
-): Promise<{ out: Buffer; err: string; code: number }> {
-  const checksum = createHash("sha1").update(readFileSync(tool)).digest("hex");
-  const started = await call<{ Data: { Value: string } }>(client, "Start", { Path: tool, Checksum: checksum });
-  const ka = (client.KeepAlive as (cb: () => void) => grpc.ClientWritableStream<unknown>).call(client, () => undefined);
-  ka.write({ Data: started.Data });
-  const wait = (client.Wait as (r: unknown) => grpc.ClientReadableStream<WaitMessage>).call(client, {
-    Data: started.Data,
-  });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  let code = -1;
-  wait.on("data", (m: WaitMessage) => {
-    if (m.Options === "StdOut" && m.StdOut) {
-      out.push(m.StdOut);
-      onStdout?.(m.StdOut, wait);
-    }
-    if (m.Options === "StdErr" && m.StdErr) err.push(m.StdErr);
-    if (m.Options === "ExitCode") code = m.ExitCode ?? -1;
-  });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      wait.on("end", resolve);
-      wait.on("error", reject);
-    });
-  } finally {
-    ka.end();
-  }
-  return { out: Buffer.concat(out), err: Buffer.concat(err).toString(), code };
-}
+export const tunnelRawClient = protos.tunnelRawClient;
+export { call, runThroughWins, type WaitMessage };
 
 /** Writes an executable shell script. */
 export function script(path: string, body: string): string {

@@ -14,7 +14,7 @@ import { describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { reloadBrokerConfig } from "../../agent/broker/client";
 import { parseBrokerConfig } from "../../agent/broker/config";
-import { openStreamTunnel } from "../../agent/broker/proxy-client";
+import { openStreamTunnel, publish } from "../../agent/broker/proxy-client";
 import { Broker } from "../../agent/broker/server";
 import { silentLogger } from "../../agent/common/log";
 import { startBroker, tunnelRawClient } from "./harness";
@@ -149,6 +149,84 @@ describe("the proxy socket", () => {
     } finally {
       await broker.stop();
       echo.server.close();
+    }
+  });
+
+  it("tunnels a framed stream (winfleet-tunnel/2): each direction's end travels as a frame, the socket stays open", async () => {
+    const echo = await echoServer();
+    const env = await startBroker({ proxyPorts: [echo.port] });
+    try {
+      const frame = (b: Buffer): Buffer => Buffer.concat([Buffer.alloc(4, 0), b]).fill(0, 0, 0);
+      const framed = (b: Buffer): Buffer => {
+        const f = frame(b);
+        f.writeUInt32BE(b.length, 0);
+        return f;
+      };
+      const payload = randomBytes(200 * 1024);
+      const s = connect({ path: env.proxy, allowHalfOpen: true });
+      const got: Buffer[] = [];
+      s.on("data", (d: Buffer) => got.push(d));
+      // The request, the payload in two frames and the end frame, without ending the socket: the echo server
+      // sees its client's end only through the end frame.
+      s.write(`winfleet-tunnel/2 ${echo.port} framed-pod\n`);
+      s.write(
+        Buffer.concat([framed(payload.subarray(0, 1000)), framed(payload.subarray(1000)), framed(Buffer.alloc(0))]),
+      );
+      const all = (): Buffer => Buffer.concat(got);
+      const start = Date.now();
+      while (all().length < 3 + payload.length + 4 && Date.now() - start < 10_000) await sleep(20);
+      const bytes = all();
+      assert.equal(bytes.subarray(0, 3).toString(), "ok\n");
+      // Read the frames back: the echoed bytes, then an end frame.
+      const body: Buffer[] = [];
+      let at = 3;
+      let ended = false;
+      while (at + 4 <= bytes.length) {
+        const n = bytes.readUInt32BE(at);
+        at += 4;
+        if (n === 0) {
+          ended = true;
+          break;
+        }
+        body.push(bytes.subarray(at, at + n));
+        at += n;
+      }
+      assert.ok(ended, "the host side's end arrives as an end frame");
+      assert.ok(Buffer.concat(body).equals(payload), "every byte back, in order");
+      assert.equal(s.readableEnded, false, "the broker leaves closing the connection to its client");
+      const closed = new Promise<void>((r) => s.once("close", () => r()));
+      s.end();
+      await closed;
+    } finally {
+      await env.broker.stop();
+      echo.server.close();
+    }
+  });
+
+  it("publishes a port through framed tunnels: an answer the host gives after the pod side ended still arrives", async () => {
+    const host = createServer({ allowHalfOpen: true }, (c) => {
+      const got: Buffer[] = [];
+      c.on("data", (d: Buffer) => got.push(d));
+      c.on("end", () => setTimeout(() => c.end(`answer to ${Buffer.concat(got).toString()}`), 300));
+    });
+    await new Promise<void>((r) => host.listen(0, "127.0.0.1", r));
+    const port = (host.address() as AddressInfo).port;
+    const env = await startBroker({ proxyPorts: [port] });
+    const published = await publish(env.proxy, port, "127.0.0.2", () => undefined, true);
+    try {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const c = connect({ host: "127.0.0.2", port, allowHalfOpen: true });
+        const got: Buffer[] = [];
+        c.on("data", (d: Buffer) => got.push(d));
+        c.on("end", () => resolve(Buffer.concat(got).toString()));
+        c.on("error", reject);
+        c.end("the request");
+      });
+      assert.equal(answer, "answer to the request");
+    } finally {
+      await published.close();
+      await env.broker.stop();
+      host.close();
     }
   });
 

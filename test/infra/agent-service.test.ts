@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { type ScriptFacts, scriptFacts } from "../../agent/content/powershell-facts";
 import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
-import { restartServiceScript } from "../../agent/upgrade/service-manager.win32";
+import { scCommands } from "../../agent/upgrade/service-manager.win32";
 import {
   AGENT_FAILURE_ACTIONS,
   AGENT_NSSM,
@@ -181,7 +181,7 @@ describe("the agent service in the rendered bootstrap", () => {
     assert.match(agentServiceRegistration(), /"\$current\\bin\\winfleet-agent\.js"/);
     assert.doesNotMatch(agentServiceRegistration(), /releases\\/);
     // The agent's own upgrade restarts the same service through the SCM.
-    assert.match(restartServiceScript(AGENT_SERVICE), /Stop-Service -Name 'winfleet-agent'/);
+    assert.deepEqual(scCommands(AGENT_SERVICE).stop, ["stop", "winfleet-agent"]);
   });
 });
 

@@ -19,3 +19,4 @@ export * from "./temp";
 export * from "./tools";
 export * from "./tree";
 export * from "./wait";
+export * from "./wins-client";
