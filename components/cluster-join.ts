@@ -1,8 +1,8 @@
 /**
  * `ClusterJoin`: the cluster side of joining Windows nodes — the agent's
  * namespace, service accounts and least-privilege RBAC, plus a kubeadm
- * bootstrap token with its TLS-bootstrap bindings or the RKE2 join token kept
- * as a Secret; on kubeadm clusters also kube-proxy's and Calico's own service
+ * bootstrap token with its TLS-bootstrap bindings (an RKE2 agent's token needs
+ * nothing in the cluster); on kubeadm clusters also kube-proxy's and Calico's own service
  * accounts, least-privilege roles and tokens. Exposes what the nodes' content
  * needs: the variables, and the secrets (the join token under the variable
  * name content reads, KUBE_PROXY_TOKEN and CALICO_TOKEN) as Pulumi secrets.
@@ -16,7 +16,6 @@ import {
   renderCalicoAccess,
   renderKubeProxyAccess,
   renderKubeadmJoin,
-  renderRke2Join,
 } from "./cluster-render";
 import { kubeResource } from "./kube-objects";
 
@@ -75,7 +74,7 @@ export class ClusterJoin extends pulumi.ComponentResource {
       const tokenId = args.join.tokenId;
       this.token = pulumi.secret(secret.apply((s) => `${tokenId}.${s}`));
     } else {
-      objects.push(...renderRke2Join(args.namespace, args.join.server, secret));
+      // The RKE2 agent token reaches the nodes as their secret variable and nothing else: no object in the cluster holds it.
       this.variables = { RKE2_SERVER: args.join.server };
       this.tokenVariable = "RKE2_TOKEN";
       this.token = secret;

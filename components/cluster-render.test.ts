@@ -7,7 +7,7 @@ import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1/Clus
 import { ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding";
 import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
 import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
-import { KUBEADM_TOKEN_GROUP, renderAgentAccess, renderKubeadmJoin, renderRke2Join } from "./cluster-render";
+import { KUBEADM_TOKEN_GROUP, renderAgentAccess, renderKubeadmJoin } from "./cluster-render";
 
 /** Validates any rendered object against the Kubernetes 1.27 OpenAPI schema for its kind. */
 function validateObject(o: Record<string, unknown>): void {
@@ -30,7 +30,6 @@ describe("cluster-side renders", () => {
     for (const o of [
       ...renderAgentAccess("winfleet-system"),
       ...renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet"),
-      ...renderRke2Join("winfleet-system", "https://rke2:9345", "t"),
     ])
       validateObject(o);
   });

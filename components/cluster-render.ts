@@ -2,8 +2,8 @@
  * Cluster-side objects as pure renders: the winfleet namespace and the
  * upgraders' service account (the agent itself reports with its node's own
  * credentials, under the Node authorizer), and what joining needs — a
- * kubeadm bootstrap token with the TLS-bootstrap bindings, or the RKE2 token kept
- * as a Secret; and kube-proxy's own identity on kubeadm clusters (the node's
+ * kubeadm bootstrap token with the TLS-bootstrap bindings (an RKE2 agent joins
+ * with the server's own agent token, which needs nothing in the cluster); and kube-proxy's own identity on kubeadm clusters (the node's
  * credentials carry no right to read Services or EndpointSlices). Secret values
  * come in as arguments; the components pass them as Pulumi secrets.
  */
@@ -82,19 +82,6 @@ export function renderKubeadmJoin(
       "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
       "system:nodes",
     ),
-  ];
-}
-
-/** The RKE2 join token, kept in the winfleet namespace for the agent and upgraders. */
-export function renderRke2Join(namespace: string, server: string, token: unknown): Obj[] {
-  return [
-    {
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: { name: "winfleet-rke2-join", namespace, labels: { "app.kubernetes.io/part-of": "winfleet" } },
-      type: "Opaque",
-      stringData: { server, token },
-    },
   ];
 }
 

@@ -14,6 +14,9 @@ const name = z
   .regex(/^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/, "lower-case letters, digits and '-', at most 40 characters");
 const secretRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, "the name of a secure config key, e.g. adminPassword");
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits");
+const subscriptionId = z
+  .string()
+  .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, "an Azure subscription id");
 /**
  * Text that `pulumi config set --path` may have stored as a number or a
  * boolean (it stores integers and true/false that way): taken as the text that
@@ -199,7 +202,20 @@ const upgraderSchema = z
 
 const fleetShape = z.strictObject({
   /** Required when any pool is not `local`. */
-  cluster: z.strictObject({ name, namespace: name.default("winfleet-system"), join: joinSchema }).optional(),
+  cluster: z
+    .strictObject({
+      name,
+      namespace: name.default("winfleet-system"),
+      join: joinSchema,
+      /**
+       * The kubeconfig context the cluster side is deployed with (from `KUBECONFIG` or
+       * ~/.kube/config), whatever the current context is. Absent, Pulumi follows the current
+       * context, and a `pulumi up` from a laptop deploys to whichever cluster that points at;
+       * `winfleet preflight` says so.
+       */
+      kubeContext: z.string().min(1).optional(),
+    })
+    .optional(),
   content: z.strictObject({
     /** Directory of content sources, built into the bundle at deploy time. @default "content" */
     dir: z.string().default("content"),
@@ -248,6 +264,11 @@ const fleetShape = z.strictObject({
           auth: z.enum(["managedIdentity", "sas"]).default("managedIdentity"),
           /** When the SAS expires (ISO 8601), required with `auth: sas`. */
           sasExpiry: z.iso.datetime().optional(),
+          /**
+           * The storage account's subscription. Needed only when no Azure pool or Key Vault names
+           * the stack's subscription: a stack deploys all its Azure resources to one subscription.
+           */
+          subscriptionId: subscriptionId.optional(),
         }),
       ])
       .default({ to: "configMap" }),
@@ -323,6 +344,7 @@ export const fleetSchema = fleetShape.superRefine((f, ctx) => {
   }
   reservedVariables(f, ctx);
   agentBundleReadable(f, ctx);
+  oneSubscription(f, ctx);
   const cloud = f.pools.findIndex((p) => p.kind !== "local");
   if (cloud >= 0) {
     const why = `is required: pools[${cloud}] (${f.pools[cloud]?.kind ?? ""}) deploys real nodes`;
@@ -367,6 +389,57 @@ function agentBundleReadable(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx
     path: ["agent", "bundle", "url"],
     message: `is on the content storage account ${publish.storageAccount}, and ${why}: publish the bundle where nodes can download it without credentials (a release page, or a container with anonymous read access on another account)${publish.auth === "sas" ? ", or read content with auth: managedIdentity" : ""}`,
   });
+}
+
+/**
+ * Where a stack names its Azure subscription, each with the key path that names it: the Azure
+ * pools' subnets, the Key Vault and `content.publish.subscriptionId`.
+ */
+function subscriptionSources(
+  f: z.infer<typeof fleetShape>,
+): { readonly id: string; readonly path: (string | number)[] }[] {
+  const out: { id: string; path: (string | number)[] }[] = [];
+  f.pools.forEach((p, i) => {
+    if (p.kind === "azure") out.push({ id: subscriptionIn(p.subnetId), path: ["pools", i, "subnetId"] });
+  });
+  if (f.content.keyVault) out.push({ id: subscriptionIn(f.content.keyVault), path: ["content", "keyVault"] });
+  const publish = f.content.publish;
+  if (publish.to === "blob" && publish.subscriptionId)
+    out.push({ id: publish.subscriptionId, path: ["content", "publish", "subscriptionId"] });
+  // An id that does not parse is refused at its own path already.
+  return out.filter((s) => s.id !== "");
+}
+
+const subscriptionIn = (resourceId: string): string =>
+  (/^\/subscriptions\/([^/]+)\//i.exec(resourceId)?.[1] ?? "").toLowerCase();
+
+/**
+ * The one Azure subscription a stack deploys to (its explicit provider's), when it deploys
+ * anything there: Pulumi never falls back to the subscription `az login` or ARM_SUBSCRIPTION_ID
+ * happens to select, so the identity, its role assignments and the machines land where their
+ * ids, computed from the stack, say they are.
+ */
+export function azureSubscription(f: FleetConfig): string | undefined {
+  return subscriptionSources(f)[0]?.id;
+}
+
+// One subscription per stack, named by the stack whenever it deploys to Azure.
+function oneSubscription(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx): void {
+  const sources = subscriptionSources(f);
+  const first = sources[0];
+  for (const s of sources.slice(1))
+    if (first && s.id.toLowerCase() !== first.id.toLowerCase())
+      ctx.addIssue({
+        code: "custom",
+        path: s.path,
+        message: `is in subscription ${s.id}, but ${first.path.join(".")} is in ${first.id}: a stack deploys to one Azure subscription`,
+      });
+  if (!first && f.content.publish.to === "blob" && !f.content.keyVault && !f.pools.some((p) => p.kind === "azure"))
+    ctx.addIssue({
+      code: "custom",
+      path: ["content", "publish", "subscriptionId"],
+      message: "is required: no Azure pool or Key Vault names the subscription the storage account is in",
+    });
 }
 
 /** Names in `variables`/`secrets` that winfleet sets itself, or that are set twice. */

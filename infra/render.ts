@@ -21,6 +21,8 @@ export interface Registered {
   readonly type: string;
   readonly name: string;
   readonly inputs: Record<string, unknown>;
+  /** The provider it is registered with (`<URN>::<id>`), when an explicit one. */
+  readonly provider?: string;
 }
 
 /** A render: the resources and the files they become. */
@@ -140,6 +142,7 @@ export async function renderStack(stackName: string, options: RenderOptions = {}
       type: r.type,
       name: r.name,
       inputs: maskSecrets(r.inputs, other.inputs, false, `${r.type} ${r.name}`) as Record<string, unknown>,
+      ...(r.provider ? { provider: r.provider } : {}),
     };
   });
   return { stack, resources, raw: a.resources, outputs: a.outputs, files: renderFiles(resources) };
@@ -156,7 +159,12 @@ async function runProgram(
   await pulumi.runtime.setMocks(
     {
       newResource: (args) => {
-        resources.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
+        resources.push({
+          type: args.type,
+          name: args.name,
+          inputs: args.inputs as Record<string, unknown>,
+          ...(args.provider ? { provider: args.provider } : {}),
+        });
         // Outputs a provider would compute, so the program's references resolve.
         const inputs = args.inputs as Record<string, unknown>;
         // A service-account token Secret comes back filled by the cluster's token controller,

@@ -142,10 +142,10 @@ describe("what a render shows", () => {
       .map((x) => x.inputs.vmName)
       .sort();
     const extensions = r.resources
-      .filter((x) => x.type === "azure-native:compute:VirtualMachineExtension")
+      .filter((x) => x.type === "azure-native:compute:VirtualMachineExtension" && x.name.endsWith("-bootstrap"))
       .map((x) => x.inputs.vmName)
       .sort();
-    assert.deepEqual(vms, ["rke2win-1", "rke2win-2", "rke2win-3"]);
+    assert.deepEqual(vms, ["rke2w5134a-1", "rke2w5134a-2", "rke2w5134a-3"]);
     assert.deepEqual(extensions, vms, "each extension names its VM as Azure knows it");
     const blob = r.resources.find((x) => x.type === "azure-native:storage:Blob")?.inputs;
     assert.equal(blob?.containerName, "winfleet", "the container content.publish.container names");
