@@ -9,6 +9,8 @@
  */
 import { resolve } from "node:path";
 import { assertReplaceable } from "../common";
+import type { CreatedObject } from "../../infra/deployer-access";
+import { type OperatorStackArgs, operatorStackYaml } from "../../infra/operator-stack";
 import { RENDER_SHAPE, renderStack, writeRender } from "../../infra/render";
 import { failure, printError } from "./errors";
 
@@ -36,6 +38,32 @@ export async function runRender(opts: RenderOptions): Promise<number> {
     if (e instanceof Error && (e as { __pulumiRunError?: boolean }).__pulumiRunError === true) {
       return printError(`${e.message}\nnothing was written to ${opts.out}`);
     }
+    return failure(e);
+  }
+}
+
+/**
+ * `winfleet operator-stack`: renders `stackFile` (a stack name or a stack file) to learn what its
+ * program creates in the cluster, and prints the operator's Stack with the access that needs.
+ */
+export async function runOperatorStack(a: OperatorStackArgs & { readonly stackFile: string }): Promise<number> {
+  try {
+    const rendered = await renderStack(a.stackFile);
+    const objects = rendered.resources
+      .filter((r) => r.type.startsWith("kubernetes:") && !r.type.startsWith("kubernetes:index:"))
+      .map((r) => ({
+        ...r.inputs,
+        apiVersion: r.type.split(":")[1]?.replace(/^core\//, ""),
+        kind: r.type.split(":")[2],
+      }))
+      .map((o) => o as unknown as CreatedObject);
+    if (objects.length === 0)
+      return printError(`stack ${rendered.stack.stack} deploys nothing to a cluster: it needs no operator Stack`);
+    process.stdout.write(operatorStackYaml(a, objects));
+    return 0;
+  } catch (e) {
+    if (e instanceof Error && (e as { __pulumiRunError?: boolean }).__pulumiRunError === true)
+      return printError(e.message);
     return failure(e);
   }
 }
