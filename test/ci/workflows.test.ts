@@ -36,7 +36,8 @@ const unknownLabel = (message: string): string | undefined => /^label "([^"]+)" 
 
 // The `vars` context (configuration variables: the workflows' per-environment PULUMI_ORG, PULUMI_TEAM) is newer
 // than this build too; the native linter knows it. Only that context is let through: a misspelt one still fails.
-const newerContext = (message: string): boolean => /^undefined variable "vars"\. available variables are /.test(message);
+const newerContext = (message: string): boolean =>
+  /^undefined variable "vars"\. available variables are /.test(message);
 
 const problems = (text: string, name: string): string[] =>
   lint(text, name)

@@ -286,7 +286,11 @@ describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () =
         properties: { value: unknown; contentType: string };
       };
       const name = poolVaultSecret(rendered.stack.fleet.content.keyVault ?? "", rendered.stack.stack, "win").name;
-      assert.match(name, new RegExp(`^winfleet-${rendered.stack.stack}-win-[0-9a-f]{5}$`), "the stack's and the pool's");
+      assert.match(
+        name,
+        new RegExp(`^winfleet-${rendered.stack.stack}-win-[0-9a-f]{5}$`),
+        "the stack's and the pool's",
+      );
       assert.deepEqual(
         [secret.resourceGroupName, secret.vaultName, secret.secretName],
         ["rg-winfleet-dev", "kv-winfleet-dev", name],
@@ -305,9 +309,7 @@ describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () =
       ) as { userData?: string; virtualMachineProfile?: { userData: string } }[];
       const bootstrap = bootstrapOf(machine?.userData ?? machine?.virtualMachineProfile?.userData);
       assert.ok(
-        bootstrap.includes(
-          `'https://kv-winfleet-dev.vault.azure.net/secrets/${name}?api-version=7.4'`,
-        ),
+        bootstrap.includes(`'https://kv-winfleet-dev.vault.azure.net/secrets/${name}?api-version=7.4'`),
         "the bootstrap reads that secret",
       );
       assert.ok(
