@@ -3,6 +3,7 @@
  * The folder's public surface: other folders import from here, never from the files behind it.
  */
 export { renderServiceRegistrationScript } from "./agent-service";
+export { poolVaultSecret, storageAccountId, vaultOf } from "./azure-names";
 export { archiveDirectory } from "./content-archive";
 export { DEFAULT_NODE_RUNTIME } from "./node-runtime";
 export { type NodeConfigArgs, POOL_LABEL } from "./pool-render";

@@ -12,6 +12,8 @@
  * a service-account token projected for Entra ID, never a client secret.
  */
 import { type CreatedObject, renderDeployerAccess } from "./deployer-access";
+
+export type { CreatedObject } from "./deployer-access";
 import { stringify as toYaml } from "yaml";
 
 /** What the operator needs to know. */

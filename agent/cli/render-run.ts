@@ -1,6 +1,7 @@
 /**
  * What `winfleet render` runs once its options are parsed: render the stack
- * under Pulumi's mock runtime and write it out. A module of its own because it
+ * under Pulumi's mock runtime and write it out (and what `operator-stack` and
+ * `preflight` run, which render too). A module of its own because it
  * is the only part of the operator's command line that loads Pulumi (and the
  * Azure and Kubernetes providers, 50 MB of JavaScript): the command line
  * requires it only when `render` runs, and the operator bundle ships it as a
@@ -9,10 +10,12 @@
  */
 import { resolve } from "node:path";
 import { assertReplaceable } from "../common";
-import type { CreatedObject } from "../../infra/deployer-access";
-import { type OperatorStackArgs, operatorStackYaml } from "../../infra/operator-stack";
+import { type CreatedObject, type OperatorStackArgs, operatorStackYaml } from "../../infra/operator-stack";
 import { RENDER_SHAPE, renderStack, writeRender } from "../../infra/render";
 import { failure, printError } from "./errors";
+
+// `winfleet preflight` renders too: its run lives in this file, the one that carries Pulumi.
+export { azCliToken, runPreflight } from "../../infra/preflight-run";
 
 /** The parsed `winfleet render` options. */
 export interface RenderOptions {
