@@ -223,7 +223,9 @@ describe("the providers", () => {
   });
 
   it("follow the current kube context only when the stack names none", async () => {
-    const r = await renderStack(stackFile("byoh", "no-context"));
+    const r = await renderStack(
+      stackFile("byoh", "no-context", (f) => void delete (f.cluster as Record<string, unknown>).kubeContext),
+    );
     assert.equal(one<{ context?: string }>(r, "pulumi:providers:kubernetes").context, undefined);
     assert.equal(inputsOf(r, "pulumi:providers:azure-native").length, 0, "nothing in Azure, no Azure provider");
   });
