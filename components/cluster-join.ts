@@ -74,7 +74,8 @@ export class ClusterJoin extends pulumi.ComponentResource {
       const tokenId = args.join.tokenId;
       this.token = pulumi.secret(secret.apply((s) => `${tokenId}.${s}`));
     } else {
-      // The RKE2 agent token reaches the nodes as their secret variable and nothing else: no object in the cluster holds it.
+      // The RKE2 agent token reaches the nodes as their secret variable and nothing else: no object in
+      // the cluster holds it.
       this.variables = { RKE2_SERVER: args.join.server };
       this.tokenVariable = "RKE2_TOKEN";
       this.token = secret;

@@ -3,8 +3,9 @@
  * upgraders' service account (the agent itself reports with its node's own
  * credentials, under the Node authorizer), and what joining needs — a
  * kubeadm bootstrap token with the TLS-bootstrap bindings (an RKE2 agent joins
- * with the server's own agent token, which needs nothing in the cluster); and kube-proxy's own identity on kubeadm clusters (the node's
- * credentials carry no right to read Services or EndpointSlices). Secret values
+ * with the server's own agent token, which needs nothing in the cluster); and
+ * kube-proxy's own identity on kubeadm clusters (the node's credentials carry
+ * no right to read Services or EndpointSlices). Secret values
  * come in as arguments; the components pass them as Pulumi secrets.
  */
 

@@ -88,7 +88,10 @@ export interface WindowsNodePoolArgs {
    * content secrets.
    */
   readonly join: { readonly variables: Readonly<Record<string, string>>; readonly secrets: NodeSecrets };
-  /** The Key Vault (resource id, RBAC authorization) for the secrets other than the join token, required when there are any. */
+  /**
+   * The Key Vault (resource id, RBAC authorization) for the secrets other than the join token, required when there
+   * are any.
+   */
   readonly keyVault?: { readonly id: string };
   readonly adminPassword: pulumi.Input<string>;
 }

@@ -84,7 +84,10 @@ export interface DeployerAccessArgs {
   readonly labels?: Readonly<Record<string, string>>;
 }
 
-/** The roles and bindings of {@link DeployerAccessArgs.account}, and the namespaces the program creates, in apply order. */
+/**
+ * The roles and bindings of {@link DeployerAccessArgs.account}, and the namespaces the program creates, in apply
+ * order.
+ */
 export function renderDeployerAccess(a: DeployerAccessArgs): Obj[] {
   const labels = { "app.kubernetes.io/part-of": "winfleet", ...a.labels };
   const subjects = [{ kind: "ServiceAccount", name: a.account.name, namespace: a.account.namespace }];

@@ -32,7 +32,7 @@ const objects: CreatedObject[] = [
     kind: "DaemonSet",
     metadata: { name: "winfleet-upgrader-win", namespace: "winfleet-system" },
   },
-] as unknown as CreatedObject[];
+];
 
 const REPO = join(__dirname, "..");
 // The operator's own CRD schema for pulumi.com/v1 Stack, vendored (source and commit in its $comment).

@@ -47,7 +47,7 @@ export function permits(permissions: readonly Permission[], action: string, data
 async function permissionsAt(api: AzureApi, scope: string): Promise<readonly Permission[] | string> {
   const a = await api.arm(`${scope}/providers/Microsoft.Authorization/permissions?api-version=2022-04-01`);
   if (a.status !== 200) return `listing the permissions at ${scope} answered ${a.status}`;
-  return ((a.body as { value?: Permission[] }).value ?? []) as readonly Permission[];
+  return (a.body as { value?: Permission[] }).value ?? [];
 }
 
 /** Findings for the actions (and data actions) the deploying identity lacks at `scope`. */
@@ -69,7 +69,7 @@ async function missing(
 }
 
 const properties = (a: AzureAnswer): Record<string, unknown> =>
-  ((a.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}) as Record<string, unknown>;
+  (a.body as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
 const ROLE_WRITE = "Microsoft.Authorization/roleAssignments/write";
 
 /** The checks that need Azure, for the stack `stack` declared by `fleet`. */

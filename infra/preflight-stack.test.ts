@@ -105,7 +105,10 @@ describe("the offline preflight", () => {
       [],
     );
     assert.equal(exitCodeOf(checks), 0);
-    assert.match(formatReport("prod", checks), /^preflight of stack prod\n {2}ok {7}secrets: [^\n]+\n[\s\S]*\n0 problems, 0 warnings\n$/);
+    assert.match(
+      formatReport("prod", checks),
+      /^preflight of stack prod\n {2}ok {7}secrets: [^\n]+\n[\s\S]*\n0 problems, 0 warnings\n$/,
+    );
   });
 
   it("names each secure key that is missing or in plain text, with the command that sets it", () => {

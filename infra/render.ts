@@ -162,7 +162,7 @@ async function runProgram(
         resources.push({
           type: args.type,
           name: args.name,
-          inputs: args.inputs as Record<string, unknown>,
+          inputs: machineFree(args.type, args.inputs as Record<string, unknown>),
           ...(args.provider ? { provider: args.provider } : {}),
         });
         // Outputs a provider would compute, so the program's references resolve.
@@ -207,6 +207,18 @@ async function runProgram(
   await settled();
   resources.sort((x, y) => (x.type === y.type ? (x.name < y.name ? -1 : 1) : x.type < y.type ? -1 : 1));
   return { resources, outputs };
+}
+
+/**
+ * A resource's inputs without what the machine running the render put there: the Kubernetes
+ * provider takes its `kubeconfig` from this machine's KUBECONFIG when the program sets none, a
+ * local path that is no part of what is deployed (and would make renders differ between machines).
+ */
+function machineFree(type: string, inputs: Record<string, unknown>): Record<string, unknown> {
+  if (type !== "pulumi:providers:kubernetes" || !("kubeconfig" in inputs)) return inputs;
+  const { kubeconfig, ...rest } = inputs;
+  void kubeconfig;
+  return rest;
 }
 
 /**

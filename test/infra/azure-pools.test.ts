@@ -15,10 +15,11 @@ import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { fleetProgram } from "../../infra/program";
 import { type Rendered, renderStack } from "../../infra/render";
 import { STACKS_DIR } from "../../infra/stack-file";
-import { PASSWORD_EXTENSION } from "../../components/windows-node-pool";
 import { scratchDir } from "../support";
 
 const REPO = join(__dirname, "..", "..");
+// The VMAccess extension's name on a VM (components/windows-node-pool.ts), as Azure lists it.
+const PASSWORD_EXTENSION = "winfleet-admin-password";
 const scratch = scratchDir("winfleet-azure-pools-");
 
 type Fleet = Record<string, unknown> & { pools: Record<string, unknown>[] };
@@ -89,13 +90,13 @@ describe("an Azure pool's names", () => {
     };
     for (const mode of ["vmss", "vms"] as const) {
       const [a, b] = [await names(`east-${mode}`, mode), await names(`west-${mode}`, mode)];
+      assert.notEqual(a.secret, b.secret, "one stack's destroy (a soft delete) never blocks the other's secret");
+      assert.match(a.secret, new RegExp(`^winfleet-east-${mode}-win-[0-9a-f]{5}$`), "named for the stack and pool");
+      assert.notEqual(a.identity, b.identity);
       assert.ok(a.machines.length >= 1);
       for (const m of a.machines) assert.ok(!b.machines.includes(m), `${mode}: ${m} in both stacks`);
       for (const m of [...a.machines, ...b.machines])
         for (const name of m.split("/")) assert.ok(name.length <= (mode === "vms" ? 15 : 64), name);
-      assert.notEqual(a.identity, b.identity);
-      assert.notEqual(a.secret, b.secret, "one stack's destroy (a soft delete) never blocks the other's secret");
-      assert.match(a.secret, new RegExp(`^winfleet-east-${mode}-win-[0-9a-f]{5}$`), "named for the stack and pool");
     }
   });
 
@@ -213,6 +214,7 @@ describe("the providers", () => {
     assert.equal(azure.subscriptionId, "00000000-0000-0000-0000-000000000000", "the subnet's and the vault's");
     const kube = one<{ context?: string; clusterIdentifier: string }>(r, "pulumi:providers:kubernetes");
     assert.deepEqual([kube.context, kube.clusterIdentifier], ["dev-admin", "dev"]);
+    assert.ok(!("kubeconfig" in kube), "the render shows no path of the machine it ran on");
     const custom = r.resources.filter((x) => !x.type.startsWith("winfleet:") && !x.type.startsWith("pulumi:"));
     assert.ok(custom.length > 10);
     for (const x of custom) {
