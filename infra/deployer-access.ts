@@ -4,7 +4,8 @@
  * objects the program creates, not `cluster-admin`:
  *
  * - cluster-scoped objects (the namespace, ClusterRoles, ClusterRoleBindings):
- *   `create`, and the other verbs on exactly those names; `escalate` on the
+ *   `create`, `list` and `watch` (Pulumi's provider watches a kind to see a
+ *   delete through), and the other verbs on exactly those names; `escalate` on the
  *   ClusterRoles it writes and `bind` on the roles its bindings name (RBAC lets
  *   no one grant what they do not hold otherwise);
  * - objects in a namespace that exists already (kube-system: the bootstrap
@@ -14,10 +15,11 @@
  *   the content), and its binding, applied before the program first runs.
  *
  * It stays powerful by nature: whoever creates a bootstrap token can register
- * nodes, whoever may create Secrets in kube-system can ask the token controller
- * for a token of any service account there, and the upgraders are privileged
- * HostProcess DaemonSets. What it no longer holds is everything else: reading
- * any Secret, writing any other object, binding any other role.
+ * nodes; whoever may create Secrets in kube-system can ask the token controller
+ * for a token of any service account there, and the provider's watch of
+ * kube-system's Secrets reads them all; the upgraders are privileged HostProcess
+ * DaemonSets. What it no longer holds is the rest: Secrets anywhere else,
+ * writing any other object, binding any other role.
  */
 
 /** An object the program creates, as far as access goes. */
@@ -34,6 +36,13 @@ type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourc
 
 const RBAC = "rbac.authorization.k8s.io";
 const NAMED = ["get", "patch", "update", "delete"];
+/**
+ * Pulumi's Kubernetes provider confirms a delete with an informer on the object's kind in its
+ * namespace (cluster-wide for cluster-scoped kinds), which lists and watches every object of that
+ * kind there (pulumi-kubernetes `pkg/await/await.go`, `Deletion`: `condition.NewDeletionSource`);
+ * a name cannot narrow it, and without it a destroy waits out its 10-minute timeout.
+ */
+const WATCH = ["list", "watch"];
 const EVERY = ["get", "list", "watch", "create", "patch", "update", "delete"];
 
 const groupOf = (apiVersion: string): string => (apiVersion.includes("/") ? (apiVersion.split("/")[0] ?? "") : "");
@@ -53,7 +62,7 @@ function namedRules(objects: readonly CreatedObject[], roleKind: "ClusterRole" |
   }
   for (const [key, { group, names }] of [...byResource].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const resource = key.slice(key.indexOf("/") + 1);
-    rules.push({ apiGroups: [group], resources: [resource], verbs: ["create"] });
+    rules.push({ apiGroups: [group], resources: [resource], verbs: ["create", ...WATCH] });
     rules.push({ apiGroups: [group], resources: [resource], verbs: [...NAMED], resourceNames: sorted(names) });
   }
   const written = objects.filter((o) => o.kind === roleKind).map((o) => o.metadata.name);
@@ -102,7 +111,11 @@ export function renderDeployerAccess(a: DeployerAccessArgs): Obj[] {
       apiVersion: `${RBAC}/v1`,
       kind: "ClusterRole",
       metadata: { name, labels },
-      rules: namedRules(clusterScoped, "ClusterRole"),
+      // Events too: the provider reports each object's Events while it waits on it.
+      rules: [
+        ...namedRules(clusterScoped, "ClusterRole"),
+        { apiGroups: [""], resources: ["events"], verbs: [...WATCH] },
+      ],
     },
     {
       apiVersion: `${RBAC}/v1`,

@@ -164,6 +164,7 @@ describe("the Pulumi Kubernetes Operator Stack example", () => {
 });
 
 describe("a deployer's access", () => {
+  const NAMED_ONLY = ["get", "patch", "update", "delete", "escalate", "bind"];
   const access = renderDeployerAccess({ account: { name: "d", namespace: "ops" }, objects, prefix: "ops:d" });
   const role = (kind: string, namespace?: string) =>
     access.find((o) => o.kind === kind && (o.metadata as { namespace?: string }).namespace === namespace) as {
@@ -196,14 +197,16 @@ describe("a deployer's access", () => {
       "create",
       "delete",
       "get",
+      "list",
       "patch",
       "update",
+      "watch",
     ]);
-    assert.deepEqual(verbsOn(cluster, "clusterrolebindings", "cluster-admin-for-me"), ["create"]);
-    assert.deepEqual(verbsOn(cluster, "clusterroles", "system:node-bootstrapper"), ["bind", "create"]);
+    assert.deepEqual(verbsOn(cluster, "clusterrolebindings", "cluster-admin-for-me"), ["create", "list", "watch"]);
+    assert.deepEqual(verbsOn(cluster, "clusterroles", "system:node-bootstrapper"), ["bind", "create", "list", "watch"]);
     assert.deepEqual(
       verbsOn(cluster, "clusterroles", "cluster-admin"),
-      ["create"],
+      ["create", "list", "watch"],
       "no bind: it cannot grant cluster-admin",
     );
     assert.deepEqual(verbsOn(cluster, "clusterroles", "winfleet:calico-node"), [
@@ -212,24 +215,43 @@ describe("a deployer's access", () => {
       "delete",
       "escalate",
       "get",
+      "list",
       "patch",
       "update",
+      "watch",
     ]);
-    assert.deepEqual(verbsOn(cluster, "namespaces", "winfleet-system"), ["create", "delete", "get", "patch", "update"]);
+    assert.deepEqual(verbsOn(cluster, "namespaces", "winfleet-system"), [
+      "create",
+      "delete",
+      "get",
+      "list",
+      "patch",
+      "update",
+      "watch",
+    ]);
     assert.deepEqual(verbsOn(cluster, "secrets"), [], "no Secret anywhere through the ClusterRole");
   });
 
-  it("reads in kube-system only what the program made there", () => {
+  it("writes in kube-system only what the program made there", () => {
     const system = role("Role", "kube-system");
     assert.deepEqual(verbsOn(system, "secrets", "bootstrap-token-abcdef"), [
       "create",
       "delete",
       "get",
+      "list",
       "patch",
       "update",
+      "watch",
     ]);
-    assert.deepEqual(verbsOn(system, "secrets", "some-other-secret"), ["create"]);
-    assert.ok(!system.rules.some((r) => r.verbs.includes("list") || r.verbs.includes("watch")));
+    assert.deepEqual(
+      verbsOn(system, "secrets", "some-other-secret"),
+      ["create", "list", "watch"],
+      "the provider sees a delete through by watching the kind",
+    );
+    assert.ok(
+      !system.rules.some((r) => r.verbs.some((v) => NAMED_ONLY.includes(v)) && !r.resourceNames),
+      "writes only what the program made",
+    );
   });
 
   it("has every verb on the kinds the program puts into the namespace it creates, which it creates first", () => {

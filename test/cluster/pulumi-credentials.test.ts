@@ -33,32 +33,36 @@ const DEPLOYER = "winfleet-deployer";
 const PREVIEWER = "winfleet-previewer";
 
 function stackYaml(cp: ControlPlane, tokenId = TOKEN_ID): string {
-  return toYaml({
-    config: {
-      "winfleet:fleet": {
-        cluster: {
-          name: "creds",
-          // Named in every kubeconfig this test writes, each time for another identity.
-          kubeContext: "winfleet-creds",
-          join: {
-            method: "kubeadm",
-            apiServer: cp.server,
-            caCertHash: cp.caCertHash,
-            tokenId,
-            tokenSecret: "bootstrapTokenSecret",
-            tokenExpiry: "2099-01-01T00:00:00Z",
+  // Every string quoted: `pulumi config set` rewrites the file, and an unquoted time would come back as Go prints one.
+  return toYaml(
+    {
+      config: {
+        "winfleet:fleet": {
+          cluster: {
+            name: "creds",
+            // Named in every kubeconfig this test writes, each time for another identity.
+            kubeContext: "winfleet-creds",
+            join: {
+              method: "kubeadm",
+              apiServer: cp.server,
+              caCertHash: cp.caCertHash,
+              tokenId,
+              tokenSecret: "bootstrapTokenSecret",
+              tokenExpiry: "2099-01-01T00:00:00Z",
+            },
           },
+          content: { dir: "content", template: "sandbox", templateVersion: "1.0.0" },
+          agent: {
+            version: "0.1.0",
+            bundle: { url: "https://artifacts.example.test/winfleet-agent-0.1.0.tgz", sha256: "1".repeat(64) },
+          },
+          pools: [{ name: "local", kind: "local", hosts: 2 }],
+          upgrader: { mode: "hostProcess", maxUnavailable: 1, image: "winfleet-agent:creds" },
         },
-        content: { dir: "content", template: "sandbox", templateVersion: "1.0.0" },
-        agent: {
-          version: "0.1.0",
-          bundle: { url: "https://artifacts.example.test/winfleet-agent-0.1.0.tgz", sha256: "1".repeat(64) },
-        },
-        pools: [{ name: "local", kind: "local", hosts: 2 }],
-        upgrader: { mode: "hostProcess", maxUnavailable: 1, image: "winfleet-agent:creds" },
       },
     },
-  });
+    { defaultStringType: "QUOTE_DOUBLE", defaultKeyType: "PLAIN" },
+  );
 }
 
 /** A kubeconfig whose current context reaches nothing, and whose `winfleet-creds` context is `user`. */
@@ -201,7 +205,8 @@ describe(
       const groups = ["system:serviceaccounts", `system:serviceaccounts:${OPS}`, "system:authenticated"];
       const refused: Record<string, string>[] = [
         { resource: "secrets", verb: "get", namespace: "kube-system", name: "bootstrap-token-kubead" },
-        { resource: "secrets", verb: "list", namespace: "kube-system" },
+        { resource: "secrets", verb: "list", namespace: "default" },
+        { resource: "secrets", verb: "get", namespace: "default", name: "anything" },
         { resource: "pods", verb: "create", namespace: "kube-system" },
         { group: "rbac.authorization.k8s.io", resource: "clusterroles", verb: "bind", name: "cluster-admin" },
         { group: "apps", resource: "daemonsets", verb: "create", namespace: "default" },
@@ -248,6 +253,22 @@ describe(
       as({ token: await token(DEPLOYER) });
       const destroy = await pulumi(["destroy", "--yes", "--skip-preview"]);
       assert.equal(destroy.code, 0, `${destroy.stdout.slice(-3000)}\n${destroy.stderr.slice(-3000)}`);
+      const state = await pulumi(["stack", "export"]);
+      const left = (JSON.parse(state.stdout) as { deployment: { resources?: { type: string }[] } }).deployment
+        .resources;
+      assert.deepEqual(
+        (left ?? []).filter((r) => !r.type.startsWith("pulumi:")),
+        [],
+        "nothing left in the state",
+      );
+      const bindings = await admin.get<{ items: { metadata: { name: string } }[] }>(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings?labelSelector=app.kubernetes.io%2Fpart-of%3Dwinfleet",
+      );
+      assert.deepEqual(
+        bindings.items.map((b) => b.metadata.name),
+        [`${OPS}:${DEPLOYER}`],
+        "the deployer's own binding alone, which the program did not make",
+      );
       assert.equal(
         await admin.getOrUndefined(`/api/v1/namespaces/kube-system/secrets/bootstrap-token-${TOKEN_ID}`),
         undefined,
