@@ -20,6 +20,11 @@
  * role assignment before any machine, so the bootstrap's first read does not
  * race the assignment (a system-assigned identity exists only once its machine
  * does, and an inline extension runs while the machine is being created).
+ *
+ * Every name carries a digest of stack and pool (azure-names.ts). Azure refuses
+ * a changed admin password on a machine, so machines ignore it and individual
+ * VMs get it through the VMAccess extension; a scale set of more than 100
+ * machines spans placement groups.
  */
 import * as azure from "@pulumi/azure-native";
 import * as pulumi from "@pulumi/pulumi";

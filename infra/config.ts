@@ -8,6 +8,9 @@
 import { z } from "zod";
 import { ed25519PublicKey, ValidationError, zodIssues } from "../agent/common";
 import { nodeLabelProblems, variableName } from "../agent/content";
+import { oneSubscription } from "./subscription";
+
+export { azureSubscription } from "./subscription";
 
 const name = z
   .string()
@@ -389,57 +392,6 @@ function agentBundleReadable(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx
     path: ["agent", "bundle", "url"],
     message: `is on the content storage account ${publish.storageAccount}, and ${why}: publish the bundle where nodes can download it without credentials (a release page, or a container with anonymous read access on another account)${publish.auth === "sas" ? ", or read content with auth: managedIdentity" : ""}`,
   });
-}
-
-/**
- * Where a stack names its Azure subscription, each with the key path that names it: the Azure
- * pools' subnets, the Key Vault and `content.publish.subscriptionId`.
- */
-function subscriptionSources(
-  f: z.infer<typeof fleetShape>,
-): { readonly id: string; readonly path: (string | number)[] }[] {
-  const out: { id: string; path: (string | number)[] }[] = [];
-  f.pools.forEach((p, i) => {
-    if (p.kind === "azure") out.push({ id: subscriptionIn(p.subnetId), path: ["pools", i, "subnetId"] });
-  });
-  if (f.content.keyVault) out.push({ id: subscriptionIn(f.content.keyVault), path: ["content", "keyVault"] });
-  const publish = f.content.publish;
-  if (publish.to === "blob" && publish.subscriptionId)
-    out.push({ id: publish.subscriptionId, path: ["content", "publish", "subscriptionId"] });
-  // An id that does not parse is refused at its own path already.
-  return out.filter((s) => s.id !== "");
-}
-
-const subscriptionIn = (resourceId: string): string =>
-  (/^\/subscriptions\/([^/]+)\//i.exec(resourceId)?.[1] ?? "").toLowerCase();
-
-/**
- * The one Azure subscription a stack deploys to (its explicit provider's), when it deploys
- * anything there: Pulumi never falls back to the subscription `az login` or ARM_SUBSCRIPTION_ID
- * happens to select, so the identity, its role assignments and the machines land where their
- * ids, computed from the stack, say they are.
- */
-export function azureSubscription(f: FleetConfig): string | undefined {
-  return subscriptionSources(f)[0]?.id;
-}
-
-// One subscription per stack, named by the stack whenever it deploys to Azure.
-function oneSubscription(f: z.infer<typeof fleetShape>, ctx: z.RefinementCtx): void {
-  const sources = subscriptionSources(f);
-  const first = sources[0];
-  for (const s of sources.slice(1))
-    if (first && s.id.toLowerCase() !== first.id.toLowerCase())
-      ctx.addIssue({
-        code: "custom",
-        path: s.path,
-        message: `is in subscription ${s.id}, but ${first.path.join(".")} is in ${first.id}: a stack deploys to one Azure subscription`,
-      });
-  if (!first && f.content.publish.to === "blob" && !f.content.keyVault && !f.pools.some((p) => p.kind === "azure"))
-    ctx.addIssue({
-      code: "custom",
-      path: ["content", "publish", "subscriptionId"],
-      message: "is required: no Azure pool or Key Vault names the subscription the storage account is in",
-    });
 }
 
 /** Names in `variables`/`secrets` that winfleet sets itself, or that are set twice. */
