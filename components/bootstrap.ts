@@ -107,9 +107,18 @@ foreach ($p in (Get-VaultSecrets -Url $vaultUrl).PSObject.Properties) {
 }
 
 /**
+ * How long a refused read (401, 403) is retried: Azure documents that a role
+ * assignment takes up to ten minutes to apply ("Troubleshoot Azure RBAC"), and
+ * a CustomScriptExtension may run for 90 minutes.
+ */
+export const ACCESS_RETRY_MINUTES = 20;
+/** How often any other failed read (a network error, a 404, a 5xx) is tried. */
+const OTHER_ATTEMPTS = 5;
+
+/**
  * PowerShell that reads the node's Key Vault secret (a JSON object of secret
  * variables). A new role assignment can take minutes to reach Key Vault, so a
- * 403 is retried too, for about four minutes, with a fresh token each time.
+ * refusal is retried (see {@link ACCESS_RETRY_MINUTES}), with a fresh token each time.
  * Messages name the secret's URL (no credential in it) and the failure, never
  * the token or the value: they reach the extension's status, which anyone with
  * Reader on the machine can read.
@@ -118,6 +127,7 @@ function vaultFunction(identity: string | undefined): string {
   return `
 # The node's larger secrets, from the Key Vault secret only this pool's identity may read.
 function Get-VaultSecrets([string]$Url) {
+    $deadline = (Get-Date).AddMinutes(${ACCESS_RETRY_MINUTES})
     for ($attempt = 1; ; $attempt++) {
         try {
             $response = Invoke-RestMethod -UseBasicParsing -Uri $Url -Headers @{ Authorization = 'Bearer ' + (Get-ImdsToken ${q(imdsTokenUrl("https://vault.azure.net", identity))}) }
@@ -125,7 +135,7 @@ function Get-VaultSecrets([string]$Url) {
         }
         catch {
             $reason = $_.Exception.Message
-            if ($attempt -ge 10) { throw "reading the node's secrets from $Url failed $attempt times; the last: $reason" }
+            if (-not (Test-Retry $_ $attempt $deadline)) { throw "reading the node's secrets from $Url failed $attempt times; the last: $reason" }
             $wait = [math]::Min(30, [math]::Pow(2, $attempt))
             Write-Warning "reading the node's secrets from $Url failed ($reason); trying again in $wait s"
             Start-Sleep -Seconds $wait
@@ -168,11 +178,29 @@ function Assert-Pinned([string]$Path, [string]$ExpectedHash) {
     if ($actual -ne $ExpectedHash) { throw "SHA-256 of $Path is $actual, expected $ExpectedHash" }
 }
 
+# The HTTP status of a failed request, 0 without a response (the network failed). Windows
+# PowerShell's WebException and PowerShell 7's HttpResponseException both carry the response.
+function Get-HttpStatus($Failure) {
+    $response = $Failure.Exception.Response
+    if ($null -eq $response) { return 0 }
+    return [int]$response.StatusCode
+}
+
+# Whether a failed request is tried again. A new role assignment takes up to ten minutes to
+# apply everywhere (and the extension may run for 90), so a refusal (401, 403) is retried until
+# ${ACCESS_RETRY_MINUTES} minutes have passed; anything else ${OTHER_ATTEMPTS} times.
+function Test-Retry($Failure, [int]$Attempt, [datetime]$Deadline) {
+    $status = Get-HttpStatus $Failure
+    if ($status -eq 401 -or $status -eq 403) { return (Get-Date) -lt $Deadline }
+    return $Attempt -lt ${OTHER_ATTEMPTS}
+}
+
 function Get-Pinned([string]$Url, [string]$ExpectedHash, [string]$Path, [hashtable]$Headers = @{}) {
     if ((Test-Path -LiteralPath $Path) -and ((Get-FileHash -Algorithm SHA256 -LiteralPath $Path).Hash -eq $ExpectedHash)) { return }
     # Messages name the URL without its query: a SAS must not reach the extension's status.
     $shown = ($Url -split '\\?')[0]
     $partial = "$Path.partial"
+    $deadline = (Get-Date).AddMinutes(${ACCESS_RETRY_MINUTES})
     for ($attempt = 1; ; $attempt++) {
         try {
             Invoke-WebRequest -UseBasicParsing -Uri $Url -Headers $Headers -OutFile $partial
@@ -180,9 +208,10 @@ function Get-Pinned([string]$Url, [string]$ExpectedHash, [string]$Path, [hashtab
         }
         catch {
             $reason = $_.Exception.Message.Replace($Url, $shown)
-            if ($attempt -ge 5) { throw "downloading $shown failed $attempt times; the last: $reason" }
-            Write-Output "downloading $shown failed ($reason); trying again in $([math]::Pow(2, $attempt)) s"
-            Start-Sleep -Seconds ([math]::Pow(2, $attempt))
+            if (-not (Test-Retry $_ $attempt $deadline)) { throw "downloading $shown failed $attempt times; the last: $reason" }
+            $wait = [math]::Min(30, [math]::Pow(2, $attempt))
+            Write-Output "downloading $shown failed ($reason); trying again in $wait s"
+            Start-Sleep -Seconds $wait
         }
     }
     $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $partial).Hash

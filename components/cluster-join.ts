@@ -4,8 +4,8 @@
  * clusters, a bootstrap token for each node (one per scale set), derived from
  * the stack's token secret and rotated each token lifetime, the TLS-bootstrap
  * bindings, and the approver that signs a node certificate only for the name
- * its token was made for; or the RKE2 join token kept as a Secret. On kubeadm
- * clusters also kube-proxy's and Calico's own service accounts, least-privilege
+ * its token was made for (an RKE2 agent's token needs nothing in the cluster).
+ * On kubeadm clusters also kube-proxy's and Calico's own service accounts, least-privilege
  * roles and tokens. Exposes what the nodes' content needs: the variables, and
  * each node's secrets (its join token under the variable name content reads,
  * KUBE_PROXY_TOKEN and CALICO_TOKEN) as Pulumi secrets.
@@ -20,7 +20,6 @@ import {
   renderCalicoAccess,
   renderKubeProxyAccess,
   renderNodeApproval,
-  renderRke2Join,
   renderTlsBootstrapAccess,
 } from "./cluster-render";
 import { kubeResource } from "./kube-objects";
@@ -137,7 +136,8 @@ export class ClusterJoin extends pulumi.ComponentResource {
       this.variables = { KUBE_API_SERVER: args.join.apiServer, KUBE_CA_CERT_HASH: args.join.caCertHash };
       this.tokenVariable = "KUBE_BOOTSTRAP_TOKEN";
     } else {
-      objects.push(...renderRke2Join(args.namespace, args.join.server, secret));
+      // The RKE2 agent token reaches the nodes as their secret variable and nothing else: no object in
+      // the cluster holds it.
       this.variables = { RKE2_SERVER: args.join.server };
       this.tokenVariable = "RKE2_TOKEN";
       this.tokens = [];

@@ -17,7 +17,6 @@ import {
   renderBootstrapToken,
   renderKubeadmJoin,
   renderNodeApproval,
-  renderRke2Join,
   renderTlsBootstrapAccess,
 } from "./cluster-render";
 
@@ -45,7 +44,6 @@ describe("cluster-side renders", () => {
       ...renderAgentAccess("winfleet-system"),
       ...renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet", "2030-01-01T00:00:00Z"),
       ...renderNodeApproval("winfleet-system", [{ id: "abcdef", pool: "p", names: ["n1"] }], "registry/agent:1"),
-      ...renderRke2Join("winfleet-system", "https://rke2:9345", "t"),
     ])
       validateObject(o);
   });

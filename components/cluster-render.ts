@@ -4,10 +4,11 @@
  * credentials, under the Node authorizer), and what joining needs — bootstrap
  * tokens (one per node, one per scale set), the TLS-bootstrap bindings without
  * kubeadm's approval of any name, and winfleet's approver, which signs only the
- * names a token was made for; or the RKE2 token kept as a Secret; and
- * kube-proxy's own identity on kubeadm clusters (the node's credentials carry
- * no right to read Services or EndpointSlices). Secret values come in as
- * arguments; the components pass them as Pulumi secrets.
+ * names a token was made for (an RKE2 agent joins with the server's own agent
+ * token, which needs nothing in the cluster); and kube-proxy's own identity on
+ * kubeadm clusters (the node's credentials carry no right to read Services or
+ * EndpointSlices). Secret values come in as arguments; the components pass
+ * them as Pulumi secrets.
  */
 
 import type { KubeObject } from "./kube-objects";
@@ -36,7 +37,10 @@ export function renderAgentAccess(namespace: string): Obj[] {
   ];
 }
 
-/** The group of winfleet's bootstrap tokens: it may ask for node client certificates, and nothing approves them but winfleet's approver. */
+/**
+ * The group of winfleet's bootstrap tokens: it may ask for node client certificates, and nothing approves them but
+ * winfleet's approver.
+ */
 export const WINFLEET_TOKEN_GROUP = "system:bootstrappers:winfleet:nodes";
 /** The ConfigMap (in the winfleet namespace) naming, per token id, the node names that token may join as. */
 export const NODE_NAMES_CONFIGMAP = "winfleet-node-names";
@@ -225,19 +229,6 @@ export function renderKubeadmJoin(
   return [
     renderBootstrapToken({ id: tokenId, secret: tokenSecret, expiration, pool: "" }, description),
     ...renderTlsBootstrapAccess(),
-  ];
-}
-
-/** The RKE2 join token, kept in the winfleet namespace for the agent and upgraders. */
-export function renderRke2Join(namespace: string, server: string, token: unknown): Obj[] {
-  return [
-    {
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: { name: "winfleet-rke2-join", namespace, labels: { "app.kubernetes.io/part-of": "winfleet" } },
-      type: "Opaque",
-      stringData: { server, token },
-    },
   ];
 }
 

@@ -3,8 +3,9 @@
  * The folder's public surface: other folders import from here, never from the files behind it.
  */
 export { renderServiceRegistrationScript } from "./agent-service";
+export { computerNames, poolVaultSecret, scaleSetPrefix, storageAccountId, vaultOf } from "./azure-names";
 export { archiveDirectory } from "./content-archive";
 export { DEFAULT_NODE_RUNTIME } from "./node-runtime";
-export { computerNames, localHostNames, type NodeConfigArgs, POOL_LABEL, scaleSetPrefix } from "./pool-render";
+export { localHostNames, type NodeConfigArgs, POOL_LABEL } from "./pool-render";
 export { nodeTokens, parseLifetime, type PoolNodes, tokenEpoch, tokenSecretOf } from "./node-tokens";
 export { HOST_AGENT, HOST_NODE, INSTALL } from "./upgrader-scripts";

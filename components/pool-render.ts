@@ -1,7 +1,7 @@
 /**
  * Pure pieces of a Windows node pool: the marketplace image for a Windows
- * Server release, computer names Windows accepts, the tags every node carries,
- * and the non-secret agent config a node's bootstrap writes.
+ * Server release, the tags every node carries, and the non-secret agent config
+ * a node's bootstrap writes (the names of its Azure resources: azure-names.ts).
  */
 /** The node label that names a node's pool (set at join, selected by the pool's upgrader). */
 export const POOL_LABEL = "winfleet.io/pool";
@@ -60,25 +60,9 @@ export function imageOf(image: ImageArgs): ImageRef {
   return typeof image === "string" ? RELEASES[image] : image;
 }
 
-/** NetBIOS computer names have at most 15 characters. */
-export const COMPUTER_NAME_LIMIT = 15;
-
-/** Computer names of individual VMs: `<pool>-<n>`, the pool name cut so the whole fits 15 characters. */
-export function computerNames(pool: string, count: number): string[] {
-  return Array.from({ length: count }, (_, i) => {
-    const suffix = `-${i + 1}`;
-    return `${pool.slice(0, COMPUTER_NAME_LIMIT - suffix.length).replace(/-+$/, "")}${suffix}`;
-  });
-}
-
 /** The names of a `local` pool's sandbox hosts (`winfleet local up`): the pool's name and a number. */
 export function localHostNames(pool: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => `${pool}-${i + 1}`);
-}
-
-/** A scale set's computer name prefix: Azure appends six characters, so nine remain. */
-export function scaleSetPrefix(pool: string): string {
-  return pool.slice(0, 9).replace(/-+$/, "");
 }
 
 /** Tags every node of a pool carries: what it runs, so the portal and the policy pack can see it. */

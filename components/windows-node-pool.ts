@@ -20,22 +20,33 @@
  * role assignment before any machine, so the bootstrap's first read does not
  * race the assignment (a system-assigned identity exists only once its machine
  * does, and an inline extension runs while the machine is being created).
+ *
+ * Every name carries a digest of stack and pool (azure-names.ts). Azure refuses
+ * a changed admin password on a machine, so machines ignore it and individual
+ * VMs get it through the VMAccess extension; a scale set of more than 100
+ * machines spans placement groups.
  */
 import * as azure from "@pulumi/azure-native";
 import * as pulumi from "@pulumi/pulumi";
 import { type BootstrapArgs, bootstrapHash, renderBootstrap } from "./bootstrap";
-import { storageAccountId } from "./content-bundle";
+import {
+  computerNames,
+  poolIdentity,
+  poolVaultSecret,
+  scaleSetName,
+  scaleSetPrefix,
+  storageAccountId,
+  subscriptionOf,
+} from "./azure-names";
 import { extensionCommand } from "./extension-command";
 import { type NodeSecrets, secretsJson, splitSecrets } from "./node-secrets";
 import {
   type ImageArgs,
   type NodeConfigArgs,
   type PoolValues,
-  computerNames,
   imageOf,
   nodeAgentConfig,
   poolTags,
-  scaleSetPrefix,
 } from "./pool-render";
 
 /** An Azure pool's machines, and what of the node config is the pool's own (labels, taint, variables). */
@@ -57,18 +68,10 @@ export interface AzurePoolArgs extends PoolValues {
   readonly publicIp: boolean;
 }
 
-/** The user-assigned identity of a pool's nodes: its resource name, and its resource id the bootstrap asks IMDS for. */
-export function poolIdentity(pool: Pick<AzurePoolArgs, "name" | "resourceGroup" | "subnetId">): {
-  readonly name: string;
-  readonly id: string;
-} {
-  const name = `winfleet-${pool.name}-nodes`;
-  const id = `/subscriptions/${subscriptionOf(pool.subnetId)}/resourceGroups/${pool.resourceGroup}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${name}`;
-  return { name, id };
-}
-
 /** Arguments of {@link WindowsNodePool}. */
 export interface WindowsNodePoolArgs {
+  /** The stack: with the pool's name it makes the pool's Azure names its own (azure-names.ts). */
+  readonly stack: string;
   /** What every node of the fleet runs and how it joins. */
   readonly node: NodeConfigArgs;
   readonly pool: AzurePoolArgs;
@@ -96,10 +99,10 @@ export interface WindowsNodePoolArgs {
     readonly secretsFor?: (computerName: string) => NodeSecrets;
   };
   /**
-   * The Key Vault (resource id, RBAC authorization) for the secrets other than the join token,
-   * required when there are any, and the cluster's name, which names the pool's secret there.
+   * The Key Vault (resource id, RBAC authorization) for the secrets other than the join token, required when there
+   * are any.
    */
-  readonly keyVault?: { readonly id: string; readonly cluster: string };
+  readonly keyVault?: { readonly id: string };
   readonly adminPassword: pulumi.Input<string>;
 }
 
@@ -108,49 +111,26 @@ export const SECRETS_USER_ROLE = "4633458b-17de-408a-b874-0445c86b69e6";
 /** Key Vault's limit on a secret's value. */
 export const VAULT_SECRET_LIMIT = 25 * 1024;
 
-/**
- * The Key Vault secret of a pool's larger secrets: its name, resource id (the role's scope) and URL without a version.
- */
-export function poolVaultSecret(
-  keyVault: string,
-  cluster: string,
-  pool: string,
-): {
-  readonly name: string;
-  readonly id: string;
-  readonly url: string;
-  readonly vaultName: string;
-  readonly resourceGroup: string;
-} {
-  const m = /^\/subscriptions\/[^/]+\/resourceGroups\/([^/]+)\/providers\/Microsoft\.KeyVault\/vaults\/([^/]+)$/i.exec(
-    keyVault,
-  );
-  if (!m?.[1] || !m[2]) throw new Error(`${keyVault} is not a Key Vault resource id`);
-  const name = `winfleet-${cluster}-${pool}-secrets`;
-  return {
-    name,
-    id: `${keyVault}/secrets/${name}`,
-    url: `https://${m[2].toLowerCase()}.vault.azure.net/secrets/${name}`,
-    vaultName: m[2],
-    resourceGroup: m[1],
-  };
-}
-
 /** Storage Blob Data Reader, Azure's built-in role id. */
 export const BLOB_READER_ROLE = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1";
 /** The bootstrap extension's name on every machine. */
 export const BOOTSTRAP_EXTENSION = "winfleet-bootstrap";
+/** The extension that sets an individual VM's admin password (Azure's VMAccess for Windows). */
+export const PASSWORD_EXTENSION = "winfleet-admin-password";
+const VM_ACCESS = {
+  publisher: "Microsoft.Compute",
+  type: "VMAccessAgent",
+  typeHandlerVersion: "2.4",
+  autoUpgradeMinorVersion: true,
+} as const;
+/** The most machines one placement group of a scale set holds. */
+export const SINGLE_PLACEMENT_GROUP_LIMIT = 100;
 const CSE = {
   publisher: "Microsoft.Compute",
   type: "CustomScriptExtension",
   typeHandlerVersion: "1.10",
   autoUpgradeMinorVersion: true,
 } as const;
-
-/** The subscription id in a resource id. */
-export function subscriptionOf(resourceId: string): string {
-  return /^\/subscriptions\/([^/]+)\//i.exec(resourceId)?.[1] ?? "";
-}
 
 // Whether two URLs name the same host (a blob URL's host is its storage account).
 function sameHost(a: string, b: string): boolean {
@@ -181,10 +161,8 @@ export class WindowsNodePool extends pulumi.ComponentResource {
         this,
       );
     const vault =
-      larger.length > 0 && args.keyVault
-        ? poolVaultSecret(args.keyVault.id, args.keyVault.cluster, pool.name)
-        : undefined;
-    const identityRef = readsWithIdentity || vault ? poolIdentity(pool) : undefined;
+      larger.length > 0 && args.keyVault ? poolVaultSecret(args.keyVault.id, args.stack, pool.name) : undefined;
+    const identityRef = readsWithIdentity || vault ? poolIdentity(args.stack, pool) : undefined;
     // The identity can read the whole storage account, so a bundle kept there is read with it too.
     const agentAuth =
       readsWithIdentity && sameHost(args.bootstrap.agent.url, args.content.url) ? "managedIdentity" : "none";
@@ -281,13 +259,17 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       );
     const protectedSettings = settingsWith(inline);
 
+    // Azure refuses to change a machine's admin password (PropertyChangeNotAllowed): a rotation
+    // reaches individual VMs through the VMAccess extension below, and never fails an update.
+    const keepPassword = (path: string): pulumi.CustomResourceOptions => ({ ...machineOpts, ignoreChanges: [path] });
     if (pool.mode === "vmss") {
+      const prefix = scaleSetPrefix(args.stack, pool.name);
       new azure.compute.VirtualMachineScaleSet(
         `${name}-vmss`,
         {
           resourceGroupName: pool.resourceGroup,
           location: pool.location,
-          vmScaleSetName: name,
+          vmScaleSetName: scaleSetName(args.stack, pool.name),
           // Said outright: the CLI and the portal default to Flexible, which has no scale-set model to carry the
           // extension.
           orchestrationMode: "Uniform",
@@ -297,11 +279,14 @@ export class WindowsNodePool extends pulumi.ComponentResource {
           // a changed bootstrap reaches new instances; the ones running upgrade through the agent.
           upgradePolicy: { mode: "Manual" },
           overprovision: false,
+          // One placement group holds at most 100 machines. Azure turns a scale set from one to
+          // several placement groups but never back, so this is set once a pool outgrows it.
+          ...(pool.count > SINGLE_PLACEMENT_GROUP_LIMIT ? { singlePlacementGroup: false } : {}),
           tags,
           virtualMachineProfile: {
             userData,
             osProfile: {
-              computerNamePrefix: scaleSetPrefix(pool.name),
+              computerNamePrefix: prefix,
               adminUsername: pool.adminUsername,
               adminPassword: pulumi.secret(args.adminPassword),
               windowsConfiguration,
@@ -336,11 +321,11 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             },
           },
         },
-        machineOpts,
+        keepPassword("virtualMachineProfile.osProfile.adminPassword"),
       );
-      this.nodeNames = [`${scaleSetPrefix(pool.name)}*`];
+      this.nodeNames = [`${prefix}*`];
     } else {
-      this.nodeNames = computerNames(pool.name, pool.count);
+      this.nodeNames = computerNames(args.stack, pool.name, pool.count);
       this.nodeNames.forEach((computerName, i) => {
         const ip = pool.publicIp
           ? new azure.network.PublicIPAddress(
@@ -391,9 +376,9 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             storageProfile: { imageReference: image, osDisk: { ...osDisk, deleteOption: "Delete" } },
             networkProfile: { networkInterfaces: [{ id: nic.id, primary: true }] },
           },
-          machineOpts,
+          keepPassword("osProfile.adminPassword"),
         );
-        new azure.compute.VirtualMachineExtension(
+        const bootstrap = new azure.compute.VirtualMachineExtension(
           `${name}-${i + 1}-bootstrap`,
           {
             ...CSE,
@@ -408,6 +393,21 @@ export class WindowsNodePool extends pulumi.ComponentResource {
               : protectedSettings,
           },
           { parent: this },
+        );
+        // Sets the password the stack holds; its protected settings change, and it runs again, when that does.
+        // After the bootstrap's: Azure runs one extension operation on a machine at a time.
+        new azure.compute.VirtualMachineExtension(
+          `${name}-${i + 1}-password`,
+          {
+            ...VM_ACCESS,
+            resourceGroupName: pool.resourceGroup,
+            location: pool.location,
+            vmName: vm.name,
+            vmExtensionName: PASSWORD_EXTENSION,
+            settings: { UserName: pool.adminUsername },
+            protectedSettings: pulumi.secret(pulumi.output(args.adminPassword).apply((Password) => ({ Password }))),
+          },
+          { parent: this, dependsOn: [bootstrap] },
         );
       });
     }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ValidationError } from "../agent/common/errors";
-import { parseFleetConfig, secretKeys } from "./config";
+import { azureSubscription, parseFleetConfig, secretKeys } from "./config";
 
 const valid = {
   cluster: {
@@ -262,5 +262,58 @@ describe("the agent bundle's URL", () => {
       ),
       [],
     );
+  });
+});
+
+describe("the Azure subscription and the kube context a stack deploys to", () => {
+  const sub = (id: string, rest: string): string => `/subscriptions/${id}/${rest}`;
+  const A = "11111111-1111-1111-1111-111111111111";
+  const B = "22222222-2222-2222-2222-222222222222";
+  const stack = (subnet: string, vault: string, publish: Record<string, unknown> = {}): unknown => ({
+    ...structuredClone(valid),
+    content: {
+      ...structuredClone(valid.content),
+      keyVault: vault,
+      publish: { ...valid.content.publish, ...publish },
+    },
+    pools: [{ ...valid.pools[0], subnetId: subnet }],
+  });
+  const subnet = (id: string): string =>
+    sub(id, "resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/nodes");
+  const vault = (id: string): string => sub(id, "resourceGroups/rg/providers/Microsoft.KeyVault/vaults/kv-winfleet");
+
+  it("is the one subscription the stack's resource ids name", () => {
+    assert.equal(azureSubscription(parseFleetConfig(stack(subnet(A), vault(A)))), A.toLowerCase());
+  });
+
+  it("refuses resources in two subscriptions, naming the one that differs", () => {
+    assert.deepEqual(pathsOf(stack(subnet(A), vault(B))), ["winfleet:fleet.content.keyVault"]);
+    assert.deepEqual(pathsOf(stack(subnet(A), vault(A), { subscriptionId: B })), [
+      "winfleet:fleet.content.publish.subscriptionId",
+    ]);
+  });
+
+  it("asks for the storage account's subscription when nothing else names one", () => {
+    const byo = {
+      ...structuredClone(valid),
+      content: { ...structuredClone(valid.content), keyVault: undefined },
+      pools: [
+        { name: "lab", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "a", passwordSecret: "p" }] },
+      ],
+      agent: { ...valid.agent, bundle: { url: "https://example.test/agent.tgz", sha256: "b".repeat(64) } },
+    };
+    assert.ok(pathsOf(byo).includes("winfleet:fleet.content.publish.subscriptionId"));
+    (byo.content.publish as Record<string, unknown>).subscriptionId = A;
+    (byo.content.publish as Record<string, unknown>).auth = "sas";
+    (byo.content.publish as Record<string, unknown>).sasExpiry = "2027-01-01T00:00:00Z";
+    assert.equal(azureSubscription(parseFleetConfig(byo)), A);
+  });
+
+  it("takes a kube context by name", () => {
+    const f = structuredClone(valid) as typeof valid & { cluster: Record<string, unknown> };
+    f.cluster.kubeContext = "dev-admin";
+    assert.equal(parseFleetConfig(f).cluster?.kubeContext, "dev-admin");
+    f.cluster.kubeContext = "";
+    assert.deepEqual(pathsOf(f), ["winfleet:fleet.cluster.kubeContext"]);
   });
 });

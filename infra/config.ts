@@ -9,12 +9,18 @@ import { z } from "zod";
 import { ed25519PublicKey, ValidationError, zodIssues } from "../agent/common";
 import { nodeLabelProblems, variableName } from "../agent/content";
 import { parseLifetime } from "../components";
+import { oneSubscription } from "./subscription";
+
+export { azureSubscription } from "./subscription";
 
 const name = z
   .string()
   .regex(/^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/, "lower-case letters, digits and '-', at most 40 characters");
 const secretRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, "the name of a secure config key, e.g. adminPassword");
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits");
+const subscriptionId = z
+  .string()
+  .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, "an Azure subscription id");
 /**
  * Text that `pulumi config set --path` may have stored as a number or a
  * boolean (it stores integers and true/false that way): taken as the text that
@@ -213,7 +219,20 @@ const upgraderSchema = z
 
 const fleetShape = z.strictObject({
   /** Required when any pool is not `local`. */
-  cluster: z.strictObject({ name, namespace: name.default("winfleet-system"), join: joinSchema }).optional(),
+  cluster: z
+    .strictObject({
+      name,
+      namespace: name.default("winfleet-system"),
+      join: joinSchema,
+      /**
+       * The kubeconfig context the cluster side is deployed with (from `KUBECONFIG` or
+       * ~/.kube/config), whatever the current context is. Absent, Pulumi follows the current
+       * context, and a `pulumi up` from a laptop deploys to whichever cluster that points at;
+       * `winfleet preflight` says so.
+       */
+      kubeContext: z.string().min(1).optional(),
+    })
+    .optional(),
   content: z.strictObject({
     /** Directory of content sources, built into the bundle at deploy time. @default "content" */
     dir: z.string().default("content"),
@@ -262,6 +281,11 @@ const fleetShape = z.strictObject({
           auth: z.enum(["managedIdentity", "sas"]).default("managedIdentity"),
           /** When the SAS expires (ISO 8601), required with `auth: sas`. */
           sasExpiry: z.iso.datetime().optional(),
+          /**
+           * The storage account's subscription. Needed only when no Azure pool or Key Vault names
+           * the stack's subscription: a stack deploys all its Azure resources to one subscription.
+           */
+          subscriptionId: subscriptionId.optional(),
         }),
       ])
       .default({ to: "configMap" }),
@@ -337,6 +361,7 @@ export const fleetSchema = fleetShape.superRefine((f, ctx) => {
   }
   reservedVariables(f, ctx);
   agentBundleReadable(f, ctx);
+  oneSubscription(f, ctx);
   const cloud = f.pools.findIndex((p) => p.kind !== "local");
   if (cloud >= 0) {
     const why = `is required: pools[${cloud}] (${f.pools[cloud]?.kind ?? ""}) deploys real nodes`;

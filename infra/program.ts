@@ -8,6 +8,8 @@
  * Exports, per pool, the node names, the bootstrap's SHA-256 and the content URL.
  */
 import { join } from "node:path";
+import * as azure from "@pulumi/azure-native";
+import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { ValidationError, formatIssues } from "../agent/common";
 import { AgentUpgrader } from "../components/agent-upgrader";
@@ -26,7 +28,7 @@ import {
 import { WindowsNodePool } from "../components/windows-node-pool";
 import { WinsUpgrader } from "../components/wins-upgrader";
 import { loadCatalog } from "../agent/content";
-import { type FleetConfig, parseFleetConfig } from "./config";
+import { type FleetConfig, azureSubscription, parseFleetConfig } from "./config";
 import { missingContentVariables } from "./content-variables";
 import { stackPath } from "./stack-file";
 
@@ -41,6 +43,8 @@ export interface FleetOutputs {
     }
   >;
   readonly contentSha256?: string;
+  /** The upgrader DaemonSets, which a deploy waits for (scripts/rollout-status.sh): empty without an upgrader. */
+  readonly upgraders?: { readonly namespace: string; readonly daemonSets: readonly string[] };
 }
 
 /** The stack's fleet config, or a RunError naming every bad key path. */
@@ -74,10 +78,44 @@ export function contentAccountOf(
   return publish.to === "blob" ? { resourceGroup: publish.resourceGroup, name: publish.storageAccount } : undefined;
 }
 
+/**
+ * The providers every resource is deployed with, never the ambient ones: Azure in the stack's
+ * subscription (not whichever `az login` or ARM_SUBSCRIPTION_ID selects), the cluster through the
+ * stack's kubeconfig context when it names one. `clusterIdentifier` keeps a changed kubeconfig
+ * (a preview's read-only user, a deploy's) from replacing the provider and with it every object.
+ */
+export function fleetProviders(fleet: FleetConfig): pulumi.ProviderResource[] {
+  const providers: pulumi.ProviderResource[] = [];
+  const subscription = azureSubscription(fleet);
+  if (subscription) providers.push(new azure.Provider("azure", { subscriptionId: subscription }));
+  if (fleet.cluster)
+    providers.push(
+      new k8s.Provider("cluster", {
+        clusterIdentifier: fleet.cluster.name,
+        ...(fleet.cluster.kubeContext ? { context: fleet.cluster.kubeContext } : {}),
+      }),
+    );
+  return providers;
+}
+
+/**
+ * Options for a component that must come after `deps`. A component's own `dependsOn` does not
+ * reach the resources it creates (the SDK gathers only a resource's own), so the transformation
+ * gives each of them the dependencies too.
+ */
+export function after(deps: pulumi.Resource[], providers: pulumi.ProviderResource[]): pulumi.ComponentResourceOptions {
+  const wait: pulumi.ResourceTransformation = (a) =>
+    a.type.startsWith("winfleet:")
+      ? undefined
+      : { props: a.props, opts: pulumi.mergeOptions(a.opts, { dependsOn: deps }) };
+  return { providers, ...(deps.length > 0 ? { dependsOn: deps, transformations: [wait] } : {}) };
+}
+
 /** The program. */
 export async function fleetProgram(): Promise<FleetOutputs> {
   const config = new pulumi.Config("winfleet");
   const fleet = readFleet(config);
+  const stack = pulumi.getStack();
   const pools: Record<string, FleetOutputs["pools"][string]> = {};
   const deployed = fleet.pools.filter((p) => p.kind !== "local");
   for (const p of fleet.pools.filter((x) => x.kind === "local"))
@@ -90,19 +128,24 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   const nodes: PoolNodes[] = joined.map((p) =>
     p.kind === "azure"
       ? p.mode === "vmss"
-        ? { pool: p.name, prefix: scaleSetPrefix(p.name) }
-        : { pool: p.name, names: computerNames(p.name, p.count) }
+        ? { pool: p.name, prefix: scaleSetPrefix(stack, p.name) }
+        : { pool: p.name, names: computerNames(stack, p.name, p.count) }
       : p.kind === "byo"
         ? { pool: p.name, names: p.hosts.map((h) => h.name) }
         : { pool: p.name, names: localHostNames(p.name, p.hosts) },
   );
-  const join = new ClusterJoin("cluster", {
-    namespace: ns,
-    join: fleet.cluster.join,
-    secret: config.requireSecret(fleet.cluster.join.tokenSecret),
-    nodes,
-    seed: `${pulumi.getProject()}/${pulumi.getStack()}`,
-  });
+  const providers = fleetProviders(fleet);
+  const join = new ClusterJoin(
+    "cluster",
+    {
+      namespace: ns,
+      join: fleet.cluster.join,
+      secret: config.requireSecret(fleet.cluster.join.tokenSecret),
+      nodes,
+      seed: `${pulumi.getProject()}/${stack}`,
+    },
+    { providers },
+  );
   const archive = await buildArchive(stackPath(fleet.content.dir), join_(".winfleet", "build"));
   if (
     !archive.templates.some((t) => t.name === fleet.content.template && t.version === fleet.content.templateVersion)
@@ -125,7 +168,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   const content = new ContentBundle(
     "content",
     { archive, publish: fleet.content.publish, namespace: ns },
-    { dependsOn: [join] },
+    after([join], providers),
   );
   const bootstrap = {
     node: fleet.agent.node ? { ...fleet.agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME,
@@ -152,27 +195,33 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   for (const pool of deployed) {
     const labels = { ...pool.labels, [POOL_LABEL]: pool.name };
     if (pool.kind === "azure") {
-      const p = new WindowsNodePool(pool.name, {
-        node,
-        pool: { ...pool, labels },
-        bootstrap,
-        content: {
-          url: content.url,
-          sha256: content.sha256,
-          auth: content.auth,
-          ...(content.sas ? { sas: content.sas } : {}),
-          ...(storageAccount ? { storageAccount } : {}),
+      const p = new WindowsNodePool(
+        pool.name,
+        {
+          stack,
+          node,
+          pool: { ...pool, labels },
+          bootstrap,
+          content: {
+            url: content.url,
+            sha256: content.sha256,
+            auth: content.auth,
+            ...(content.sas ? { sas: content.sas } : {}),
+            ...(storageAccount ? { storageAccount } : {}),
+          },
+          join:
+            pool.mode === "vmss"
+              ? joinFor(pool.name)
+              : {
+                  ...joinFor(pool.name, computerNames(stack, pool.name, pool.count)[0]),
+                  secretsFor: (computerName: string) => joinFor(pool.name, computerName).secrets,
+                },
+          ...(fleet.content.keyVault ? { keyVault: { id: fleet.content.keyVault } } : {}),
+          adminPassword: config.requireSecret(pool.adminPasswordSecret),
         },
-        join:
-          pool.mode === "vmss"
-            ? joinFor(pool.name)
-            : {
-                ...joinFor(pool.name, computerNames(pool.name, pool.count)[0]),
-                secretsFor: (computerName: string) => joinFor(pool.name, computerName).secrets,
-              },
-        ...(fleet.content.keyVault ? { keyVault: { id: fleet.content.keyVault, cluster: fleet.cluster.name } } : {}),
-        adminPassword: config.requireSecret(pool.adminPasswordSecret),
-      });
+        // The machines' bootstrap reads the published content and joins with the token.
+        after([join, content], providers),
+      );
       pools[pool.name] = { nodeNames: p.nodeNames, bootstrapSha256: p.bootstrapHash, contentUrl: p.contentUrl };
     } else if (pool.kind === "byo") {
       const hashes: Record<string, string> = {};
@@ -182,24 +231,30 @@ export async function fleetProgram(): Promise<FleetOutputs> {
         // in the same turn) that held 1,000 hosts' promises live at once, most of the render's time spent in the
         // collector. Against an engine this waits for nothing: registrations are RPCs, already on their way.
         await nextTurn();
-        const h = new ByoWindowsHost(`${pool.name}-${host.name}`, {
-          node,
-          pool: { ...pool, labels },
-          host: { name: host.name, address: host.address, port: host.port, user: host.user },
-          bootstrap,
-          content: { archivePath: content.archivePath, sha256: content.sha256 },
-          join: joinFor(pool.name, host.name),
-          credential: {
-            kind: host.privateKeySecret !== undefined ? "privateKey" : "password",
-            value: secret(host.privateKeySecret ?? host.passwordSecret ?? ""),
+        const h = new ByoWindowsHost(
+          `${pool.name}-${host.name}`,
+          {
+            node,
+            pool: { ...pool, labels },
+            host: { name: host.name, address: host.address, port: host.port, user: host.user },
+            bootstrap,
+            content: { archivePath: content.archivePath, sha256: content.sha256 },
+            join: joinFor(pool.name, host.name),
+            credential: {
+              kind: host.privateKeySecret !== undefined ? "privateKey" : "password",
+              value: secret(host.privateKeySecret ?? host.passwordSecret ?? ""),
+            },
           },
-        });
+          // The bootstrap joins with the token, and the upgrades it sets up read the published content.
+          after([join, content], providers),
+        );
         hashes[host.name] = h.bootstrapHash;
       }
       pools[pool.name] = { nodeNames: pool.hosts.map((h) => h.name), bootstrapSha256: hashes, contentUrl: content.url };
     }
   }
 
+  const daemonSets: string[] = [];
   if (fleet.upgrader) {
     const common = { namespace: ns, serviceAccount: "winfleet-upgrader", upgrader: fleet.upgrader };
     const target = {
@@ -209,7 +264,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
       contentSha256: content.sha256,
       content: content.configMap ? { configMap: content.configMap } : { url: content.url, auth: content.auth },
     };
-    new AgentUpgrader(
+    const agent = new AgentUpgrader(
       "agent-upgrader",
       {
         ...common,
@@ -221,13 +276,16 @@ export async function fleetProgram(): Promise<FleetOutputs> {
           content: content.sha256,
         },
       },
-      { dependsOn: [join, content] },
+      after([join, content], providers),
     );
+    daemonSets.push(...agent.daemonSets);
     // Without the chart's winsConfigs the broker config is the content's (winfleet-broker) alone.
     if (fleet.upgrader.winsConfigs.length > 0)
-      new WinsUpgrader("wins-upgrader", { ...common, versions: {} }, { dependsOn: [join] });
+      daemonSets.push(
+        ...new WinsUpgrader("wins-upgrader", { ...common, versions: {} }, after([join], providers)).daemonSets,
+      );
   }
-  return { pools, contentSha256: content.sha256 };
+  return { pools, contentSha256: content.sha256, upgraders: { namespace: ns, daemonSets } };
 }
 
 // Resolves after the promises already queued have run (a macrotask, so every microtask before it).

@@ -21,6 +21,8 @@ export interface Registered {
   readonly type: string;
   readonly name: string;
   readonly inputs: Record<string, unknown>;
+  /** The provider it is registered with (`<URN>::<id>`), when an explicit one. */
+  readonly provider?: string;
 }
 
 /** A render: the resources and the files they become. */
@@ -140,6 +142,7 @@ export async function renderStack(stackName: string, options: RenderOptions = {}
       type: r.type,
       name: r.name,
       inputs: maskSecrets(r.inputs, other.inputs, false, `${r.type} ${r.name}`) as Record<string, unknown>,
+      ...(r.provider ? { provider: r.provider } : {}),
     };
   });
   return { stack, resources, raw: a.resources, outputs: a.outputs, files: renderFiles(resources) };
@@ -156,7 +159,12 @@ async function runProgram(
   await pulumi.runtime.setMocks(
     {
       newResource: (args) => {
-        resources.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
+        resources.push({
+          type: args.type,
+          name: args.name,
+          inputs: machineFree(args.type, args.inputs as Record<string, unknown>),
+          ...(args.provider ? { provider: args.provider } : {}),
+        });
         // Outputs a provider would compute, so the program's references resolve.
         const inputs = args.inputs as Record<string, unknown>;
         // A service-account token Secret comes back filled by the cluster's token controller,
@@ -199,6 +207,18 @@ async function runProgram(
   await settled();
   resources.sort((x, y) => (x.type === y.type ? (x.name < y.name ? -1 : 1) : x.type < y.type ? -1 : 1));
   return { resources, outputs };
+}
+
+/**
+ * A resource's inputs without what the machine running the render put there: the Kubernetes
+ * provider takes its `kubeconfig` from this machine's KUBECONFIG when the program sets none, a
+ * local path that is no part of what is deployed (and would make renders differ between machines).
+ */
+function machineFree(type: string, inputs: Record<string, unknown>): Record<string, unknown> {
+  if (type !== "pulumi:providers:kubernetes" || !("kubeconfig" in inputs)) return inputs;
+  const { kubeconfig, ...rest } = inputs;
+  void kubeconfig;
+  return rest;
 }
 
 /**

@@ -3,9 +3,10 @@
  * in an extension's `protectedSettings`; upgrader DaemonSets with a bounded
  * `maxUnavailable`; every Windows pool pinned to a template, template version
  * and agent version; no public IP on a Windows node unless the pack's config
- * allows its pool; a bootstrap token that expires, at least an hour on. Kept apart from the pack (index.ts), whose constructor
- * starts the analyzer the Pulumi CLI talks to, so the rules can be run on any
- * list of resources: {@link runPolicies}.
+ * allows its pool; a bootstrap token that expires, at least an hour on. Kept
+ * apart from the pack (index.ts), whose constructor starts the analyzer the
+ * Pulumi CLI talks to, so the rules can be run on any list of resources:
+ * {@link runPolicies}.
  */
 import type { ReportViolation, ResourceValidationArgs, ResourceValidationPolicy } from "@pulumi/policy";
 
@@ -79,13 +80,16 @@ export const bootstrapTokenExpires: ResourceValidationPolicy = {
     const name = obj(args.props.metadata).name;
     const token = typeof name === "string" ? name : "the token";
     if (data.expiration === undefined) {
-      report(`${token} never expires: give it an expiration (winfleet's tokens expire each cluster.join.tokenLifetime)`);
+      report(
+        `${token} never expires: give it an expiration (winfleet's tokens expire each cluster.join.tokenLifetime)`,
+      );
       return;
     }
+    const expiration = typeof data.expiration === "string" ? data.expiration : JSON.stringify(data.expiration);
     const at = typeof data.expiration === "string" ? Date.parse(data.expiration) : Number.NaN;
-    if (Number.isNaN(at)) report(`${token}: expiration ${String(data.expiration)} is not a time (RFC 3339)`);
+    if (Number.isNaN(at)) report(`${token}: expiration ${expiration} is not a time (RFC 3339)`);
     else if (at < Date.now() + TOKEN_EXPIRY_MARGIN_MS)
-      report(`${token} expires at ${String(data.expiration)}, within the hour or before now: no node could still join with it`);
+      report(`${token} expires at ${expiration}, within the hour or before now: no node could still join with it`);
   },
 };
 

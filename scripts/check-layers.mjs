@@ -64,6 +64,7 @@ const HEAVY_ENTRIES = new Set([
   "agent/broker/server.ts",
   "agent/publish/release.ts",
   "infra/operator-stack.ts",
+  "infra/preflight-run.ts",
   "infra/render.ts",
   "components/agent-upgrader.ts",
   "components/byo-windows-host.ts",

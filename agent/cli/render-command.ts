@@ -4,7 +4,6 @@
  * Pulumi is loaded only when this command runs.
  */
 import type { Command } from "commander";
-import type * as OperatorStack from "../../infra/operator-stack";
 import type * as RenderRun from "./render-run";
 
 function collect(value: string, previous: string[] = []): string[] {
@@ -41,24 +40,36 @@ export function registerRenderCommand(program: Command): void {
   program
     .command("operator-stack")
     .description(
-      "print a Pulumi Kubernetes Operator Stack (pulumi.com/v1) that deploys a winfleet stack from Git and re-runs it to correct drift",
+      "print a Pulumi Kubernetes Operator Stack (pulumi.com/v1) that deploys a winfleet stack from Git and re-runs it to correct drift, with the access its program needs in the cluster",
     )
     .requiredOption("--stack <org/project/stack>", "the fully qualified stack, e.g. my-org/winfleet/dev")
     .requiredOption("--repo <url>", "the Git repository holding this project")
+    .option(
+      "--stack-file <name|path>",
+      "the stack file whose cluster side the workspace deploys (default: the stack's last part, stacks/Pulumi.<it>.yaml)",
+    )
     .option("--branch <name>", "the branch to follow", "main")
     .option("--namespace <ns>", "where the operator runs it", "pulumi-operator")
     .option("--resync <seconds>", "how often to re-run the same commit (drift correction)", (v) => Number(v), 600)
-    .action((opts: { stack: string; repo: string; branch: string; namespace: string; resync: number }) => {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { operatorStackYaml } = require("../../infra/operator-stack") as typeof OperatorStack;
-      process.stdout.write(
-        operatorStackYaml({
+    .action(
+      async (opts: {
+        stack: string;
+        repo: string;
+        stackFile?: string;
+        branch: string;
+        namespace: string;
+        resync: number;
+      }) => {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { runOperatorStack } = require("./render-run") as typeof RenderRun;
+        process.exitCode = await runOperatorStack({
           stack: opts.stack,
+          stackFile: opts.stackFile ?? opts.stack.split("/").pop() ?? opts.stack,
           projectRepo: opts.repo,
           branch: opts.branch,
           namespace: opts.namespace,
           resyncFrequencySeconds: opts.resync,
-        }),
-      );
-    });
+        });
+      },
+    );
 }

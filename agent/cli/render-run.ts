@@ -1,6 +1,7 @@
 /**
  * What `winfleet render` runs once its options are parsed: render the stack
- * under Pulumi's mock runtime and write it out. A module of its own because it
+ * under Pulumi's mock runtime and write it out (and what `operator-stack` and
+ * `preflight` run, which render too). A module of its own because it
  * is the only part of the operator's command line that loads Pulumi (and the
  * Azure and Kubernetes providers, 50 MB of JavaScript): the command line
  * requires it only when `render` runs, and the operator bundle ships it as a
@@ -9,8 +10,12 @@
  */
 import { resolve } from "node:path";
 import { assertReplaceable } from "../common";
+import { type CreatedObject, type OperatorStackArgs, operatorStackYaml } from "../../infra/operator-stack";
 import { RENDER_SHAPE, renderStack, writeRender } from "../../infra/render";
 import { failure, printError } from "./errors";
+
+// `winfleet preflight` renders too: its run lives in this file, the one that carries Pulumi.
+export { azCliToken, runPreflight } from "../../infra/preflight-run";
 
 /** The parsed `winfleet render` options. */
 export interface RenderOptions {
@@ -36,6 +41,32 @@ export async function runRender(opts: RenderOptions): Promise<number> {
     if (e instanceof Error && (e as { __pulumiRunError?: boolean }).__pulumiRunError === true) {
       return printError(`${e.message}\nnothing was written to ${opts.out}`);
     }
+    return failure(e);
+  }
+}
+
+/**
+ * `winfleet operator-stack`: renders `stackFile` (a stack name or a stack file) to learn what its
+ * program creates in the cluster, and prints the operator's Stack with the access that needs.
+ */
+export async function runOperatorStack(a: OperatorStackArgs & { readonly stackFile: string }): Promise<number> {
+  try {
+    const rendered = await renderStack(a.stackFile);
+    const objects = rendered.resources
+      .filter((r) => r.type.startsWith("kubernetes:") && !r.type.startsWith("kubernetes:index:"))
+      .map((r) => ({
+        ...r.inputs,
+        apiVersion: r.type.split(":")[1]?.replace(/^core\//, ""),
+        kind: r.type.split(":")[2],
+      }))
+      .map((o) => o as unknown as CreatedObject);
+    if (objects.length === 0)
+      return printError(`stack ${rendered.stack.stack} deploys nothing to a cluster: it needs no operator Stack`);
+    process.stdout.write(operatorStackYaml(a, objects));
+    return 0;
+  } catch (e) {
+    if (e instanceof Error && (e as { __pulumiRunError?: boolean }).__pulumiRunError === true)
+      return printError(e.message);
     return failure(e);
   }
 }

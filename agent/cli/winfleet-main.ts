@@ -6,6 +6,7 @@ import { AGENT_VERSION } from "../version";
 import { registerContentCommands } from "./content-commands";
 import { registerDiagnoseNodeCommand } from "./diagnose-node-command";
 import { registerLocalCommands } from "./local-commands";
+import { registerPreflightCommand } from "./preflight-command";
 import { registerReleaseCommands } from "./release-commands";
 import { registerRenderCommand } from "./render-command";
 
@@ -18,6 +19,7 @@ const program = new Command("winfleet")
 registerContentCommands(program);
 registerDiagnoseNodeCommand(program);
 registerLocalCommands(program);
+registerPreflightCommand(program);
 registerRenderCommand(program);
 registerReleaseCommands(program);
 

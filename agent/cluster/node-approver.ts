@@ -49,7 +49,10 @@ export interface TokenNames {
 /** The verdict on one CSR: approve, deny with a reason, or leave it (not a winfleet token's). */
 export type Verdict = { readonly approve: true } | { readonly approve: false; readonly reason: string } | undefined;
 
-/** Judges one CSR (pure): `names` maps token ids to what they may join as; `registered` says whether a Node has a name. */
+/**
+ * Judges one CSR (pure): `names` maps token ids to what they may join as; `registered` says whether a Node has a
+ * name.
+ */
 export function judge(
   csr: Csr,
   names: ReadonlyMap<string, TokenNames>,

@@ -25,7 +25,10 @@ const manifest = JSON.parse(readFileSync(join(root, "scripts", "engines", "engin
 const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as {
   packages: Record<string, { version?: string }>;
 };
-const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
 
 describe("engine pins", () => {
   for (const engine of manifest.engines) {
@@ -56,4 +59,14 @@ describe("engine pins", () => {
       });
     }
   }
+});
+
+describe("the Pulumi packages", () => {
+  it("are pinned exactly, each at the release package-lock.json holds: the SDK, providers and policy SDK are one tested set", () => {
+    const all = { ...pkg.dependencies, ...pkg.devDependencies };
+    const pulumi = Object.entries(all).filter(([name]) => name.startsWith("@pulumi/"));
+    assert.ok(pulumi.length >= 5);
+    for (const [name, range] of pulumi)
+      assert.equal(range, lock.packages[`node_modules/${name}`]?.version, `${name}: ${range}`);
+  });
 });

@@ -276,7 +276,10 @@ export function writeLayout(root: string, base: string, layout: readonly LayoutN
   }
 }
 
-/** Whether a case's result may depend on the agent's own rules rather than Ignition's: its state directory, hard links. */
+/**
+ * Whether a case's result may depend on the agent's own rules rather than Ignition's: its state directory, hard
+ * links.
+ */
 export function touchesAgentRules(c: ConfinementCase): boolean {
   const mentions = (p: string): boolean => p.toLowerCase().startsWith(STATE.toLowerCase());
   return (

@@ -32,7 +32,7 @@ const step = {
 /** Runs every state writer against `root`; returns the errors (refusals are expected for hostile roots). */
 export async function stateRound(root: string): Promise<string[]> {
   const errors: string[] = [];
-  const attempt = async (what: string, work: () => Promise<unknown> | unknown): Promise<void> => {
+  const attempt = async (what: string, work: () => unknown): Promise<void> => {
     try {
       await work();
     } catch (e) {

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { scriptFacts } from "../../agent/content/powershell-facts";
 import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
 import { agentConfigSchema } from "../../agent/service/config";
-import { bootstrapHash, renderBootstrap, type BootstrapArgs } from "../../components/bootstrap";
+import { ACCESS_RETRY_MINUTES, bootstrapHash, renderBootstrap, type BootstrapArgs } from "../../components/bootstrap";
 import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
 
 const blob = {
@@ -126,6 +126,39 @@ describe("bootstrap", () => {
     assert.match(s, /'\{\n {2}"note": "it''s"\n\}'/);
   });
 
+  it("retries a refused read (401, 403) for 20 minutes, as long as a new role assignment may take to apply, and anything else 5 times", async () => {
+    const withVault = renderBootstrap({ ...args, vaultSecret: "https://kv-winfleet.vault.azure.net/secrets/s" });
+    const f = await scriptFacts(withVault);
+    assert.ok(ACCESS_RETRY_MINUTES >= 15, "Azure documents up to ten minutes");
+    assert.match(
+      withVault,
+      /function Get-HttpStatus\(\$Failure\) \{\n {4}\$response = \$Failure\.Exception\.Response\n {4}if \(\$null -eq \$response\) \{ return 0 \}\n {4}return \[int\]\$response\.StatusCode\n\}/,
+      "the status of both Windows PowerShell's and PowerShell 7's failures",
+    );
+    assert.match(
+      withVault,
+      /function Test-Retry\(\$Failure, \[int\]\$Attempt, \[datetime\]\$Deadline\) \{\n {4}\$status = Get-HttpStatus \$Failure\n {4}if \(\$status -eq 401 -or \$status -eq 403\) \{ return \(Get-Date\) -lt \$Deadline \}\n {4}return \$Attempt -lt 5\n\}/,
+    );
+    for (const fn of ["Get-Pinned", "Get-VaultSecrets"]) {
+      assert.ok(
+        f.commands.some((c) => c.inFunction === fn && c.name === "Test-Retry"),
+        `${fn} asks Test-Retry whether to go on`,
+      );
+      assert.ok(
+        f.commands.some(
+          (c) =>
+            c.inFunction === fn && c.name === "Get-Date" && withVault.includes(`$deadline = (Get-Date).AddMinutes(20)`),
+        ),
+        `${fn} sets its deadline when it starts`,
+      );
+    }
+    assert.equal(
+      withVault.match(/\$wait = \[math\]::Min\(30, \[math\]::Pow\(2, \$attempt\)\)/g)?.length,
+      2,
+      "30 s at most between tries",
+    );
+  });
+
   it("retries a download, and never names a SAS (the URL's query) in what it prints or throws", async () => {
     const f = await scriptFacts(renderBootstrap({ ...args, content: { ...blob, auth: "sas" } }));
     const inGet = f.commands.filter((c) => c.inFunction === "Get-Pinned");
@@ -216,10 +249,13 @@ describe("bootstrap", () => {
       }
       assert.match(
         withVault,
-        /function Get-VaultSecrets\(\[string\]\$Url\) \{\n {4}for \(\$attempt = 1; ; \$attempt\+\+\) \{\n {8}try \{\n {12}\$response = Invoke-RestMethod [^\n]*Get-ImdsToken/,
+        /function Get-VaultSecrets\(\[string\]\$Url\) \{\n {4}\$deadline = [^\n]*\n {4}for \(\$attempt = 1; ; \$attempt\+\+\) \{\n {8}try \{\n {12}\$response = Invoke-RestMethod [^\n]*Get-ImdsToken/,
         "a fresh token on each attempt",
       );
-      assert.match(withVault, /if \(\$attempt -ge 10\) \{ throw "reading the node's secrets from \$Url failed/);
+      assert.match(
+        withVault,
+        /if \(-not \(Test-Retry \$_ \$attempt \$deadline\)\) \{ throw "reading the node's secrets from \$Url failed/,
+      );
       assert.ok(
         !f.commands.some(
           (c) => (c.inFunction === "Get-ImdsToken" || c.inFunction === "Get-VaultSecrets") && c.name === "Write-Output",

@@ -142,10 +142,10 @@ describe("what a render shows", () => {
       .map((x) => x.inputs.vmName)
       .sort();
     const extensions = r.resources
-      .filter((x) => x.type === "azure-native:compute:VirtualMachineExtension")
+      .filter((x) => x.type === "azure-native:compute:VirtualMachineExtension" && x.name.endsWith("-bootstrap"))
       .map((x) => x.inputs.vmName)
       .sort();
-    assert.deepEqual(vms, ["rke2win-1", "rke2win-2", "rke2win-3"]);
+    assert.deepEqual(vms, ["rke2w5134a-1", "rke2w5134a-2", "rke2w5134a-3"]);
     assert.deepEqual(extensions, vms, "each extension names its VM as Azure knows it");
     const blob = r.resources.find((x) => x.type === "azure-native:storage:Blob")?.inputs;
     assert.equal(blob?.containerName, "winfleet", "the container content.publish.container names");
@@ -280,5 +280,34 @@ describe("bad stack configs, each named by its key path", () => {
     writeFileSync(notYaml, "config: [unclosed\n");
     assert.match(await refusal(notYaml), /not valid YAML/);
     assert.match(await refusal(join(scratch, "Pulumi.absent.yaml")), /no such stack file/);
+  });
+});
+
+describe("winfleet operator-stack", () => {
+  const operatorStack = (args: readonly string[]) => {
+    const r = spawnSync(process.execPath, [join(REPO, "bin", "winfleet.js"), "operator-stack", ...args], {
+      cwd: REPO,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+
+  it("prints what deploy/operator/stack-dev.yaml holds: the dev stack's Stack and the access its program needs", () => {
+    const r = operatorStack(["--stack", "my-org/winfleet/dev", "--repo", "https://github.com/my-org/winfleet"]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, readFileSync(join(REPO, "deploy", "operator", "stack-dev.yaml"), "utf8"));
+    assert.match(r.stdout, /resourceNames:\n\s+- bootstrap-token-wfdev1\n/, "the dev stack's own token, by name");
+    assert.doesNotMatch(r.stdout, /cluster-admin/);
+  });
+
+  it("refuses a stack that deploys nothing to a cluster, and one whose file does not exist, naming it", () => {
+    const local = operatorStack(["--stack", "o/winfleet/local", "--repo", "https://example.test/r"]);
+    assert.equal(local.code, 1);
+    assert.match(local.stderr, /stack local deploys nothing to a cluster/);
+    const none = operatorStack(["--stack", "o/winfleet/nope", "--repo", "https://example.test/r"]);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /Pulumi\.nope\.yaml[\s\S]*no such stack file/);
+    assert.equal(none.stdout, "");
   });
 });

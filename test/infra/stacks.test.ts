@@ -152,11 +152,20 @@ describe("what each stack deploys", () => {
     const r = get("rke2");
     assert.equal(count(r, "azure-native:compute:VirtualMachine"), 3);
     assert.equal(count(r, "azure-native:network:NetworkInterface"), 3);
-    assert.equal(count(r, "azure-native:compute:VirtualMachineExtension"), 3);
+    assert.equal(
+      count(r, "azure-native:compute:VirtualMachineExtension"),
+      6,
+      "the bootstrap's, and VMAccess's for the password",
+    );
     assert.equal(count(r, "azure-native:compute:VirtualMachineScaleSet"), 0);
     assert.equal(count(r, "azure-native:authorization:RoleAssignment"), 0, "a SAS, not the identity, reads the blob");
     assert.ok(kube(r, "Secret", /^winfleet-content-sas$/), "the upgrader pods read the SAS from a Secret");
     assert.ok(!kube(r, "Secret", /^bootstrap-token-/), "RKE2 joins with its own token");
+    assert.deepEqual(
+      r.resources.filter((x) => x.type === "kubernetes:core/v1:Secret").map((x) => x.name),
+      ["content-sas"],
+      "the agent token is the nodes' alone: no Secret in the cluster holds it",
+    );
     const vm = r.resources.find((x) => x.type === "azure-native:compute:VirtualMachine")?.inputs as {
       tags: Record<string, string>;
     };

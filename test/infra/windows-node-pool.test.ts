@@ -15,7 +15,8 @@ import { type Rendered, renderStack } from "../../infra/render";
 import { STACKS_DIR } from "../../infra/stack-file";
 import { COMMAND_LIMIT, decodeExtensionCommand } from "../../components/extension-command";
 import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
-import { BLOB_READER_ROLE, SECRETS_USER_ROLE, WindowsNodePool, poolIdentity } from "../../components/windows-node-pool";
+import { BLOB_READER_ROLE, SECRETS_USER_ROLE, WindowsNodePool } from "../../components/windows-node-pool";
+import { poolIdentity, poolVaultSecret } from "../../components/azure-names";
 import { realKubeconfig, scratchDir } from "../support";
 
 const scratch = scratchDir("winfleet-pool-");
@@ -73,6 +74,7 @@ async function renderPool(
     new WindowsNodePool(
       pool.name,
       {
+        stack: pulumi.getStack(),
         node: nodeConfigOf(fleet),
         pool,
         bootstrap: { node: DEFAULT_NODE_RUNTIME, agent: { ...fleet.agent.bundle, version: fleet.agent.version } },
@@ -95,9 +97,7 @@ async function renderPool(
             ),
           },
         },
-        ...(fleet.content.keyVault
-          ? { keyVault: { id: fleet.content.keyVault, cluster: fleet.cluster?.name ?? "" } }
-          : {}),
+        ...(fleet.content.keyVault ? { keyVault: { id: fleet.content.keyVault } } : {}),
         adminPassword: config.requireSecret(pool.adminPasswordSecret),
       },
       { transformations: [record] },
@@ -157,7 +157,12 @@ describe("nodes that read their content with a managed identity", () => {
         resourceName: string;
         resourceGroupName: string;
       }[];
-      assert.deepEqual(uai && [uai.resourceName, uai.resourceGroupName], ["winfleet-win-nodes", "rg-winfleet-dev"]);
+      const stack = rendered.stack.stack;
+      const pool = rendered.stack.fleet.pools[0] as Parameters<typeof poolIdentity>[1];
+      assert.deepEqual(uai && [uai.resourceName, uai.resourceGroupName], [
+        poolIdentity(stack, pool).name,
+        "rg-winfleet-dev",
+      ]);
       const roles = rendered.resources.filter(
         (x) =>
           x.type === "azure-native:authorization:RoleAssignment" &&
@@ -191,10 +196,10 @@ describe("nodes that read their content with a managed identity", () => {
       }[]) {
         assert.deepEqual(m.identity, { type: "UserAssigned", userAssignedIdentities: ["win-identity-id"] });
         const script = bootstrapOf(m.userData ?? m.virtualMachineProfile?.userData);
-        const id = poolIdentity(rendered.stack.fleet.pools[0] as Parameters<typeof poolIdentity>[0]).id;
+        const id = poolIdentity(stack, pool).id;
         assert.equal(
           id,
-          "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-winfleet-dev/providers/Microsoft.ManagedIdentity/userAssignedIdentities/winfleet-win-nodes",
+          `/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-winfleet-dev/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${poolIdentity(stack, pool).name}`,
         );
         assert.ok(
           script.includes(`&msi_res_id=${encodeURIComponent(id)}'`),
@@ -280,9 +285,15 @@ describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () =
         secretName: string;
         properties: { value: unknown; contentType: string };
       };
+      const name = poolVaultSecret(rendered.stack.fleet.content.keyVault ?? "", rendered.stack.stack, "win").name;
+      assert.match(
+        name,
+        new RegExp(`^winfleet-${rendered.stack.stack}-win-[0-9a-f]{5}$`),
+        "the stack's and the pool's",
+      );
       assert.deepEqual(
         [secret.resourceGroupName, secret.vaultName, secret.secretName],
-        ["rg-winfleet-dev", "kv-winfleet-dev", "winfleet-dev-win-secrets"],
+        ["rg-winfleet-dev", "kv-winfleet-dev", name],
       );
       const shown = rendered.resources.find((x) => x.type === "azure-native:keyvault:Secret")?.inputs as {
         properties: { value: unknown };
@@ -298,9 +309,7 @@ describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () =
       ) as { userData?: string; virtualMachineProfile?: { userData: string } }[];
       const bootstrap = bootstrapOf(machine?.userData ?? machine?.virtualMachineProfile?.userData);
       assert.ok(
-        bootstrap.includes(
-          "'https://kv-winfleet-dev.vault.azure.net/secrets/winfleet-dev-win-secrets?api-version=7.4'",
-        ),
+        bootstrap.includes(`'https://kv-winfleet-dev.vault.azure.net/secrets/${name}?api-version=7.4'`),
         "the bootstrap reads that secret",
       );
       assert.ok(
@@ -336,7 +345,7 @@ describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () =
       principalType: "ServicePrincipal",
       roleDefinitionId: `/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Authorization/roleDefinitions/${SECRETS_USER_ROLE}`,
       scope:
-        "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-winfleet-dev/providers/Microsoft.KeyVault/vaults/kv-winfleet-dev/secrets/winfleet-dev-win-secrets",
+        "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-winfleet-dev/providers/Microsoft.KeyVault/vaults/kv-winfleet-dev/secrets/winfleet-dev-win-cfc07",
     });
     assert.deepEqual(options.get(roles[0]?.name ?? "")?.dependsOn, ["win-secrets"], "assigned once the secret exists");
   });
