@@ -41,8 +41,10 @@ export type JoinArgs =
 
 /** Arguments of {@link ClusterJoin}. */
 export interface ClusterJoinArgs {
-  /** The winfleet namespace. @default "winfleet-system" */
+  /** The stack's winfleet namespace (by default `winfleet-<stack>`, stack-names.ts). */
   readonly namespace: string;
+  /** The stack's name: it names what lies outside the namespace, and labels everything. */
+  readonly stack: string;
   /** How nodes join. */
   readonly join: JoinArgs;
   /** The join secret: the bootstrap token's 16-character secret (kubeadm) or the RKE2 token. */
@@ -67,21 +69,26 @@ export class ClusterJoin extends pulumi.ComponentResource {
   constructor(name: string, args: ClusterJoinArgs, opts?: pulumi.ComponentResourceOptions) {
     super("winfleet:index:ClusterJoin", name, {}, opts);
     const secret = pulumi.secret(args.secret);
-    const objects = [...renderAgentAccess(args.namespace)];
+    const objects = [...renderAgentAccess(args.namespace, args.stack)];
     if (args.join.method === "kubeadm") {
-      objects.push(...renderKubeadmJoin(args.join.tokenId, secret, "winfleet Windows nodes", args.join.tokenExpiry));
+      objects.push(
+        ...renderKubeadmJoin(args.stack, args.join.tokenId, secret, "winfleet Windows nodes", args.join.tokenExpiry),
+      );
       this.variables = { KUBE_API_SERVER: args.join.apiServer, KUBE_CA_CERT_HASH: args.join.caCertHash };
       this.tokenVariable = "KUBE_BOOTSTRAP_TOKEN";
       const tokenId = args.join.tokenId;
       this.token = pulumi.secret(secret.apply((s) => `${tokenId}.${s}`));
     } else {
-      objects.push(...renderRke2Join(args.namespace, args.join.server, secret));
+      objects.push(...renderRke2Join(args.namespace, args.stack, args.join.server, secret));
       this.variables = { RKE2_SERVER: args.join.server };
       this.tokenVariable = "RKE2_TOKEN";
       this.token = secret;
     }
     if (args.join.method === "kubeadm")
-      objects.push(...renderKubeProxyAccess(args.namespace), ...renderCalicoAccess(args.namespace));
+      objects.push(
+        ...renderKubeProxyAccess(args.namespace, args.stack),
+        ...renderCalicoAccess(args.namespace, args.stack),
+      );
     const namespaced = objects.filter((o) => o.kind !== "Namespace");
     const ns = objects.filter((o) => o.kind === "Namespace").map((o) => kubeResource(name, o, { parent: this }));
     const created = new Map<string, pulumi.CustomResource>();

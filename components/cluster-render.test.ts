@@ -28,15 +28,15 @@ function validateObject(o: Record<string, unknown>): void {
 describe("cluster-side renders", () => {
   it("validate against the Kubernetes 1.27 OpenAPI schema", () => {
     for (const o of [
-      ...renderAgentAccess("winfleet-system"),
-      ...renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet"),
-      ...renderRke2Join("winfleet-system", "https://rke2:9345", "t"),
+      ...renderAgentAccess("winfleet-system", "test"),
+      ...renderKubeadmJoin("test", "abcdef", "0123456789abcdef", "winfleet"),
+      ...renderRke2Join("winfleet-system", "test", "https://rke2:9345", "t"),
     ])
       validateObject(o);
   });
 
   it("label the namespace privileged for Pod Security Admission and grant the agent nothing beyond its node's credentials", () => {
-    const objects = renderAgentAccess("winfleet-system") as unknown as {
+    const objects = renderAgentAccess("winfleet-system", "test") as unknown as {
       kind: string;
       metadata: { name: string; labels?: Record<string, string> };
     }[];
@@ -50,7 +50,7 @@ describe("cluster-side renders", () => {
   });
 
   it("make a kubeadm bootstrap token that TLS bootstrap accepts", () => {
-    const [secret] = renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet nodes") as unknown as [
+    const [secret] = renderKubeadmJoin("test", "abcdef", "0123456789abcdef", "winfleet nodes") as unknown as [
       { metadata: { name: string; namespace: string }; type: string; stringData: Record<string, string> },
     ];
     assert.equal(secret.metadata.name, "bootstrap-token-abcdef");

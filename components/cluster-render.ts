@@ -1,16 +1,27 @@
 /**
- * Cluster-side objects as pure renders: the winfleet namespace and the
+ * Cluster-side objects as pure renders: the stack's winfleet namespace and the
  * upgraders' service account (the agent itself reports with its node's own
  * credentials, under the Node authorizer), and what joining needs — a
  * kubeadm bootstrap token with the TLS-bootstrap bindings, or the RKE2 token kept
  * as a Secret; and kube-proxy's own identity on kubeadm clusters (the node's
  * credentials carry no right to read Services or EndpointSlices). Secret values
- * come in as arguments; the components pass them as Pulumi secrets.
+ * come in as arguments; the components pass them as Pulumi secrets. Every object carries the
+ * stack's label, and whatever lies outside the stack's namespace its name (stack-names.ts).
  */
 
 import type { KubeObject } from "./kube-objects";
+import { STACK_LABEL, clusterScopedName, stackSlug } from "./stack-names";
 
 type Obj = KubeObject;
+
+/** The labels every object of a stack carries. */
+export function stackLabels(stack: string, component?: string): Record<string, string> {
+  return {
+    "app.kubernetes.io/part-of": "winfleet",
+    [STACK_LABEL]: stackSlug(stack),
+    ...(component ? { "app.kubernetes.io/component": component } : {}),
+  };
+}
 
 /** Pod Security Admission labels for a namespace whose pods run as HostProcess containers. */
 const PRIVILEGED = {
@@ -20,8 +31,8 @@ const PRIVILEGED = {
 } as const;
 
 /** The namespace and the upgraders' ServiceAccount. */
-export function renderAgentAccess(namespace: string): Obj[] {
-  const labels = { "app.kubernetes.io/part-of": "winfleet" };
+export function renderAgentAccess(namespace: string, stack: string): Obj[] {
+  const labels = stackLabels(stack);
   return [
     {
       apiVersion: "v1",
@@ -38,20 +49,21 @@ export function renderAgentAccess(namespace: string): Obj[] {
 export const KUBEADM_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token";
 
 /**
- * A kubeadm bootstrap token and the bindings TLS bootstrap needs (harmless where kubeadm made them already);
- * `expiration` is RFC 3339.
+ * A kubeadm bootstrap token and the bindings TLS bootstrap needs (harmless where kubeadm made them already; each
+ * stack has its own, so destroying one leaves another's nodes joining); `expiration` is RFC 3339.
  */
 export function renderKubeadmJoin(
+  stack: string,
   tokenId: string,
   tokenSecret: unknown,
   description: string,
   expiration?: string,
 ): Obj[] {
-  const labels = { "app.kubernetes.io/part-of": "winfleet" };
+  const labels = stackLabels(stack);
   const bind = (name: string, role: string, group: string): Obj => ({
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "ClusterRoleBinding",
-    metadata: { name, labels },
+    metadata: { name: clusterScopedName(stack, name), labels },
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
     subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: group }],
   });
@@ -71,14 +83,14 @@ export function renderKubeadmJoin(
         "auth-extra-groups": KUBEADM_TOKEN_GROUP,
       },
     },
-    bind("winfleet:kubelet-bootstrap", "system:node-bootstrapper", KUBEADM_TOKEN_GROUP),
+    bind("kubelet-bootstrap", "system:node-bootstrapper", KUBEADM_TOKEN_GROUP),
     bind(
-      "winfleet:node-autoapprove-bootstrap",
+      "node-autoapprove-bootstrap",
       "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
       KUBEADM_TOKEN_GROUP,
     ),
     bind(
-      "winfleet:node-autoapprove-certificate-rotation",
+      "node-autoapprove-certificate-rotation",
       "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
       "system:nodes",
     ),
@@ -86,12 +98,12 @@ export function renderKubeadmJoin(
 }
 
 /** The RKE2 join token, kept in the winfleet namespace for the agent and upgraders. */
-export function renderRke2Join(namespace: string, server: string, token: unknown): Obj[] {
+export function renderRke2Join(namespace: string, stack: string, server: string, token: unknown): Obj[] {
   return [
     {
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { name: "winfleet-rke2-join", namespace, labels: { "app.kubernetes.io/part-of": "winfleet" } },
+      metadata: { name: "winfleet-rke2-join", namespace, labels: stackLabels(stack) },
       type: "Opaque",
       stringData: { server, token },
     },
@@ -109,8 +121,9 @@ export const KUBE_PROXY_TOKEN_SECRET = "winfleet-kube-proxy-token";
  * exactly what kube-proxy reads and writes (the rules of the built-in
  * system:node-proxier, less the Endpoints kube-proxy no longer watches).
  */
-export function renderKubeProxyAccess(namespace: string): Obj[] {
-  const labels = { "app.kubernetes.io/part-of": "winfleet", "app.kubernetes.io/component": "kube-proxy" };
+export function renderKubeProxyAccess(namespace: string, stack: string): Obj[] {
+  const labels = stackLabels(stack, "kube-proxy");
+  const role = clusterScopedName(stack, "kube-proxy");
   return [
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: KUBE_PROXY_ACCOUNT, namespace, labels } },
     {
@@ -127,7 +140,7 @@ export function renderKubeProxyAccess(namespace: string): Obj[] {
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
-      metadata: { name: "winfleet:kube-proxy", labels },
+      metadata: { name: role, labels },
       rules: [
         { apiGroups: [""], resources: ["services", "nodes"], verbs: ["get", "list", "watch"] },
         { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
@@ -137,8 +150,8 @@ export function renderKubeProxyAccess(namespace: string): Obj[] {
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
-      metadata: { name: "winfleet:kube-proxy", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "winfleet:kube-proxy" },
+      metadata: { name: role, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
       subjects: [{ kind: "ServiceAccount", name: KUBE_PROXY_ACCOUNT, namespace }],
     },
   ];
@@ -158,8 +171,10 @@ export const CALICO_TOKEN_SECRET = "winfleet-calico-node-token";
  * DaemonSets (the host-local IPAM migration); and ConfigMaps narrowed from every
  * one in the cluster to kube-system's kubeadm-config (startup's pod CIDR detection).
  */
-export function renderCalicoAccess(namespace: string): Obj[] {
-  const labels = { "app.kubernetes.io/part-of": "winfleet", "app.kubernetes.io/component": "calico-node" };
+export function renderCalicoAccess(namespace: string, stack: string): Obj[] {
+  const labels = stackLabels(stack, "calico-node");
+  const role = clusterScopedName(stack, "calico-node");
+  const kubeadmConfig = clusterScopedName(stack, "calico-node-kubeadm-config");
   const calico = "crd.projectcalico.org";
   const subjects = [{ kind: "ServiceAccount", name: CALICO_ACCOUNT, namespace }];
   return [
@@ -178,7 +193,7 @@ export function renderCalicoAccess(namespace: string): Obj[] {
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
-      metadata: { name: "winfleet:calico-node", labels },
+      metadata: { name: role, labels },
       rules: [
         // The CNI plugin reads the pod, its node and namespace, and patches the pod's status.
         { apiGroups: [""], resources: ["pods", "nodes", "namespaces"], verbs: ["get"] },
@@ -233,21 +248,21 @@ export function renderCalicoAccess(namespace: string): Obj[] {
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
-      metadata: { name: "winfleet:calico-node", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "winfleet:calico-node" },
+      metadata: { name: role, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
       subjects,
     },
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "Role",
-      metadata: { name: "winfleet:calico-node-kubeadm-config", namespace: "kube-system", labels },
+      metadata: { name: kubeadmConfig, namespace: "kube-system", labels },
       rules: [{ apiGroups: [""], resources: ["configmaps"], resourceNames: ["kubeadm-config"], verbs: ["get"] }],
     },
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "RoleBinding",
-      metadata: { name: "winfleet:calico-node-kubeadm-config", namespace: "kube-system", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "winfleet:calico-node-kubeadm-config" },
+      metadata: { name: kubeadmConfig, namespace: "kube-system", labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: kubeadmConfig },
       subjects,
     },
   ];

@@ -3,15 +3,24 @@
  * VMs each with its NIC). The bootstrap travels as userData; a
  * CustomScriptExtension runs it, with the join token and any content SAS only
  * in `protectedSettings`, as Pulumi secrets, and `forceUpdateTag` set to the
- * bootstrap's SHA-256 so a changed bootstrap runs again. Nodes are tagged with
+ * bootstrap's epoch (bootstrap.ts), so a bootstrap that does something new runs
+ * again, and a new agent or template version, or a rotated secret, runs
+ * nothing: the upgrader is the one gate for versions. Nodes are tagged with
  * their template and versions.
  *
  * The other secret variables (kubeconfigs, kube-proxy's token) would not fit
  * the extension's 8,191-character command line: they go, as one JSON object,
  * into a Key Vault secret of the pool's own, which only the pool's identity
  * may read (Key Vault Secrets User on that secret alone); the bootstrap reads
- * it with an IMDS token, and the command names the version to read, so a
- * changed secret changes the extension's settings as an inline one did.
+ * its latest version with an IMDS token, so rotating one changes no machine's
+ * settings (a new machine reads the new value).
+ *
+ * A change that must touch running machines goes `maxUnavailable` at a time
+ * (the pool's, else the upgrader's): on `vms`, each machine's extension and
+ * (for a new image, which replaces them) the machine itself wait for the
+ * extension of the machine that many places before it. A scale set's model
+ * change reaches no running instance (Manual policy): docs/azure.md says how to
+ * roll its instances in batches.
  *
  * A scale set carries the extension in its own model: with the Manual upgrade
  * policy a separate extension resource would only change the model, and the
@@ -23,7 +32,7 @@
  */
 import * as azure from "@pulumi/azure-native";
 import * as pulumi from "@pulumi/pulumi";
-import { type BootstrapArgs, bootstrapHash, renderBootstrap } from "./bootstrap";
+import { type BootstrapArgs, bootstrapEpoch, bootstrapHash, renderBootstrap } from "./bootstrap";
 import { storageAccountId } from "./content-bundle";
 import { extensionCommand } from "./extension-command";
 import { type NodeSecrets, secretsJson, splitSecrets } from "./node-secrets";
@@ -55,6 +64,8 @@ export interface AzurePoolArgs extends PoolValues {
   readonly adminUsername: string;
   /** A public IP per node. */
   readonly publicIp: boolean;
+  /** Machines a change that must touch them takes at once (at least 1). */
+  readonly batch: number;
 }
 
 /** The user-assigned identity of a pool's nodes: its resource name, and its resource id the bootstrap asks IMDS for. */
@@ -156,6 +167,10 @@ function sameHost(a: string, b: string): boolean {
   }
 }
 
+function dependsOnList(d: pulumi.CustomResourceOptions["dependsOn"]): pulumi.Input<pulumi.Resource>[] {
+  return d === undefined ? [] : Array.isArray(d) ? d : [d as pulumi.Input<pulumi.Resource>];
+}
+
 /** A pool of Windows nodes on Azure. */
 export class WindowsNodePool extends pulumi.ComponentResource {
   /** Computer names (individual VMs) or the scale set's name prefix followed by `*`. */
@@ -193,10 +208,11 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       ...(vault ? { vaultSecret: vault.url } : {}),
     });
     const hash = bootstrapHash(script);
+    const epoch = bootstrapEpoch(script);
     this.bootstrapHash = hash;
     this.contentUrl = args.content.url;
     const userData = Buffer.from(script).toString("base64");
-    const tags = poolTags(args.node, pool.name, hash);
+    const tags = poolTags(args.node, pool.name, hash, epoch);
     const image = imageOf(pool.image);
     const osDisk = { createOption: "FromImage", managedDisk: { storageAccountType: "Premium_LRS" } };
     const windowsConfiguration = { provisionVMAgent: true, enableAutomaticUpdates: false, timeZone: "UTC" };
@@ -206,7 +222,6 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       type: "SystemAssigned",
     };
     const machineOpts: pulumi.CustomResourceOptions = { parent: this, deleteBeforeReplace: true };
-    let secretsVersion: pulumi.Output<string | undefined> = pulumi.output(undefined);
     if (identityRef) {
       const uai = new azure.managedidentity.UserAssignedIdentity(
         `${name}-identity`,
@@ -249,8 +264,6 @@ export class WindowsNodePool extends pulumi.ComponentResource {
           },
           { parent: this },
         );
-        // The version the command names: the node reads exactly what this update wrote.
-        secretsVersion = secret.properties.apply((p) => /\/([0-9a-f]{32})$/.exec(p.secretUriWithVersion ?? "")?.[1]);
         const reader = new azure.authorization.RoleAssignment(
           `${name}-secrets-reader`,
           {
@@ -268,8 +281,8 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       machineOpts.dependsOn = waits;
     }
     const protectedSettings = pulumi.secret(
-      pulumi.all([secretsJson(inline), args.content.sas ?? "", secretsVersion]).apply(([secrets, sas, version]) => ({
-        commandToExecute: extensionCommand(hash, secrets, args.content.auth === "sas" ? sas : undefined, version),
+      pulumi.all([secretsJson(inline), args.content.sas ?? ""]).apply(([secrets, sas]) => ({
+        commandToExecute: extensionCommand(epoch, secrets, args.content.auth === "sas" ? sas : undefined),
       })),
     );
 
@@ -320,7 +333,7 @@ export class WindowsNodePool extends pulumi.ComponentResource {
                 {
                   ...CSE,
                   name: BOOTSTRAP_EXTENSION,
-                  forceUpdateTag: this.bootstrapHash,
+                  forceUpdateTag: epoch,
                   settings: {},
                   protectedSettings,
                 },
@@ -333,7 +346,12 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       this.nodeNames = [`${scaleSetPrefix(pool.name)}*`];
     } else {
       this.nodeNames = computerNames(pool.name, pool.count);
+      const extensions: pulumi.Resource[] = [];
       this.nodeNames.forEach((computerName, i) => {
+        // Batches: machine i waits for the bootstrap of machine i - batch, so a change that touches running machines
+        // (a bootstrap that does something new, an image that replaces them) takes at most `batch` at once.
+        const before = extensions[i - pool.batch];
+        const batchOpts = before ? { dependsOn: [before] } : {};
         const ip = pool.publicIp
           ? new azure.network.PublicIPAddress(
               `${name}-${i + 1}-ip`,
@@ -383,9 +401,9 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             storageProfile: { imageReference: image, osDisk: { ...osDisk, deleteOption: "Delete" } },
             networkProfile: { networkInterfaces: [{ id: nic.id, primary: true }] },
           },
-          machineOpts,
+          { ...machineOpts, dependsOn: [...dependsOnList(machineOpts.dependsOn), ...(before ? [before] : [])] },
         );
-        new azure.compute.VirtualMachineExtension(
+        const extension = new azure.compute.VirtualMachineExtension(
           `${name}-${i + 1}-bootstrap`,
           {
             ...CSE,
@@ -393,12 +411,13 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             location: pool.location,
             vmName: vm.name,
             vmExtensionName: BOOTSTRAP_EXTENSION,
-            forceUpdateTag: this.bootstrapHash,
+            forceUpdateTag: epoch,
             settings: {},
             protectedSettings,
           },
-          { parent: this },
+          { parent: this, ...batchOpts },
         );
+        extensions.push(extension);
       });
     }
     this.registerOutputs({ nodeNames: this.nodeNames, bootstrapHash: this.bootstrapHash, contentUrl: this.contentUrl });

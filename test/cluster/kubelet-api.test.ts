@@ -97,7 +97,7 @@ describe(
       dir = mkdtempSync(join(tmpdir(), "winfleet-kubelet-api-"));
       cp = await startTestControlPlane(engines);
       admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
-      for (const o of renderKubeadmJoin(TOKEN.id, TOKEN.secret, "kubelet api test")) {
+      for (const o of renderKubeadmJoin("test", TOKEN.id, TOKEN.secret, "kubelet api test")) {
         await admin.post(
           o.kind === "Secret"
             ? "/api/v1/namespaces/kube-system/secrets"

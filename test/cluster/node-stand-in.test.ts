@@ -60,7 +60,7 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
     dir = tempDir("winfleet-nodes-");
     cp = await startTestControlPlane(engines);
     admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
-    for (const o of renderKubeadmJoin(TOKEN.id, TOKEN.secret, "local fleet")) {
+    for (const o of renderKubeadmJoin("test", TOKEN.id, TOKEN.secret, "local fleet")) {
       const path =
         o.kind === "Secret"
           ? "/api/v1/namespaces/kube-system/secrets"

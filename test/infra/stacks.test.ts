@@ -122,7 +122,7 @@ describe("what each stack deploys", () => {
     };
     assert.equal(
       ext.forceUpdateTag,
-      vmss.tags["winfleet-bootstrap-sha256"],
+      vmss.tags["winfleet-bootstrap-epoch"],
       "the extension re-runs exactly when the bootstrap changes",
     );
     assert.deepEqual(ext.protectedSettings, { commandToExecute: "[secret]" });
