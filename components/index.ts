@@ -5,6 +5,6 @@
 export { renderServiceRegistrationScript } from "./agent-service";
 export { archiveDirectory } from "./content-archive";
 export { DEFAULT_NODE_RUNTIME } from "./node-runtime";
-export { type NodeConfigArgs, POOL_LABEL } from "./pool-render";
+export { batchSize, type NodeConfigArgs, POOL_LABEL } from "./pool-render";
 export { HOST_AGENT, HOST_NODE, INSTALL } from "./upgrader-scripts";
 export { STACK_LABEL, clusterScopedName, defaultNamespace, stackSlug } from "./stack-names";

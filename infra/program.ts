@@ -14,9 +14,15 @@ import { AgentUpgrader } from "../components/agent-upgrader";
 import { ByoWindowsHost } from "../components/byo-windows-host";
 import { ClusterJoin } from "../components/cluster-join";
 import { ContentBundle, buildArchive } from "../components/content-bundle";
-import { DEFAULT_NODE_RUNTIME, type NodeConfigArgs, POOL_LABEL } from "../components";
-import { batchSize } from "../components/pool-render";
-import { STACK_LABEL, defaultNamespace, stackSlug } from "../components/stack-names";
+import {
+  batchSize,
+  DEFAULT_NODE_RUNTIME,
+  defaultNamespace,
+  type NodeConfigArgs,
+  POOL_LABEL,
+  STACK_LABEL,
+  stackSlug,
+} from "../components";
 import { WindowsNodePool } from "../components/windows-node-pool";
 import { WinsUpgrader } from "../components/wins-upgrader";
 import { loadCatalog } from "../agent/content";

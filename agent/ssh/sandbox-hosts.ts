@@ -67,8 +67,11 @@ export interface SshHost {
   readonly namespace?: string;
   /** Stops its sshd and every process of its user: the host is down. */
   down(): Promise<void>;
-  /** Starts its sshd again, optionally presenting a new host key made now (returned in `hostKey` of the result). */
-  up(options?: { readonly newHostKey?: boolean }): Promise<{ readonly hostKey: string }>;
+  /**
+   * Starts its sshd again; with `anotherHostKey`, presenting a second key made for the run instead of its own (as a
+   * host impersonating this one would), until the next plain `up`. Resolves with the key it presents.
+   */
+  up(options?: { readonly anotherHostKey?: boolean }): Promise<{ readonly hostKey: string }>;
 }
 
 /** The running hosts. */
@@ -148,10 +151,10 @@ function track(child: ChildProcess): ChildProcess {
   return child;
 }
 
-function sshdConfig(dir: string, address: string, port: number, user: string): string {
+function sshdConfig(dir: string, address: string, port: number, user: string, hostKey: string): string {
   return `${[
     `ListenAddress ${address}:${port}`,
-    `HostKey ${join(dir, "ssh_host_ed25519_key")}`,
+    `HostKey ${join(dir, hostKey)}`,
     `PidFile ${join(dir, "sshd.pid")}`,
     `AuthorizedKeysFile ${join(dir, "authorized_keys")}`,
     `AllowUsers ${user}`,
@@ -253,16 +256,19 @@ export async function startSshHosts(options: SshHostsOptions): Promise<SshHosts>
       await keygen(privateKeyFile, `${user}@winfleet-sandbox`);
       await writeFile(join(dir, "authorized_keys"), `${await publicKey(`${privateKeyFile}.pub`)}\n`, { mode: 0o644 });
       await keygen(join(dir, "ssh_host_ed25519_key"), `${name}-host-key`);
+      await keygen(join(dir, "other_host_ed25519_key"), `${name}-another-host-key`);
       const configFile = join(dir, "sshd_config");
-      await writeFile(configFile, sshdConfig(dir, net.address, port, user));
+      const otherConfig = join(dir, "sshd_config.other");
+      await writeFile(configFile, sshdConfig(dir, net.address, port, user, "ssh_host_ed25519_key"));
+      await writeFile(otherConfig, sshdConfig(dir, net.address, port, user, "other_host_ed25519_key"));
       await sh(SSHD, ["-t", "-f", configFile]);
       const sshdLog = join(dir, "sshd.log");
       let sshd: ChildProcess | undefined;
       const forwarders: ChildProcess[] = [];
-      const startSshd = async (): Promise<void> => {
+      const startSshd = async (config = configFile): Promise<void> => {
         const from = (await readFile(sshdLog, "utf8").catch(() => "")).length;
         const out = openSync(sshdLog, "a");
-        const [command = SSHD, ...args] = [...net.exec, SSHD, "-D", "-e", "-f", configFile];
+        const [command = SSHD, ...args] = [...net.exec, SSHD, "-D", "-e", "-f", config];
         sshd = track(spawn(command, args, { stdio: ["ignore", out, out] }));
         closeSync(out);
         await listening(sshdLog, from, `Server listening on ${net.address} port ${port}`, sshd);
@@ -306,9 +312,9 @@ export async function startSshHosts(options: SshHostsOptions): Promise<SshHosts>
         down,
         up: async (opts = {}) => {
           await stopChild(sshd);
-          if (opts.newHostKey) await keygen(join(dir, "ssh_host_ed25519_key"), `${name}-another-host-key`);
-          await startSshd();
-          return { hostKey: await publicKey(join(dir, "ssh_host_ed25519_key.pub")) };
+          await startSshd(opts.anotherHostKey ? otherConfig : configFile);
+          const presented = opts.anotherHostKey ? "other_host_ed25519_key" : "ssh_host_ed25519_key";
+          return { hostKey: await publicKey(join(dir, `${presented}.pub`)) };
         },
       };
       hosts.push(host);
