@@ -11,8 +11,8 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
 import { closeSync, openSync, readFileSync, readdirSync } from "node:fs";
-import { chmod, chown, mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import {
   type HostNetwork,
@@ -205,6 +205,14 @@ export async function startSshHosts(options: SshHostsOptions): Promise<SshHosts>
   const prefix = `wf${id}`;
   await mkdir(options.dir, { recursive: true });
   await chmod(options.dir, 0o755);
+  // sshd reads a user's authorized keys as that user, and the user's shell starts in its home: every directory
+  // above the run's must let others through.
+  for (let d = dirname(resolve(options.dir)); d !== dirname(d); d = dirname(d)) {
+    if (((await stat(d)).mode & 0o001) === 0)
+      throw new Error(
+        `${d} does not let other users through (chmod o+x): the hosts' users could not reach their homes`,
+      );
+  }
   await mkdir("/run/sshd", { recursive: true, mode: 0o755 });
   const cleanups: (() => Promise<void>)[] = [];
   const hosts: SshHost[] = [];
