@@ -209,7 +209,7 @@ echo "winfleet agent bootstrapped: $(readlink "$root/current")"
 `;
 }
 
-/** What removing a host runs over SSH: stop both services, uninstall content, delete the Node, remove the install. */
+/** What removing a host runs over SSH: stop both services, uninstall the content, remove the install. */
 export function renderPosixUninstall(): string {
   return `root="$HOME/winfleet"
 if [ -d "$root" ]; then
@@ -221,7 +221,6 @@ ${POSIX_SERVICE_FUNCTIONS.split("\n")
     node=$(command -v node || true)
     if [ -n "$node" ] && [ -f "$root/agent.json" ] && [ -e "$root/current" ]; then
         "$node" "$root/current/bin/winfleet-agent.js" uninstall --config "$root/agent.json"
-        "$node" "$root/current/bin/winfleet-agent.js" leave --config "$root/agent.json"
     fi
     rm -rf "$root"
 fi

@@ -22,7 +22,7 @@ export interface ByoCommands {
   readonly bootstrapRemotePath: string;
   /** Runs the bootstrap, reading the secrets line from standard input. */
   readonly run: string;
-  /** Stops the agent, uninstalls its content, deletes the host's Node and removes the install directory. */
+  /** Stops the agent, uninstalls its content and removes the install directory (the stack deletes the Node). */
   readonly uninstall: string;
 }
 
@@ -45,8 +45,6 @@ if ($null -ne (Get-Service -Name 'winfleet-agent' -ErrorAction SilentlyContinue)
 if ((Test-Path -LiteralPath $node) -and (Test-Path -LiteralPath $agent) -and (Test-Path -LiteralPath $config)) {
     & $node $agent uninstall --config $config
     if ($LASTEXITCODE -ne 0) { throw "winfleet-agent uninstall failed ($LASTEXITCODE)" }
-    & $node $agent leave --config $config
-    if ($LASTEXITCODE -ne 0) { throw "winfleet-agent leave failed ($LASTEXITCODE)" }
 }
 if (Test-Path -LiteralPath $root) { Remove-Item -Recurse -Force -LiteralPath $root }
 Write-Output "winfleet removed from $env:COMPUTERNAME"

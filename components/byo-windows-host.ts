@@ -2,7 +2,10 @@
  * `ByoWindowsHost`: a Windows host you already own, reached over SSH (Windows' OpenSSH server)
  * with @pulumi/command — the successor of the WinRM/WMI path of the original design — or, with
  * `platform: posix`, its twin: a sandbox host with sshd, for trying the path on one machine.
- * The content archive and the bootstrap are copied to the host (`CopyToRemote`), and the
+ * The content archive and the bootstrap are copied to the host (`CopyToRemote`; a stack an earlier
+ * release deployed with the deprecated `CopyFile` gets the copy once more on its first `up`, and
+ * the CopyFile's record is deleted, running nothing: `command` 1.2.1 cannot read a CopyFile's state
+ * as a CopyToRemote's, so no alias can carry it over), and the
  * bootstrap runs with the node's secret variables (join token, content secrets) as one JSON
  * line on its standard input, never on a command line. Credentials are Pulumi secrets.
  *
@@ -16,13 +19,15 @@
  * as they were), so `pulumi up` runs nothing on the host; a bootstrap that does something new
  * has a new epoch and runs once on every host, `maxUnavailable` hosts at a time (each waits for
  * the host that many places before it, `after`). Deleting the host's `-agent` resource (the
- * host left the stack, or `pulumi destroy`) uninstalls winfleet from it and deletes its Node.
+ * host left the stack, or `pulumi destroy`) uninstalls winfleet from it; then its Node, which the
+ * stack declares, is deleted.
  */
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import { type BootstrapArgs, bootstrapEpoch, bootstrapHash, renderBootstrap } from "./bootstrap";
 import { posixBootstrapEpoch, renderPosixBootstrap } from "./bootstrap-posix";
 import { type ByoPlatform, byoCommands } from "./byo-commands";
+import { kubeResource } from "./kube-objects";
 import { type NodeSecrets, secretsJson } from "./node-secrets";
 import { type NodeConfigArgs, type PoolValues, nodeAgentConfig } from "./pool-render";
 
@@ -133,9 +138,25 @@ export class ByoWindowsHost extends pulumi.ComponentResource {
     this.nodeName = host.name;
     const epoch = this.bootstrapEpoch.slice(0, 12);
 
-    // The host's registration, holding the current connection (an update runs nothing: it has no create):
-    // deleting it removes winfleet from the host.
-    new command.remote.Command(`${name}-agent`, { connection, delete: commands.uninstall }, { parent: this });
+    // The host's Node, declared so that the stack deletes it when the host leaves (a node's own credential may not):
+    // the kubelet (or the twin's node) finds it there when it joins, as a node an administrator made beforehand.
+    const nodeObject = kubeResource(
+      name,
+      {
+        apiVersion: "v1",
+        kind: "Node",
+        // What the kubelet registers with too: the upgraders select Windows nodes of the pool and stack.
+        metadata: { name: host.name, labels: { "kubernetes.io/os": "windows", ...args.pool.labels } },
+      },
+      { parent: this },
+    );
+    // The host's registration, holding the current connection (an update runs nothing: it has no create): deleting
+    // it removes winfleet from the host, before its Node is deleted.
+    new command.remote.Command(
+      `${name}-agent`,
+      { connection, delete: commands.uninstall },
+      { parent: this, dependsOn: [nodeObject] },
+    );
 
     const held = { parent: this, ignoreChanges: HELD };
     const content = new command.remote.CopyToRemote(
@@ -145,7 +166,7 @@ export class ByoWindowsHost extends pulumi.ComponentResource {
         source: new pulumi.asset.FileAsset(args.content.archivePath),
         remotePath: commands.contentRemotePath,
       },
-      { ...held, aliases: [{ type: "command:remote:CopyFile" }] },
+      held,
     );
     const upload = new command.remote.CopyToRemote(
       `${name}-bootstrap-${epoch}-file`,

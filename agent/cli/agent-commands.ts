@@ -42,7 +42,7 @@ export const AGENT_COMMANDS: readonly LazyModule[] = [
     load: () => (require("./upgrade-commands") as typeof UpgradeCommands).registerUpgradeCommands,
   },
   {
-    names: ["sandbox-node", "leave"],
+    names: ["sandbox-node"],
     load: () => (require("./sandbox-node-commands") as typeof SandboxNodeCommands).registerSandboxNodeCommands,
   },
   {

@@ -1,13 +1,12 @@
 /**
- * `winfleet-agent sandbox-node` and `winfleet-agent leave`: a sandbox host's node (the BYO
- * path's POSIX twin, where no kubelet runs) from the agent config the bootstrap wrote, and the
- * last step of removing a host, which deletes its Node with the node's own credential. What they
- * do is agent/cluster's; this reads the agent config and hands the values over.
+ * `winfleet-agent sandbox-node`: a sandbox host's node (the BYO path's POSIX twin, where no
+ * kubelet runs) from the agent config the bootstrap wrote. What it does is agent/cluster's; this
+ * reads the agent config and hands the values over.
  */
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import type { Command } from "commander";
-import { leaveCluster, startSandboxNode } from "../cluster";
+import { startSandboxNode } from "../cluster";
 import { AgentError, AgentErrorCode, createLogger } from "../common";
 import { type AgentConfig, loadAgentConfig } from "../service";
 import { failure } from "./errors";
@@ -28,7 +27,7 @@ function required(config: AgentConfig, name: string, value: string | undefined):
   return value;
 }
 
-/** Registers `sandbox-node` and `leave`. */
+/** Registers `sandbox-node`. */
 export function registerSandboxNodeCommands(program: Command): void {
   program
     .command("sandbox-node")
@@ -62,25 +61,6 @@ export function registerSandboxNodeCommands(program: Command): void {
         });
         await new Promise<void>((resolve) => stop.signal.addEventListener("abort", () => resolve(), { once: true }));
         await node.stop();
-      } catch (e) {
-        if (e instanceof AgentError) failure(e);
-        else {
-          process.stderr.write(`error: ${e instanceof Error ? e.message : String(e)}\n`);
-          process.exitCode = 1;
-        }
-      }
-    });
-
-  program
-    .command("leave")
-    .description("delete this node's Node object with the node's own credential (the last step of removing a host)")
-    .requiredOption("--config <file>", "the agent config (its nodeName and kubeconfig)")
-    .action(async (opts: { config: string }) => {
-      try {
-        const config = await loadAgentConfig(opts.config);
-        const name = config.nodeName ?? hostname();
-        const deleted = config.kubeconfig ? await leaveCluster(config.kubeconfig, name) : false;
-        process.stdout.write(deleted ? `deleted node ${name}\n` : `node ${name} was not registered\n`);
       } catch (e) {
         if (e instanceof AgentError) failure(e);
         else {

@@ -10,4 +10,4 @@ export { NodeStandIn, tlsBootstrap } from "./node-stand-in";
 export { PodRunner } from "./pod-runner";
 export { pulumiProject } from "./pulumi-project";
 export { CLUSTER_INFO, discoverClusterCa, publishClusterInfo, spkiPin } from "./cluster-info";
-export { leaveCluster, type SandboxNode, startSandboxNode } from "./sandbox-node";
+export { type SandboxNode, startSandboxNode } from "./sandbox-node";

@@ -11,7 +11,6 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { parse } from "yaml";
 import { discoverClusterCa } from "./cluster-info";
-import { KubeClient, KubeError } from "./kube-client";
 import { type NodeCredential, NodeStandIn, tlsBootstrap } from "./node-stand-in";
 import { PodRunner } from "./pod-runner";
 
@@ -107,20 +106,4 @@ export async function startSandboxNode(a: SandboxNodeArgs): Promise<SandboxNode>
       await node.stop();
     },
   };
-}
-
-/**
- * Deletes the node's own Node object with its own credential (what uninstalling a host does last);
- * a Node that is gone already, or a host that never joined, is fine.
- */
-export async function leaveCluster(kubeconfig: string, nodeName: string): Promise<boolean> {
-  if (!existsSync(kubeconfig)) return false;
-  const client = KubeClient.fromKubeconfigFile(kubeconfig);
-  try {
-    await client.delete(`/api/v1/nodes/${nodeName}`);
-    return true;
-  } catch (e) {
-    if (e instanceof KubeError && e.status === 404) return false;
-    throw e;
-  }
 }

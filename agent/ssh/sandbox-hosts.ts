@@ -10,9 +10,11 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
-import { closeSync, openSync, readFileSync, readdirSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readdirSync, writeSync } from "node:fs";
 import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
 import { promisify } from "node:util";
 import {
   type HostNetwork,
@@ -61,7 +63,7 @@ export interface SshHost {
   readonly privateKeyFile: string;
   /** The public host key the host presents, in authorized_keys format: what a stack pins. */
   readonly hostKey: string;
-  /** sshd's log (LogLevel VERBOSE): every connection and authentication. */
+  /** sshd's log (LogLevel VERBOSE), each line after the time it was written: every connection, login and session. */
   readonly sshdLog: string;
   /** The network namespace its processes run in (netns mode). */
   readonly namespace?: string;
@@ -275,11 +277,11 @@ export async function startSshHosts(options: SshHostsOptions): Promise<SshHosts>
       const forwarders: ChildProcess[] = [];
       const startSshd = async (config = configFile): Promise<void> => {
         const from = (await readFile(sshdLog, "utf8").catch(() => "")).length;
-        const out = openSync(sshdLog, "a");
         const [command = SSHD, ...args] = [...net.exec, SSHD, "-D", "-e", "-f", config];
-        sshd = track(spawn(command, args, { stdio: ["ignore", out, out] }));
-        closeSync(out);
-        await listening(sshdLog, from, `Server listening on ${net.address} port ${port}`, sshd);
+        const child = track(spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] }));
+        sshd = child;
+        timestamped(child, sshdLog);
+        await listening(sshdLog, from, `Server listening on ${net.address} port ${port}`, child);
       };
       const startForwarders = (): void => {
         if (!net.namespace) return;
@@ -333,6 +335,14 @@ export async function startSshHosts(options: SshHostsOptions): Promise<SshHosts>
     throw e;
   }
   return { mode, hosts, stop };
+}
+
+/** Appends each line `child` writes on stderr to `file`, after the time it was written (sshd -e writes none). */
+function timestamped(child: ChildProcess, file: string): void {
+  const fd = openSync(file, "a");
+  const lines = createInterface({ input: child.stderr ?? Readable.from([]) });
+  lines.on("line", (line) => writeSync(fd, `${new Date().toISOString()} ${line}\n`));
+  lines.once("close", () => closeSync(fd));
 }
 
 /** Waits (bounded) until `line` is in the log after `from`; fails with the log's tail if the process exits first. */

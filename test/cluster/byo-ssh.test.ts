@@ -11,9 +11,10 @@
  * destroy. What touches a host is read from its sshd's log: every session it accepted.
  */
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { stringify as toYaml } from "yaml";
 import { type ByoLab, startByoLab } from "../../agent/fleet/byo";
 import type { SshHost } from "../../agent/ssh";
 import { enginesOrSkip, skipUnlessInstalled, SOCAT, SSHD, tempDir, waitFor } from "../support";
@@ -73,19 +74,25 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
       `${names.join(", ")} Ready and WinfleetReady at sandbox ${version}`,
       1_000,
     );
+  /** A preview's steps other than `same`, as "op type name" (the type without its parents'). */
   const steps = (json: string): string[] =>
     ((JSON.parse(json) as { steps?: { op: string; urn: string }[] }).steps ?? [])
       .filter((s) => s.op !== "same")
-      .map((s) => `${s.op} ${s.urn.split("::").slice(-2).join(" ")}`)
+      .map((s) => {
+        const [, , types = "", name = ""] = s.urn.split("::");
+        return `${s.op} ${types.split("$").pop() ?? ""} ${name}`;
+      })
       .sort();
 
+  let dir = "";
   before(async () => {
     if (skip) return;
-    const dir = tempDir("winfleet-byo-");
+    dir = tempDir("winfleet-byo-");
     lab = await startByoLab({ dir, hosts: 3, stack: "byo" });
   });
   after(async () => {
     if (lab) await lab.stop();
+    if (dir && !process.env.WT36_KEEP) rmSync(dir, { recursive: true, force: true });
     if (Object.keys(timings).length > 0) process.stderr.write(`byo-ssh timings (ms): ${JSON.stringify(timings)}\n`);
   });
   const names = () => lab.hosts.hosts.map((h) => h.name);
@@ -191,28 +198,24 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
   });
 
   it("the bootstrap runs a batch of the pool's maxUnavailable hosts at a time", async () => {
-    // The event log of the last up: the third host's run began only once the first host's had ended.
     await editFleet((f) => void (f.pools[0] && (f.pools[0].variables = { SANDBOX_SITE: "lab-2" })));
-    const log = join(lab.project.dir, "events.jsonl");
-    ok(await up("bootstrap change, all hosts", ["--event-log", log]), "pulumi up");
-    const events = readFileSync(log, "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map(
-        (l) =>
-          JSON.parse(l) as {
-            timestamp: number;
-            resourcePreEvent?: { metadata: { urn: string; op: string } };
-            resOutputsEvent?: { metadata: { urn: string; op: string } };
-          },
-      );
-    const at = (host: string, kind: "resourcePreEvent" | "resOutputsEvent") =>
-      events.find((e) => {
-        const m = e[kind]?.metadata;
-        return m !== undefined && m.op === "create" && new RegExp(`::lab-${host}-bootstrap-[0-9a-f]{12}$`).test(m.urn);
-      })?.timestamp ?? NaN;
-    const [h1, , h3] = names() as [string, string, string];
-    assert.ok(at(h3, "resourcePreEvent") >= at(h1, "resOutputsEvent"), "the third host waited for the first");
+    ok(await up("bootstrap change, all hosts"), "pulumi up");
+    // From each host's sshd log: when its last command session (the bootstrap run) began and ended.
+    const run = (h: SshHost) => {
+      const lines = readFileSync(h.sshdLog, "utf8").split("\n");
+      const start = lines.findLast((l) => l.includes(`Starting session: command for ${h.user} `)) ?? "";
+      const port = / port (\d+) id /.exec(start)?.[1] ?? "?";
+      const end =
+        lines.find((l) => l.includes(`Close session: user ${h.user} `) && l.includes(` port ${port} id `)) ?? "";
+      return { start: Date.parse(start.split(" ")[0] ?? ""), end: Date.parse(end.split(" ")[0] ?? "") };
+    };
+    const [r1, r2, r3] = lab.hosts.hosts.map(run) as [ReturnType<typeof run>, ...ReturnType<typeof run>[]];
+    for (const r of [r1, r2, r3]) assert.ok(r && r.start > 0 && r.end >= r.start, JSON.stringify(r));
+    assert.ok(
+      (r3?.start ?? 0) >= r1.end,
+      `the third host's run began after the first's ended: ${JSON.stringify([r1, r3])}`,
+    );
+    await converged(names(), "1.1.0");
   });
 
   it("removing a host from the stack uninstalls winfleet there and deletes its Node; the others are untouched", async () => {
@@ -263,5 +266,74 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
       (await nodes()).map((n) => n.metadata.name),
       [],
     );
+  });
+
+  it("a stack deployed with the deprecated CopyFile takes the program as it is now: its copy becomes a CopyToRemote, nothing replaced", async () => {
+    const [h1] = lab.hosts.hosts as [SshHost];
+    const dir = lab.project.dir;
+    const projectFile = join(dir, "Pulumi.yaml");
+    const project = readFileSync(projectFile, "utf8");
+    // The earlier program (test/fixtures/byo-copyfile), on a stack of its own adopting the first host.
+    mkdirSync(join(dir, "fixture"), { recursive: true });
+    copyFileSync(join(__dirname, "..", "fixtures", "byo-copyfile", "index.ts"), join(dir, "fixture", "index.ts"));
+    copyFileSync(join(dir, "infra", "tsconfig.json"), join(dir, "fixture", "tsconfig.json"));
+    writeFileSync(projectFile, project.replace("main: infra/", "main: fixture/"));
+    const fleet = (await lab.fleet()) as unknown as Fleet;
+    if (fleet.pools[0]) fleet.pools[0].hosts = fleet.pools[0].hosts.slice(0, 1);
+    const content = `winfleet/upload/content-${lab.agent.sha256.slice(0, 16)}.tgz`;
+    writeFileSync(
+      join(dir, "stacks", "Pulumi.migrate.yaml"),
+      toYaml({
+        config: {
+          "winfleet:fleet": fleet,
+          "winfleet:copyFileHost": {
+            pool: "lab",
+            name: h1.name,
+            address: h1.address,
+            port: h1.port,
+            user: h1.user,
+            hostKey: h1.hostKey,
+            archive: lab.agent.path,
+            sha256: lab.agent.sha256,
+            remotePath: content,
+          },
+        },
+      }),
+    );
+    try {
+      ok(await lab.pulumi(["stack", "init", "migrate", "--secrets-provider", "passphrase"]), "stack init");
+      ok(
+        await lab.pulumi([
+          "config",
+          "set-all",
+          "--secret",
+          `winfleet:sshKey1=${h1.privateKey}`,
+          "--secret",
+          "winfleet:bootstrapTokenSecret=m1gr4t3m1gr4t3m1",
+        ]),
+        "config set-all",
+      );
+      ok(await up("the earlier program"), "pulumi up of the earlier program");
+      const deployed = (await lab.pulumi(["stack", "export"])).stdout;
+      assert.match(deployed, /command:remote:CopyFile::lab-byo-1-content/);
+      writeFileSync(projectFile, project);
+      const preview = await lab.pulumi(["preview", "--json"]);
+      ok(preview, "preview");
+      const planned = steps(preview.stdout);
+      assert.ok(planned.includes("delete command:remote:CopyFile lab-byo-1-content"), planned.join("; "));
+      assert.ok(planned.includes("create command:remote:CopyToRemote lab-byo-1-content"), planned.join("; "));
+      assert.ok(!planned.some((x) => /^(replace|create-replacement|delete-replaced) /.test(x)), "nothing replaced");
+      const before = sessions(h1);
+      ok(await up("the program as it is now, over the earlier state"), "pulumi up");
+      // The CopyFile's record goes with no session of its own: the host sees the new copy and the bootstrap.
+      assert.ok(sessions(h1) > before);
+      const after = (await lab.pulumi(["stack", "export"])).stdout;
+      assert.doesNotMatch(after, /command:remote:CopyFile/);
+      assert.match(after, /command:remote:CopyToRemote::lab-byo-1-content/);
+      await converged([h1.name], fleet.content.templateVersion);
+      ok(await lab.pulumi(["destroy", "--yes", "--skip-preview"]), "pulumi destroy");
+    } finally {
+      writeFileSync(projectFile, project);
+    }
   });
 });

@@ -101,7 +101,7 @@ describe("a BYO fleet's render, as it grows", () => {
     for (let i = 0; i + 1 < hosts.length; i++) {
       const next = run.indexOf(hosts[i + 1]!);
       const children = run.filter((r) => r.name.startsWith(`${hosts[i]!.name}-`));
-      assert.equal(children.length, 4, hosts[i]!.name);
+      assert.equal(children.length, 5, hosts[i]!.name);
       for (const c of children)
         assert.ok(run.indexOf(c) < next, `${c.name} reached the monitor after ${hosts[i + 1]!.name} was declared`);
     }
@@ -113,6 +113,7 @@ describe("a BYO fleet's render, as it grows", () => {
     assert.deepEqual(of(/^lab-win-07$/)[0], { type: "winfleet:index:ByoWindowsHost", name: "lab-win-07", parent: "" });
     // The bootstrap's copy and run are named by its epoch (the same in both runs).
     for (const [name, type] of [
+      [/^lab-win-07-node-win-07$/, "kubernetes:core/v1:Node"],
       [/^lab-win-07-agent$/, "command:remote:Command"],
       [/^lab-win-07-content$/, "command:remote:CopyToRemote"],
       [/^lab-win-07-bootstrap-[0-9a-f]{12}-file$/, "command:remote:CopyToRemote"],
