@@ -153,10 +153,11 @@ service_start() {
 service_stop() {
     pid=$(cat "$root/$1.pid" 2>/dev/null || true)
     if [ -n "$pid" ]; then
-        kill -TERM -- "-$pid" 2>/dev/null || true
+        # A negative pid is the process group (dash's kill takes no "--").
+        kill -TERM "-$pid" 2>/dev/null || true
         i=0
-        while kill -0 -- "-$pid" 2>/dev/null && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
-        kill -KILL -- "-$pid" 2>/dev/null || true
+        while kill -0 "-$pid" 2>/dev/null && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
+        kill -KILL "-$pid" 2>/dev/null || true
     fi
     rm -f "$root/$1.pid"
 }

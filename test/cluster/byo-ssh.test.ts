@@ -11,7 +11,8 @@
  * destroy. What touches a host is read from its sshd's log: every session it accepted.
  */
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { stringify as toYaml } from "yaml";
@@ -32,6 +33,18 @@ type Node = {
   metadata: { name: string; annotations?: Record<string, string> };
   status?: { conditions?: { type: string; status: string }[] };
 };
+
+/** How many processes the host's user runs (its services, their pods). */
+function processes(h: SshHost): number {
+  const uid = Number(execFileSync("id", ["-u", h.user], { encoding: "utf8" }).trim());
+  return readdirSync("/proc").filter((p) => {
+    try {
+      return /^\d+$/.test(p) && Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1]) === uid;
+    } catch {
+      return false;
+    }
+  }).length;
+}
 
 /** Sessions a host's sshd accepted (a remote command or a copy each). */
 const sessions = (h: SshHost): number =>
@@ -109,6 +122,7 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
       };
       assert.equal(config.templateVersion, "1.0.0");
       assert.match(config.secrets.KUBE_BOOTSTRAP_TOKEN ?? "", /^byolab\.[a-z0-9]{16}$/, "the token came on stdin");
+      assert.ok(processes(h) >= 4, `${h.name}: the agent and the node, each under its supervisor`);
       for (const service of ["agent", "node"]) {
         const pid = Number(readFileSync(join(root, `${service}.pid`), "utf8"));
         assert.ok(pid > 0 && existsSync(`/proc/${pid}`), `${h.name}'s ${service} service runs`);
@@ -225,6 +239,7 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
     ok(await up("remove a host"), "pulumi up");
     assert.deepEqual([h1, h2].map(sessions), before);
     assert.ok(!existsSync(join(h3.home, "winfleet")), "its install directory is gone");
+    assert.equal(processes(h3), 0, "its services and their pods are stopped");
     assert.ok(!(await nodes()).some((n) => n.metadata.name === h3.name), "its Node is deleted");
   });
 
