@@ -14,7 +14,9 @@ export interface AgentUpgraderArgs extends UpgraderArgs {
   /** Where the hosts go. */
   readonly target: AgentTarget;
   /** The deployed pools, a DaemonSet each. */
-  readonly pools: readonly { readonly name: string; readonly kind?: string }[];
+  readonly pools: readonly { readonly name: string; readonly kind?: string; readonly platform?: string }[];
+  /** The stack's name: its nodes' label the DaemonSets select. */
+  readonly stack: string;
 }
 
 /** The agent and content upgrader. */
@@ -24,7 +26,14 @@ export class AgentUpgrader extends pulumi.ComponentResource {
 
   constructor(name: string, args: AgentUpgraderArgs, opts?: pulumi.ComponentResourceOptions) {
     super("winfleet:index:AgentUpgrader", name, {}, opts);
-    this.daemonSets = registerUpgraders(this, name, "agent", args, agentGroups(args.upgrader, args.pools), args.target);
+    this.daemonSets = registerUpgraders(
+      this,
+      name,
+      "agent",
+      args,
+      agentGroups(args.upgrader, args.pools, args.stack),
+      args.target,
+    );
     this.registerOutputs({ daemonSets: this.daemonSets });
   }
 }

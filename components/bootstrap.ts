@@ -14,6 +14,16 @@
  * an IMDS token (the version to read passed as `-SecretsVersion`). They go
  * only into the agent config's `secrets`, which only SYSTEM and Administrators
  * can read.
+ *
+ * The one gate: only the upgrader moves a node's agent and content versions. The
+ * versions a new node installs first (agent bundle, content, template) are the
+ * script's one target line; everything else is what the bootstrap does. A node
+ * that already runs an agent and has an agent config keeps the agent and the
+ * template and content its config names (the upgrader's), so running the script
+ * again changes only what the bootstrap itself decides. The bootstrap's
+ * epoch ({@link bootstrapEpoch}: its SHA-256 with the target line left neutral)
+ * changes when, and only when, that does: it is the extension's forceUpdateTag,
+ * the hash the extension checks, and what names a BYO host's bootstrap run.
  */
 import { createHash } from "node:crypto";
 import { WINDOWS_INSTALL_DIR, canonicalJson } from "../agent/common";
@@ -32,7 +42,9 @@ export type ContentSource =
   /** Already on the host (copied over SSH), verified all the same. */
   | { readonly kind: "file"; readonly path: string; readonly sha256: string };
 
-/** Inputs of {@link renderBootstrap}. */
+/** Inputs of {@link renderBootstrap}: `agent`'s URL, digest and version, `content`'s, and `agentConfig`'s template
+ * and templateVersion are the target a new node installs first (see the top of this file); the rest is the
+ * bootstrap. */
 export interface BootstrapArgs {
   readonly node: NodeRuntime;
   /**
@@ -79,18 +91,24 @@ function imdsTokenUrl(resource: string, identity: string | undefined): string {
   return `http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=${encodeURIComponent(resource)}${id}`;
 }
 
+// Fetches (or, copied over SSH, checks) the target's content archive into $contentArchive; the URL and digest are
+// the target line's, how to read them (file, anonymous, identity, SAS) the bootstrap's.
 function contentStep(c: ContentSource): string {
-  const file = `"$root\\downloads\\content-${c.sha256.slice(0, 12)}.tgz"`;
+  const head = `$contentHash = $winfleetTarget.content.sha256.ToUpperInvariant()
+$contentArchive = "$root\\downloads\\content-$($winfleetTarget.content.sha256.Substring(0, 12)).tgz"`;
   if (c.kind === "file") {
-    return `Assert-Pinned -Path ${q(c.path)} -ExpectedHash ${q(c.sha256.toUpperCase())}
-Copy-Item -Force -LiteralPath ${q(c.path)} -Destination ${file}`;
+    return `${head}
+Assert-Pinned -Path $winfleetTarget.content.path -ExpectedHash $contentHash
+Copy-Item -Force -LiteralPath $winfleetTarget.content.path -Destination $contentArchive`;
   }
   if (c.auth === "sas") {
-    return `if (-not $ContentSas) { throw 'this node reads its content with a SAS: pass -ContentSas' }
-Get-Pinned -Url (${q(c.url)} + '?' + $ContentSas.TrimStart('?')) -ExpectedHash ${q(c.sha256.toUpperCase())} -Path ${file}`;
+    return `${head}
+if (-not $ContentSas) { throw 'this node reads its content with a SAS: pass -ContentSas' }
+Get-Pinned -Url ($winfleetTarget.content.url + '?' + $ContentSas.TrimStart('?')) -ExpectedHash $contentHash -Path $contentArchive`;
   }
   const headers = c.auth === "managedIdentity" ? " -Headers (Get-StorageHeaders)" : "";
-  return `Get-Pinned -Url ${q(c.url)} -ExpectedHash ${q(c.sha256.toUpperCase())} -Path ${file}${headers}`;
+  return `${head}
+Get-Pinned -Url $winfleetTarget.content.url -ExpectedHash $contentHash -Path $contentArchive${headers}`;
 }
 
 // Reads the Key Vault secret: the version -SecretsVersion names (checked to be one), the latest without it.
@@ -149,6 +167,45 @@ function Get-VaultSecrets([string]$Url) {
 `;
 }
 
+/** What a new node installs first: the one line of the script the epoch leaves out. */
+export interface BootstrapTarget {
+  readonly agent: { readonly url: string; readonly sha256: string; readonly version: string };
+  readonly content: { readonly sha256: string; readonly url?: string; readonly path?: string };
+  readonly template?: string;
+  readonly templateVersion?: string;
+}
+
+/** The target of `args`. */
+export function bootstrapTarget(args: Pick<BootstrapArgs, "agent" | "content" | "agentConfig">): BootstrapTarget {
+  const c = args.content;
+  const { template, templateVersion } = args.agentConfig as { template?: string; templateVersion?: string };
+  return {
+    agent: { url: args.agent.url, sha256: args.agent.sha256, version: args.agent.version },
+    content: c.kind === "file" ? { path: c.path, sha256: c.sha256 } : { url: c.url, sha256: c.sha256 },
+    ...(template !== undefined ? { template } : {}),
+    ...(templateVersion !== undefined ? { templateVersion } : {}),
+  };
+}
+
+/**
+ * The target line as the script carries it, and as a regular expression that finds it (multiline; the same one
+ * the extension command applies on the node).
+ */
+export const TARGET_LINE = {
+  render: (target: BootstrapTarget | undefined): string =>
+    `$winfleetTarget = ${q(target === undefined ? "{}" : JSON.stringify(target))} | ConvertFrom-Json`,
+  pattern: "^\\$winfleetTarget = '(?:[^']|'')*' \\| ConvertFrom-Json$",
+} as const;
+
+/**
+ * The bootstrap's epoch: the SHA-256 of the script with its target line neutral. Unchanged by a new agent
+ * version, template version, content or secret; changed by anything the bootstrap does.
+ */
+export function bootstrapEpoch(script: string): string {
+  const neutral = script.replace(new RegExp(TARGET_LINE.pattern, "m"), TARGET_LINE.render(undefined));
+  return createHash("sha256").update(neutral).digest("hex");
+}
+
 /** The bootstrap script. */
 export function renderBootstrap(args: BootstrapArgs): string {
   if (args.secretVariables.length === 0) throw new Error("a bootstrap needs at least the join token's secret variable");
@@ -157,8 +214,10 @@ export function renderBootstrap(args: BootstrapArgs): string {
       `vaultSecret ${args.vaultSecret} is not a Key Vault secret URL without a version (https://<vault>.vault.azure.net/secrets/<name>)`,
     );
   const dir = args.installDir ?? DEFAULT_INSTALL_DIR;
-  const config = canonicalJson(args.agentConfig);
-  const contentDir = `"$root\\content\\${args.content.sha256.slice(0, 12)}"`;
+  // The template and its version are the target line's; the rest of the config is the bootstrap's.
+  const config = canonicalJson(
+    Object.fromEntries(Object.entries(args.agentConfig).filter(([k]) => k !== "template" && k !== "templateVersion")),
+  );
   return `# winfleet bootstrap: idempotent, safe to re-run. Generated; do not edit.
 param(
     [string]$Secrets,
@@ -166,6 +225,8 @@ param(
     [string]$ContentSas,
     [string]$SecretsVersion
 )
+# What a new node installs first; the upgrader moves the node's versions from then on.
+${TARGET_LINE.render(bootstrapTarget(args))}
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 [Net.ServicePointManager]::SecurityProtocol = [Net.SecurityProtocolType]::Tls12
@@ -269,25 +330,47 @@ Get-Pinned -Url ${q(args.node.url)} -ExpectedHash ${q(args.node.sha256.toUpperCa
 Expand-Once -Archive "$root\\downloads\\node-${args.node.sha256.slice(0, 12)}.tgz" -Destination "$root\\node"
 $node = Join-Path "$root\\node" ${q(args.node.exe)}
 
-Get-Pinned -Url ${q(args.agent.url)} -ExpectedHash ${q(args.agent.sha256.toUpperCase())} -Path "$root\\downloads\\agent-${args.agent.version}.tgz"${args.agent.auth === "managedIdentity" ? " -Headers (Get-StorageHeaders)" : ""}
-Expand-Once -Archive "$root\\downloads\\agent-${args.agent.version}.tgz" -Destination "$root\\releases\\${args.agent.version}"
 $current = "$root\\current"
 $agentMoved = $false
-$target = "$root\\releases\\${args.agent.version}"
-if (-not (Test-Path -LiteralPath $current) -or ((Get-Item -LiteralPath $current).Target -ne $target)) {
-    if (Test-Path -LiteralPath $current) { (Get-Item -LiteralPath $current).Delete() }
-    New-Item -ItemType Junction -Path $current -Target $target | Out-Null
+# A node that runs an agent keeps it: the upgrader moves agent versions (up), never a re-run bootstrap.
+if (-not (Test-Path -LiteralPath $current)) {
+    $agentVersion = $winfleetTarget.agent.version
+    $agentArchive = "$root\\downloads\\agent-$agentVersion.tgz"
+    Get-Pinned -Url $winfleetTarget.agent.url -ExpectedHash $winfleetTarget.agent.sha256.ToUpperInvariant() -Path $agentArchive${args.agent.auth === "managedIdentity" ? " -Headers (Get-StorageHeaders)" : ""}
+    Expand-Once -Archive $agentArchive -Destination "$root\\releases\\$agentVersion"
+    New-Item -ItemType Junction -Path $current -Target "$root\\releases\\$agentVersion" | Out-Null
     $agentMoved = $true
 }
 
-${contentStep(args.content)}
-Expand-Once -Archive "$root\\downloads\\content-${args.content.sha256.slice(0, 12)}.tgz" -Destination ${contentDir}
+$configPath = "$root\\agent.json"
+$kept = $null
+if (Test-Path -LiteralPath $configPath) {
+    try { $kept = [IO.File]::ReadAllText($configPath) | ConvertFrom-Json } catch { $kept = $null }
+}
+# A node with an agent config keeps the template and content in it (where the upgrader took it);
+# a new node takes the target's.
+if ($kept -and $kept.content -and $kept.templateVersion -and (Test-Path -LiteralPath $kept.content)) {
+    $template = $kept.template
+    $templateVersion = $kept.templateVersion
+    $contentDir = $kept.content
+}
+else {
+${contentStep(args.content)
+  .split("\n")
+  .map((l) => `    ${l}`)
+  .join("\n")}
+    $contentDir = "$root\\content\\$($winfleetTarget.content.sha256.Substring(0, 12))"
+    Expand-Once -Archive $contentArchive -Destination $contentDir
+    $template = $winfleetTarget.template
+    $templateVersion = $winfleetTarget.templateVersion
+}
 
 $config = ${q(config)} | ConvertFrom-Json
-$config | Add-Member -NotePropertyName content -NotePropertyValue ${contentDir} -Force
+if ($template) { $config | Add-Member -NotePropertyName template -NotePropertyValue $template -Force }
+if ($templateVersion) { $config | Add-Member -NotePropertyName templateVersion -NotePropertyValue $templateVersion -Force }
+$config | Add-Member -NotePropertyName content -NotePropertyValue $contentDir -Force
 $config | Add-Member -NotePropertyName secrets -NotePropertyValue $secretValues -Force
 $json = $config | ConvertTo-Json -Depth 20
-$configPath = "$root\\agent.json"
 $changed = $false
 # Written and compared byte for byte (UTF-8, no BOM, no added newline): a re-run with the same
 # config leaves the running agent alone.
@@ -297,11 +380,11 @@ if (-not (Test-Path -LiteralPath $configPath) -or -not ([IO.File]::ReadAllText($
     $changed = $true
 }
 
-${agentNssmInstall()}${agentServiceRegistration()}Write-Output "winfleet agent ${args.agent.version} bootstrapped"
+${agentNssmInstall()}${agentServiceRegistration()}Write-Output "winfleet agent bootstrapped: $((Get-Item -LiteralPath $current).Target)"
 `;
 }
 
-/** SHA-256 of the script: ties the extension's forceUpdateTag and re-runs to its content. */
+/** SHA-256 of the script, target line included: what differs from one deployment's userData to the next. */
 export function bootstrapHash(script: string): string {
   return createHash("sha256").update(script).digest("hex");
 }

@@ -59,8 +59,10 @@ export type JoinArgs =
 
 /** Arguments of {@link ClusterJoin}. */
 export interface ClusterJoinArgs {
-  /** The winfleet namespace. @default "winfleet-system" */
+  /** The stack's winfleet namespace (by default `winfleet-<stack>`, stack-names.ts). */
   readonly namespace: string;
+  /** The stack's name: it names what lies outside the namespace, and labels everything. */
+  readonly stack: string;
   /** How nodes join. */
   readonly join: JoinArgs;
   /** The join secret: what node tokens are derived from (kubeadm), or the RKE2 token. */
@@ -94,7 +96,7 @@ export class ClusterJoin extends pulumi.ComponentResource {
   constructor(name: string, args: ClusterJoinArgs, opts?: pulumi.ComponentResourceOptions) {
     super("winfleet:index:ClusterJoin", name, {}, opts);
     const secret = pulumi.secret(args.secret);
-    const objects = [...renderAgentAccess(args.namespace)];
+    const objects = [...renderAgentAccess(args.namespace, args.stack)];
     const tokenSecrets: { object: ReturnType<typeof renderBootstrapToken>; logical: string }[] = [];
     let shared: pulumi.Output<string> | undefined;
     if (args.join.method === "kubeadm") {
@@ -118,6 +120,7 @@ export class ClusterJoin extends pulumi.ComponentResource {
               secret: value,
               expiration: this.tokenExpiration,
               pool: t.pool,
+              stack: args.stack,
               ...(t.node ? { node: t.node } : {}),
             },
             `winfleet: ${t.node !== undefined ? `node ${t.node}` : `scale set ${t.prefix ?? ""}*`} of pool ${t.pool}`,
@@ -126,9 +129,10 @@ export class ClusterJoin extends pulumi.ComponentResource {
         });
       }
       objects.push(
-        ...renderTlsBootstrapAccess(),
+        ...renderTlsBootstrapAccess(args.stack),
         ...renderNodeApproval(
           args.namespace,
+          args.stack,
           this.tokens.map((t) => ({ id: t.id, ...allowedNames(t) })),
           args.join.approverImage,
         ),
@@ -145,7 +149,10 @@ export class ClusterJoin extends pulumi.ComponentResource {
       shared = secret;
     }
     if (args.join.method === "kubeadm")
-      objects.push(...renderKubeProxyAccess(args.namespace), ...renderCalicoAccess(args.namespace));
+      objects.push(
+        ...renderKubeProxyAccess(args.namespace, args.stack),
+        ...renderCalicoAccess(args.namespace, args.stack),
+      );
     const namespaced = objects.filter((o) => o.kind !== "Namespace");
     const ns = objects.filter((o) => o.kind === "Namespace").map((o) => kubeResource(name, o, { parent: this }));
     const created = new Map<string, pulumi.CustomResource>();

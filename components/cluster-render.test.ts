@@ -41,15 +41,20 @@ function validateObject(o: Record<string, unknown>): void {
 describe("cluster-side renders", () => {
   it("validate against the Kubernetes 1.27 OpenAPI schema", () => {
     for (const o of [
-      ...renderAgentAccess("winfleet-system"),
-      ...renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet", "2030-01-01T00:00:00Z"),
-      ...renderNodeApproval("winfleet-system", [{ id: "abcdef", pool: "p", names: ["n1"] }], "registry/agent:1"),
+      ...renderAgentAccess("winfleet-system", "test"),
+      ...renderKubeadmJoin("test", "abcdef", "0123456789abcdef", "winfleet", "2030-01-01T00:00:00Z"),
+      ...renderNodeApproval(
+        "winfleet-system",
+        "test",
+        [{ id: "abcdef", pool: "p", names: ["n1"] }],
+        "registry/agent:1",
+      ),
     ])
       validateObject(o);
   });
 
   it("label the namespace privileged for Pod Security Admission and grant the agent nothing beyond its node's credentials", () => {
-    const objects = renderAgentAccess("winfleet-system") as unknown as {
+    const objects = renderAgentAccess("winfleet-system", "test") as unknown as {
       kind: string;
       metadata: { name: string; labels?: Record<string, string> };
     }[];
@@ -64,7 +69,14 @@ describe("cluster-side renders", () => {
 
   it("make a bootstrap token for one node that TLS bootstrap accepts, which always expires", () => {
     const secret = renderBootstrapToken(
-      { id: "abcdef", secret: "0123456789abcdef", expiration: "2030-01-01T00:00:00Z", pool: "p", node: "n1" },
+      {
+        id: "abcdef",
+        secret: "0123456789abcdef",
+        expiration: "2030-01-01T00:00:00Z",
+        pool: "p",
+        node: "n1",
+        stack: "test",
+      },
       "winfleet nodes",
     ) as unknown as {
       metadata: { name: string; namespace: string; labels: Record<string, string> };
@@ -81,7 +93,7 @@ describe("cluster-side renders", () => {
   });
 
   it("let the tokens create node CSRs, and approve no name for them: only renewals of a node's own", () => {
-    const bindings = renderTlsBootstrapAccess() as unknown as {
+    const bindings = renderTlsBootstrapAccess("test") as unknown as {
       roleRef: { name: string };
       subjects: { name: string }[];
     }[];
@@ -96,7 +108,7 @@ describe("cluster-side renders", () => {
   });
 
   it("name, per token, what it may join as; the approver may read only that, approve only kubelet client certificates", () => {
-    const objects = renderNodeApproval("ns", [
+    const objects = renderNodeApproval("ns", "test", [
       { id: "abcdef", pool: "byo", names: ["host-1"] },
       { id: "ghijkl", pool: "ss", prefix: "ss" },
     ]) as unknown as { kind: string; metadata: { name: string }; data?: Record<string, string>; rules?: unknown[] }[];
@@ -108,7 +120,7 @@ describe("cluster-side renders", () => {
     const role = objects.find((o) => o.kind === "ClusterRole");
     assert.ok(JSON.stringify(role?.rules).includes('"resourceNames":["kubernetes.io/kube-apiserver-client-kubelet"]'));
     assert.ok(!JSON.stringify(role?.rules).includes("secrets"));
-    const withImage = renderNodeApproval("ns", [], "registry/agent:1") as unknown as {
+    const withImage = renderNodeApproval("ns", "test", [], "registry/agent:1") as unknown as {
       kind: string;
       spec?: { template: { spec: { serviceAccountName: string; containers: { args: string[] }[] } } };
     }[];

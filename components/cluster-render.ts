@@ -1,5 +1,5 @@
 /**
- * Cluster-side objects as pure renders: the winfleet namespace and the
+ * Cluster-side objects as pure renders: the stack's winfleet namespace and the
  * upgraders' service account (the agent itself reports with its node's own
  * credentials, under the Node authorizer), and what joining needs — bootstrap
  * tokens (one per node, one per scale set), the TLS-bootstrap bindings without
@@ -8,12 +8,23 @@
  * token, which needs nothing in the cluster); and kube-proxy's own identity on
  * kubeadm clusters (the node's credentials carry no right to read Services or
  * EndpointSlices). Secret values come in as arguments; the components pass
- * them as Pulumi secrets.
+ * them as Pulumi secrets. Every object carries the stack's label, and whatever
+ * lies outside the stack's namespace its name (stack-names.ts).
  */
 
 import type { KubeObject } from "./kube-objects";
+import { STACK_LABEL, clusterScopedName, stackSlug } from "./stack-names";
 
 type Obj = KubeObject;
+
+/** The labels every object of a stack carries. */
+export function stackLabels(stack: string, component?: string): Record<string, string> {
+  return {
+    "app.kubernetes.io/part-of": "winfleet",
+    [STACK_LABEL]: stackSlug(stack),
+    ...(component ? { "app.kubernetes.io/component": component } : {}),
+  };
+}
 
 /** Pod Security Admission labels for a namespace whose pods run as HostProcess containers. */
 const PRIVILEGED = {
@@ -23,8 +34,8 @@ const PRIVILEGED = {
 } as const;
 
 /** The namespace and the upgraders' ServiceAccount. */
-export function renderAgentAccess(namespace: string): Obj[] {
-  const labels = { "app.kubernetes.io/part-of": "winfleet" };
+export function renderAgentAccess(namespace: string, stack: string): Obj[] {
+  const labels = stackLabels(stack);
   return [
     {
       apiVersion: "v1",
@@ -56,6 +67,8 @@ export interface BootstrapTokenArgs {
   readonly pool: string;
   /** The node it is for; absent for a scale set's token. */
   readonly node?: string;
+  /** The stack that made it. */
+  readonly stack: string;
 }
 
 /**
@@ -70,7 +83,7 @@ export function renderBootstrapToken(t: BootstrapTokenArgs, description: string)
       name: `bootstrap-token-${t.id}`,
       namespace: "kube-system",
       labels: {
-        "app.kubernetes.io/part-of": "winfleet",
+        ...stackLabels(t.stack),
         "winfleet.io/pool": t.pool,
         ...(t.node !== undefined ? { "winfleet.io/node": t.node } : {}),
       },
@@ -93,19 +106,19 @@ export function renderBootstrapToken(t: BootstrapTokenArgs, description: string)
  * renew its own certificate (the built-in approver checks that a renewal is for the requester's own
  * name). Nothing approves a first certificate for whatever name a token asks: that is the approver's.
  */
-export function renderTlsBootstrapAccess(): Obj[] {
-  const labels = { "app.kubernetes.io/part-of": "winfleet" };
+export function renderTlsBootstrapAccess(stack: string): Obj[] {
+  const labels = stackLabels(stack);
   const bind = (name: string, role: string, group: string): Obj => ({
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "ClusterRoleBinding",
-    metadata: { name, labels },
+    metadata: { name: clusterScopedName(stack, name), labels },
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
     subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: group }],
   });
   return [
-    bind("winfleet:kubelet-bootstrap", "system:node-bootstrapper", WINFLEET_TOKEN_GROUP),
+    bind("kubelet-bootstrap", "system:node-bootstrapper", WINFLEET_TOKEN_GROUP),
     bind(
-      "winfleet:node-autoapprove-certificate-rotation",
+      "node-autoapprove-certificate-rotation",
       "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
       "system:nodes",
     ),
@@ -125,8 +138,14 @@ export interface TokenNames {
  * that ConfigMap, list Nodes, approve node client certificates for the kubelet signer, nothing
  * else), and, given an image that carries the agent, its Deployment on a Linux node.
  */
-export function renderNodeApproval(namespace: string, tokens: readonly TokenNames[], image?: string): Obj[] {
-  const labels = { "app.kubernetes.io/part-of": "winfleet", "app.kubernetes.io/component": "node-approver" };
+export function renderNodeApproval(
+  namespace: string,
+  stack: string,
+  tokens: readonly TokenNames[],
+  image?: string,
+): Obj[] {
+  const labels = stackLabels(stack, "node-approver");
+  const role = clusterScopedName(stack, "node-approver");
   const data = Object.fromEntries(
     tokens.map((t) => [
       t.id,
@@ -144,7 +163,7 @@ export function renderNodeApproval(namespace: string, tokens: readonly TokenName
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
-      metadata: { name: "winfleet:node-approver", labels },
+      metadata: { name: role, labels },
       rules: [
         {
           apiGroups: ["certificates.k8s.io"],
@@ -164,8 +183,8 @@ export function renderNodeApproval(namespace: string, tokens: readonly TokenName
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
-      metadata: { name: "winfleet:node-approver", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "winfleet:node-approver" },
+      metadata: { name: role, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
       subjects,
     },
     {
@@ -221,14 +240,15 @@ export function renderNodeApproval(namespace: string, tokens: readonly TokenName
  * cluster tests join with, running the approver themselves); `expiration` is RFC 3339.
  */
 export function renderKubeadmJoin(
+  stack: string,
   tokenId: string,
   tokenSecret: unknown,
   description: string,
   expiration: string,
 ): Obj[] {
   return [
-    renderBootstrapToken({ id: tokenId, secret: tokenSecret, expiration, pool: "" }, description),
-    ...renderTlsBootstrapAccess(),
+    renderBootstrapToken({ id: tokenId, secret: tokenSecret, expiration, pool: "", stack }, description),
+    ...renderTlsBootstrapAccess(stack),
   ];
 }
 
@@ -243,8 +263,9 @@ export const KUBE_PROXY_TOKEN_SECRET = "winfleet-kube-proxy-token";
  * exactly what kube-proxy reads and writes (the rules of the built-in
  * system:node-proxier, less the Endpoints kube-proxy no longer watches).
  */
-export function renderKubeProxyAccess(namespace: string): Obj[] {
-  const labels = { "app.kubernetes.io/part-of": "winfleet", "app.kubernetes.io/component": "kube-proxy" };
+export function renderKubeProxyAccess(namespace: string, stack: string): Obj[] {
+  const labels = stackLabels(stack, "kube-proxy");
+  const role = clusterScopedName(stack, "kube-proxy");
   return [
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: KUBE_PROXY_ACCOUNT, namespace, labels } },
     {
@@ -261,7 +282,7 @@ export function renderKubeProxyAccess(namespace: string): Obj[] {
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
-      metadata: { name: "winfleet:kube-proxy", labels },
+      metadata: { name: role, labels },
       rules: [
         { apiGroups: [""], resources: ["services", "nodes"], verbs: ["get", "list", "watch"] },
         { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
@@ -271,8 +292,8 @@ export function renderKubeProxyAccess(namespace: string): Obj[] {
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
-      metadata: { name: "winfleet:kube-proxy", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "winfleet:kube-proxy" },
+      metadata: { name: role, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
       subjects: [{ kind: "ServiceAccount", name: KUBE_PROXY_ACCOUNT, namespace }],
     },
   ];
@@ -292,8 +313,10 @@ export const CALICO_TOKEN_SECRET = "winfleet-calico-node-token";
  * DaemonSets (the host-local IPAM migration); and ConfigMaps narrowed from every
  * one in the cluster to kube-system's kubeadm-config (startup's pod CIDR detection).
  */
-export function renderCalicoAccess(namespace: string): Obj[] {
-  const labels = { "app.kubernetes.io/part-of": "winfleet", "app.kubernetes.io/component": "calico-node" };
+export function renderCalicoAccess(namespace: string, stack: string): Obj[] {
+  const labels = stackLabels(stack, "calico-node");
+  const role = clusterScopedName(stack, "calico-node");
+  const kubeadmConfig = clusterScopedName(stack, "calico-node-kubeadm-config");
   const calico = "crd.projectcalico.org";
   const subjects = [{ kind: "ServiceAccount", name: CALICO_ACCOUNT, namespace }];
   return [
@@ -312,7 +335,7 @@ export function renderCalicoAccess(namespace: string): Obj[] {
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
-      metadata: { name: "winfleet:calico-node", labels },
+      metadata: { name: role, labels },
       rules: [
         // The CNI plugin reads the pod, its node and namespace, and patches the pod's status.
         { apiGroups: [""], resources: ["pods", "nodes", "namespaces"], verbs: ["get"] },
@@ -367,21 +390,21 @@ export function renderCalicoAccess(namespace: string): Obj[] {
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
-      metadata: { name: "winfleet:calico-node", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "winfleet:calico-node" },
+      metadata: { name: role, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
       subjects,
     },
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "Role",
-      metadata: { name: "winfleet:calico-node-kubeadm-config", namespace: "kube-system", labels },
+      metadata: { name: kubeadmConfig, namespace: "kube-system", labels },
       rules: [{ apiGroups: [""], resources: ["configmaps"], resourceNames: ["kubeadm-config"], verbs: ["get"] }],
     },
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "RoleBinding",
-      metadata: { name: "winfleet:calico-node-kubeadm-config", namespace: "kube-system", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "winfleet:calico-node-kubeadm-config" },
+      metadata: { name: kubeadmConfig, namespace: "kube-system", labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: kubeadmConfig },
       subjects,
     },
   ];

@@ -1,7 +1,8 @@
 /**
  * What the CustomScriptExtension runs (`protectedSettings.commandToExecute`):
  * PowerShell that reads the bootstrap from the VM's userData (IMDS), refuses it
- * unless its SHA-256 is the one rendered here, and runs it with the node's
+ * unless its epoch (its SHA-256 with the target line neutral: bootstrap.ts) is
+ * the one rendered here, and runs it with the node's
  * small secret variables (the join token, as a JSON object), a content SAS
  * when blobs are read with one, and the version of the Key Vault secret that
  * holds the larger ones (kubeconfigs and tokens, which would not fit). It travels as
@@ -11,7 +12,13 @@
  * 8 KiB, which is why the bootstrap itself travels as userData, and why not
  * `-EncodedCommand`: its UTF-16 doubles every character, which left room for
  * little more than 2 KB of secrets, less than a kubeconfig.
+ *
+ * It pins the epoch, not the whole script, so that a new agent or template
+ * version (which changes only the userData's target line, what a new machine
+ * installs first) leaves this command, and so the extension, as it is: a
+ * running machine's versions move through the upgrader alone.
  */
+import { TARGET_LINE } from "./bootstrap";
 
 /** Where IMDS serves the VM's userData (base64), as text. */
 export const USER_DATA_URL =
@@ -23,7 +30,7 @@ const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** The PowerShell the extension runs (tested as data and parsed). */
 export function extensionScript(
-  bootstrapSha256: string,
+  bootstrapEpoch: string,
   secretsLine: string,
   contentSas?: string,
   secretsVersion?: string,
@@ -39,9 +46,11 @@ $dir = Join-Path $env:SystemDrive 'AzureData\\winfleet'
 New-Item -ItemType Directory -Force -Path $dir | Out-Null
 $encoded = Invoke-RestMethod -UseBasicParsing -Headers @{ Metadata = 'true' } -Uri ${q(USER_DATA_URL)}
 $bytes = [Convert]::FromBase64String($encoded)
+# The pin leaves out the target line (the versions a new machine installs first), as bootstrapEpoch does.
+$neutral = ([regex]${q(`(?m)${TARGET_LINE.pattern}`)}).Replace([Text.Encoding]::UTF8.GetString($bytes), ${q(TARGET_LINE.render(undefined).replace(/\$/g, "$$$$"))}, 1)
 $sha = [System.Security.Cryptography.SHA256]::Create()
-$actual = -join ($sha.ComputeHash($bytes) | ForEach-Object { $_.ToString('x2') })
-if ($actual -ne ${q(bootstrapSha256)}) { throw "the bootstrap in userData has SHA-256 $actual, expected ${bootstrapSha256}" }
+$actual = -join ($sha.ComputeHash([Text.Encoding]::UTF8.GetBytes($neutral)) | ForEach-Object { $_.ToString('x2') })
+if ($actual -ne ${q(bootstrapEpoch)}) { throw "the bootstrap in userData has epoch $actual, expected ${bootstrapEpoch}" }
 $script = Join-Path $dir 'bootstrap.ps1'
 [System.IO.File]::WriteAllBytes($script, $bytes)
 try {
@@ -57,13 +66,13 @@ exit 0
 
 /** `commandToExecute`: the script above, base64 of its UTF-8, decoded and run by a one-line `-Command`. */
 export function extensionCommand(
-  bootstrapSha256: string,
+  bootstrapEpoch: string,
   secretsLine: string,
   contentSas?: string,
   secretsVersion?: string,
 ): string {
   const encoded = Buffer.from(
-    extensionScript(bootstrapSha256, secretsLine, contentSas, secretsVersion),
+    extensionScript(bootstrapEpoch, secretsLine, contentSas, secretsVersion),
     "utf8",
   ).toString("base64");
   const command = `powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -Command "& ([scriptblock]::Create([Text.Encoding]::UTF8.GetString([Convert]::FromBase64String('${encoded}'))))"`;

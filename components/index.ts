@@ -6,6 +6,7 @@ export { renderServiceRegistrationScript } from "./agent-service";
 export { computerNames, poolVaultSecret, scaleSetPrefix, storageAccountId, vaultOf } from "./azure-names";
 export { archiveDirectory } from "./content-archive";
 export { DEFAULT_NODE_RUNTIME } from "./node-runtime";
-export { localHostNames, type NodeConfigArgs, POOL_LABEL } from "./pool-render";
+export { batchSize, localHostNames, type NodeConfigArgs, POOL_LABEL } from "./pool-render";
 export { nodeTokens, parseLifetime, type PoolNodes, tokenEpoch, tokenSecretOf } from "./node-tokens";
 export { HOST_AGENT, HOST_NODE, INSTALL } from "./upgrader-scripts";
+export { STACK_LABEL, clusterScopedName, defaultNamespace, stackSlug } from "./stack-names";

@@ -17,6 +17,7 @@ type Ctor = new (name: string, args: never, opts?: pulumi.CustomResourceOptions)
 
 const KINDS: Readonly<Record<string, Ctor>> = {
   "v1/Namespace": k8s.core.v1.Namespace,
+  "v1/Node": k8s.core.v1.Node,
   "v1/ServiceAccount": k8s.core.v1.ServiceAccount,
   "v1/Secret": k8s.core.v1.Secret,
   "v1/ConfigMap": k8s.core.v1.ConfigMap,

@@ -66,13 +66,20 @@ export function localHostNames(pool: string, count: number): string[] {
 }
 
 /** Tags every node of a pool carries: what it runs, so the portal and the policy pack can see it. */
-export function poolTags(node: NodeConfigArgs, pool: string, bootstrapSha256: string): Record<string, string> {
+export function poolTags(
+  node: NodeConfigArgs,
+  pool: string,
+  bootstrapSha256: string,
+  bootstrapEpoch: string,
+): Record<string, string> {
   return {
     "winfleet-pool": pool,
     "winfleet-template": node.template,
     "winfleet-template-version": node.templateVersion,
     "winfleet-agent-version": node.agentVersion,
     "winfleet-bootstrap-sha256": bootstrapSha256,
+    // What the extension's forceUpdateTag is: it changes only when what the bootstrap does does.
+    "winfleet-bootstrap-epoch": bootstrapEpoch,
   };
 }
 
@@ -93,14 +100,29 @@ export interface PoolValues {
 }
 
 /**
+ * How many of `count` machines a change may take at once under `maxUnavailable` (a number, or a
+ * percentage rounded up as a DaemonSet rounds it): at least 1.
+ */
+export function batchSize(maxUnavailable: number | string, count: number): number {
+  const n =
+    typeof maxUnavailable === "number"
+      ? maxUnavailable
+      : Math.ceil((count * Number(maxUnavailable.replace(/%$/, ""))) / 100);
+  return Math.max(1, Math.min(Math.max(count, 1), Number.isFinite(n) ? n : 1));
+}
+
+/**
  * The non-secret agent config for a pool's nodes (content and secrets are
  * added on the node): the stack's content variables, the pool's over them,
  * and the join variables winfleet sets (the schema keeps stacks from setting those).
+ * A POSIX sandbox host's bootstrap adds the paths (kubeconfig, broker, root) under its
+ * install directory itself.
  */
 export function nodeAgentConfig(
   node: NodeConfigArgs,
   join: Readonly<Record<string, string>>,
   pool: PoolValues,
+  platform: "windows" | "posix" = "windows",
 ): Record<string, unknown> {
   const labels = Object.entries(pool.labels)
     .sort(([a], [b]) => (a < b ? -1 : 1))
@@ -116,9 +138,8 @@ export function nodeAgentConfig(
       ...(labels ? { KUBE_NODE_LABELS: labels } : {}),
       ...(pool.registerTaint ? { KUBE_REGISTER_TAINT: "true" } : {}),
     },
-    kubeconfig: NODE_KUBECONFIG[node.joinMethod],
-    broker: BROKER_CONFIG,
-    verifyIntervalSeconds: 300,
+    ...(platform === "windows" ? { kubeconfig: NODE_KUBECONFIG[node.joinMethod], broker: BROKER_CONFIG } : {}),
+    verifyIntervalSeconds: platform === "windows" ? 300 : 30,
     autoCorrect: true,
     ...(node.publicKey ? { publicKey: node.publicKey } : {}),
   };

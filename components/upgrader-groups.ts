@@ -6,6 +6,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { kubeResource } from "./kube-objects";
 import { POOL_LABEL } from "./pool-render";
+import { STACK_LABEL, stackSlug } from "./stack-names";
 import {
   type AgentTarget,
   type UpgraderGroup,
@@ -51,18 +52,23 @@ export interface UpgraderArgs {
   readonly versions: Readonly<Record<string, string>>;
 }
 
-/** The agent upgrader's groups: one per deployed pool, selected by its pool label, running the upgrader image. */
+/**
+ * The agent upgrader's groups: one per deployed pool, selected by its pool and stack labels (another stack's pool of
+ * the same name in the same cluster is not this one's), running the upgrader image. Local pools and POSIX BYO pools
+ * are sandbox hosts.
+ */
 export function agentGroups(
   u: UpgraderConfig,
-  pools: readonly { readonly name: string; readonly kind?: string }[],
+  pools: readonly { readonly name: string; readonly kind?: string; readonly platform?: string }[],
+  stack: string,
 ): UpgraderGroup[] {
   return pools.map((p) => ({
     name: p.name,
     image: u.image,
-    nodeSelector: { [POOL_LABEL]: p.name },
+    nodeSelector: { [POOL_LABEL]: p.name, [STACK_LABEL]: stackSlug(stack) },
     tolerations: [],
     config: {},
-    ...(p.kind === "local" ? { sandbox: true } : {}),
+    ...(p.kind === "local" || p.platform === "posix" ? { sandbox: true } : {}),
   }));
 }
 

@@ -3,15 +3,24 @@
  * VMs each with its NIC). The bootstrap travels as userData; a
  * CustomScriptExtension runs it, with the join token and any content SAS only
  * in `protectedSettings`, as Pulumi secrets, and `forceUpdateTag` set to the
- * bootstrap's SHA-256 so a changed bootstrap runs again. Nodes are tagged with
+ * bootstrap's epoch (bootstrap.ts), so a bootstrap that does something new runs
+ * again, and a new agent or template version, or a rotated secret, runs
+ * nothing: the upgrader is the one gate for versions. Nodes are tagged with
  * their template and versions.
  *
  * The other secret variables (kubeconfigs, kube-proxy's token) would not fit
  * the extension's 8,191-character command line: they go, as one JSON object,
  * into a Key Vault secret of the pool's own, which only the pool's identity
  * may read (Key Vault Secrets User on that secret alone); the bootstrap reads
- * it with an IMDS token, and the command names the version to read, so a
- * changed secret changes the extension's settings as an inline one did.
+ * its latest version with an IMDS token, so rotating one changes no machine's
+ * settings (a new machine reads the new value).
+ *
+ * A change that must touch running machines goes `maxUnavailable` at a time
+ * (the pool's, else the upgrader's): on `vms`, each machine's extension and
+ * (for a new image, which replaces them) the machine itself wait for the
+ * extension of the machine that many places before it. A scale set's model
+ * change reaches no running instance (Manual policy): docs/azure.md says how to
+ * roll its instances in batches.
  *
  * A scale set carries the extension in its own model: with the Manual upgrade
  * policy a separate extension resource would only change the model, and the
@@ -28,7 +37,7 @@
  */
 import * as azure from "@pulumi/azure-native";
 import * as pulumi from "@pulumi/pulumi";
-import { type BootstrapArgs, bootstrapHash, renderBootstrap } from "./bootstrap";
+import { type BootstrapArgs, bootstrapEpoch, bootstrapHash, renderBootstrap } from "./bootstrap";
 import {
   computerNames,
   poolIdentity,
@@ -66,6 +75,8 @@ export interface AzurePoolArgs extends PoolValues {
   readonly adminUsername: string;
   /** A public IP per node. */
   readonly publicIp: boolean;
+  /** Machines a change that must touch them takes at once (at least 1). */
+  readonly batch: number;
 }
 
 /** Arguments of {@link WindowsNodePool}. */
@@ -141,6 +152,10 @@ function sameHost(a: string, b: string): boolean {
   }
 }
 
+function dependsOnList(d: pulumi.CustomResourceOptions["dependsOn"]): pulumi.Input<pulumi.Resource>[] {
+  return d === undefined ? [] : Array.isArray(d) ? d : [d as pulumi.Input<pulumi.Resource>];
+}
+
 /** A pool of Windows nodes on Azure. */
 export class WindowsNodePool extends pulumi.ComponentResource {
   /** Computer names (individual VMs) or the scale set's name prefix followed by `*`. */
@@ -176,10 +191,11 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       ...(vault ? { vaultSecret: vault.url } : {}),
     });
     const hash = bootstrapHash(script);
+    const epoch = bootstrapEpoch(script);
     this.bootstrapHash = hash;
     this.contentUrl = args.content.url;
     const userData = Buffer.from(script).toString("base64");
-    const tags = poolTags(args.node, pool.name, hash);
+    const tags = poolTags(args.node, pool.name, hash, epoch);
     const image = imageOf(pool.image);
     const osDisk = { createOption: "FromImage", managedDisk: { storageAccountType: "Premium_LRS" } };
     const windowsConfiguration = { provisionVMAgent: true, enableAutomaticUpdates: false, timeZone: "UTC" };
@@ -189,7 +205,6 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       type: "SystemAssigned",
     };
     const machineOpts: pulumi.CustomResourceOptions = { parent: this, deleteBeforeReplace: true };
-    let secretsVersion: pulumi.Output<string | undefined> = pulumi.output(undefined);
     if (identityRef) {
       const uai = new azure.managedidentity.UserAssignedIdentity(
         `${name}-identity`,
@@ -232,8 +247,6 @@ export class WindowsNodePool extends pulumi.ComponentResource {
           },
           { parent: this },
         );
-        // The version the command names: the node reads exactly what this update wrote.
-        secretsVersion = secret.properties.apply((p) => /\/([0-9a-f]{32})$/.exec(p.secretUriWithVersion ?? "")?.[1]);
         const reader = new azure.authorization.RoleAssignment(
           `${name}-secrets-reader`,
           {
@@ -253,8 +266,8 @@ export class WindowsNodePool extends pulumi.ComponentResource {
     // The command line carries the join token, each machine's own where the pool has one per machine.
     const settingsWith = (small: NodeSecrets) =>
       pulumi.secret(
-        pulumi.all([secretsJson(small), args.content.sas ?? "", secretsVersion]).apply(([secrets, sas, version]) => ({
-          commandToExecute: extensionCommand(hash, secrets, args.content.auth === "sas" ? sas : undefined, version),
+        pulumi.all([secretsJson(small), args.content.sas ?? ""]).apply(([secrets, sas]) => ({
+          commandToExecute: extensionCommand(epoch, secrets, args.content.auth === "sas" ? sas : undefined),
         })),
       );
     const protectedSettings = settingsWith(inline);
@@ -313,7 +326,7 @@ export class WindowsNodePool extends pulumi.ComponentResource {
                 {
                   ...CSE,
                   name: BOOTSTRAP_EXTENSION,
-                  forceUpdateTag: this.bootstrapHash,
+                  forceUpdateTag: epoch,
                   settings: {},
                   protectedSettings,
                 },
@@ -326,7 +339,12 @@ export class WindowsNodePool extends pulumi.ComponentResource {
       this.nodeNames = [`${prefix}*`];
     } else {
       this.nodeNames = computerNames(args.stack, pool.name, pool.count);
+      const extensions: pulumi.Resource[] = [];
       this.nodeNames.forEach((computerName, i) => {
+        // Batches: machine i waits for the bootstrap of machine i - batch, so a change that touches running machines
+        // (a bootstrap that does something new, an image that replaces them) takes at most `batch` at once.
+        const before = extensions[i - pool.batch];
+        const batchOpts = before ? { dependsOn: [before] } : {};
         const ip = pool.publicIp
           ? new azure.network.PublicIPAddress(
               `${name}-${i + 1}-ip`,
@@ -376,9 +394,12 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             storageProfile: { imageReference: image, osDisk: { ...osDisk, deleteOption: "Delete" } },
             networkProfile: { networkInterfaces: [{ id: nic.id, primary: true }] },
           },
-          keepPassword("osProfile.adminPassword"),
+          {
+            ...keepPassword("osProfile.adminPassword"),
+            dependsOn: [...dependsOnList(machineOpts.dependsOn), ...(before ? [before] : [])],
+          },
         );
-        const bootstrap = new azure.compute.VirtualMachineExtension(
+        const extension = new azure.compute.VirtualMachineExtension(
           `${name}-${i + 1}-bootstrap`,
           {
             ...CSE,
@@ -386,13 +407,13 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             location: pool.location,
             vmName: vm.name,
             vmExtensionName: BOOTSTRAP_EXTENSION,
-            forceUpdateTag: this.bootstrapHash,
+            forceUpdateTag: epoch,
             settings: {},
             protectedSettings: args.join.secretsFor
               ? settingsWith(splitSecrets(args.join.secretsFor(computerName)).inline)
               : protectedSettings,
           },
-          { parent: this },
+          { parent: this, ...batchOpts },
         );
         // Sets the password the stack holds; its protected settings change, and it runs again, when that does.
         // After the bootstrap's: Azure runs one extension operation on a machine at a time.
@@ -407,8 +428,9 @@ export class WindowsNodePool extends pulumi.ComponentResource {
             settings: { UserName: pool.adminUsername },
             protectedSettings: pulumi.secret(pulumi.output(args.adminPassword).apply((Password) => ({ Password }))),
           },
-          { parent: this, dependsOn: [bootstrap] },
+          { parent: this, dependsOn: [extension] },
         );
+        extensions.push(extension);
       });
     }
     this.registerOutputs({ nodeNames: this.nodeNames, bootstrapHash: this.bootstrapHash, contentUrl: this.contentUrl });

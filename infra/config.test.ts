@@ -47,12 +47,15 @@ function pathsOf(value: unknown): string[] {
   }
 }
 
+/** A real ed25519 public host key, as ssh-keyscan prints it after the address. */
+const HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICXNVOzIIm1BJv7lEfBEQ5F0Gf3qntI7gbw6dHIL99mE";
+
 describe("stack config", () => {
   it("parses a valid fleet and fills defaults", () => {
     const f = parseFleetConfig(valid);
     const pool = f.pools[0];
     assert.equal(pool?.kind === "azure" && pool.mode, "vmss");
-    assert.equal(f.cluster?.namespace, "winfleet-system");
+    assert.equal(f.cluster?.namespace, undefined, "the program names it after the stack: winfleet-<stack>");
     assert.deepEqual(secretKeys(f), ["adminPassword", "joinToken"]);
   });
 
@@ -85,11 +88,20 @@ describe("stack config", () => {
     const byo = {
       ...valid,
       pools: [
-        { name: "a", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "admin" }] },
+        { name: "a", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "admin", hostKey: HOST_KEY }] },
         {
           name: "a",
           kind: "byo",
-          hosts: [{ name: "h2", address: "10.0.0.6", user: "admin", passwordSecret: "p", privateKeySecret: "k" }],
+          hosts: [
+            {
+              name: "h2",
+              address: "10.0.0.6",
+              user: "admin",
+              passwordSecret: "p",
+              privateKeySecret: "k",
+              hostKey: HOST_KEY,
+            },
+          ],
         },
       ],
     };
@@ -235,7 +247,11 @@ describe("the agent bundle's URL", () => {
     );
     const byo = issuesOf(
       withBundle(onAccount, { auth: "managedIdentity" }, [
-        { name: "lab", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "admin", passwordSecret: "p" }] },
+        {
+          name: "lab",
+          kind: "byo",
+          hosts: [{ name: "h1", address: "10.0.0.5", user: "admin", passwordSecret: "p", hostKey: HOST_KEY }],
+        },
       ]),
     );
     assert.deepEqual(byo, [
@@ -315,5 +331,61 @@ describe("the Azure subscription and the kube context a stack deploys to", () =>
     assert.equal(parseFleetConfig(f).cluster?.kubeContext, "dev-admin");
     f.cluster.kubeContext = "";
     assert.deepEqual(pathsOf(f), ["winfleet:fleet.cluster.kubeContext"]);
+  });
+});
+
+describe("a BYO host's key", () => {
+  const withHost = (host: Record<string, unknown>) => ({
+    ...valid,
+    pools: [
+      {
+        name: "lab",
+        kind: "byo",
+        hosts: [{ name: "h1", address: "10.0.0.5", user: "admin", passwordSecret: "p", ...host }],
+      },
+    ],
+  });
+  const issues = (value: unknown): string[] => {
+    try {
+      parseFleetConfig(value);
+      return [];
+    } catch (e) {
+      if (e instanceof ValidationError) return e.issues.map((i) => `${i.path}: ${i.message}`);
+      throw e;
+    }
+  };
+
+  it("is required, naming the key path, the command that prints it and the way to trust it on first use", () => {
+    const [issue, ...more] = issues(withHost({}));
+    assert.deepEqual(more, []);
+    assert.match(issue ?? "", /^winfleet:fleet\.pools\[0\]\.hosts\[0\]\.hostKey: is required: /);
+    assert.match(issue ?? "", /ssh-keyscan -t ed25519 -p 22 10\.0\.0\.5/);
+    assert.match(issue ?? "", /trustOnFirstUse: true/);
+  });
+
+  it("is taken as ssh-keyscan prints it, with a comment or without", () => {
+    assert.deepEqual(issues(withHost({ hostKey: HOST_KEY })), []);
+    assert.deepEqual(issues(withHost({ hostKey: `${HOST_KEY} root@winlab-01` })), []);
+  });
+
+  it("refuses what is no public key: another type, not base64, a blob of another type, cut short", () => {
+    const blob = HOST_KEY.split(" ")[1] ?? "";
+    for (const [key, why] of [
+      [`ssh-dss ${blob}`, /must start with the key type/],
+      ["ssh-ed25519 not*base64", /not base64/],
+      [`ecdsa-sha2-nistp256 ${blob}`, /does not hold a ecdsa-sha2-nistp256 key/],
+      ["ssh-ed25519 AAAAC3Nz", /does not hold a ssh-ed25519 key/],
+    ] as const) {
+      const [issue] = issues(withHost({ hostKey: key }));
+      assert.match(issue ?? "", /^winfleet:fleet\.pools\[0\]\.hosts\[0\]\.hostKey: /, key);
+      assert.match(issue ?? "", why, key);
+    }
+  });
+
+  it("may be left to the first up only when the entry says so, and not both", () => {
+    assert.deepEqual(issues(withHost({ trustOnFirstUse: true })), []);
+    assert.deepEqual(issues(withHost({ hostKey: HOST_KEY, trustOnFirstUse: true })), [
+      "winfleet:fleet.pools[0].hosts[0].trustOnFirstUse: must not be set with hostKey: the key given is the one trusted",
+    ]);
   });
 });

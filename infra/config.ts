@@ -114,6 +114,9 @@ const nodeLabels = z
   })
   .default({});
 
+/** How many of a pool's machines a change that must touch them (a bootstrap change, a new image) takes at once. */
+const poolMaxUnavailable = z.union([z.number().int().min(1), z.string().regex(/^\d+%$/, "a number or a percentage")]);
+
 const azurePool = z.strictObject({
   name,
   kind: z.literal("azure"),
@@ -141,6 +144,41 @@ const azurePool = z.strictObject({
   variables: variables.default({}),
   /** A public IP per node; the policy pack refuses it unless allowed. @default false */
   publicIp: z.boolean().default(false),
+  /**
+   * Machines a bootstrap change (vms: the extension re-runs) or an image change (vms: replaced) takes at once.
+   * @default the upgrader's maxUnavailable, else 1
+   */
+  maxUnavailable: poolMaxUnavailable.optional(),
+});
+
+/** The key types an OpenSSH server presents (what `ssh-keyscan` prints and `connection.hostKey` takes). */
+const HOST_KEY_TYPES = [
+  "ssh-ed25519",
+  "ecdsa-sha2-nistp256",
+  "ecdsa-sha2-nistp384",
+  "ecdsa-sha2-nistp521",
+  "ssh-rsa",
+  "sk-ssh-ed25519@openssh.com",
+  "sk-ecdsa-sha2-nistp256@openssh.com",
+];
+
+/** Why `key` is not a public host key in authorized_keys form (type, base64 blob, optional comment), or undefined. */
+export function hostKeyProblem(key: string): string | undefined {
+  const [type = "", blob = ""] = key.trim().split(/\s+/);
+  if (!HOST_KEY_TYPES.includes(type))
+    return `must start with the key type (${HOST_KEY_TYPES.slice(0, 3).join(", ")}, …), as ssh-keyscan prints it after the address`;
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(blob)) return "the key after its type is not base64";
+  const bytes = Buffer.from(blob, "base64");
+  const length = bytes.length >= 4 ? bytes.readUInt32BE(0) : -1;
+  // The blob begins with its own type as an SSH string: a key pasted under the wrong type, or cut short, fails here.
+  if (length < 0 || bytes.subarray(4, 4 + length).toString("latin1") !== type)
+    return `the key's data does not hold a ${type} key (cut short, or pasted under another type?)`;
+  return undefined;
+}
+
+const hostKey = z.string().superRefine((key, ctx) => {
+  const problem = hostKeyProblem(key);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
 
 const byoHost = z
@@ -151,20 +189,52 @@ const byoHost = z
     user: z.string().min(1),
     privateKeySecret: secretRef.optional(),
     passwordSecret: secretRef.optional(),
+    /**
+     * The host's public SSH host key (`ssh-ed25519 AAAA…`): the connection refuses a host that
+     * presents any other, before any credential or secret is sent.
+     */
+    hostKey: hostKey.optional(),
+    /**
+     * No key given: the first `pulumi up` records the key the host presents (ssh-keyscan) and pins
+     * it from then on. Whoever answers at the address at that moment is trusted. @default false
+     */
+    trustOnFirstUse: z.boolean().default(false),
   })
   .refine((h) => (h.privateKeySecret === undefined) !== (h.passwordSecret === undefined), {
     message: "set exactly one of privateKeySecret and passwordSecret",
+  })
+  .superRefine((h, ctx) => {
+    if (h.hostKey === undefined && !h.trustOnFirstUse)
+      ctx.addIssue({
+        code: "custom",
+        path: ["hostKey"],
+        message: `is required: the host's public SSH host key, as \`ssh-keyscan -t ed25519 -p ${h.port} ${h.address}\` prints it after the address (or the host's ssh_host_ed25519_key.pub holds it), so pulumi up sends its secrets to this host and no other; or set trustOnFirstUse: true to record the key the host presents on the first up (docs/deploying.md#host-keys)`,
+      });
+    if (h.hostKey !== undefined && h.trustOnFirstUse)
+      ctx.addIssue({
+        code: "custom",
+        path: ["trustOnFirstUse"],
+        message: "must not be set with hostKey: the key given is the one trusted",
+      });
   });
 
 const byoPool = z.strictObject({
   name,
   kind: z.literal("byo"),
+  /**
+   * `windows`: Windows hosts with OpenSSH Server (PowerShell bootstrap). `posix`: the sandbox
+   * template's POSIX twin (Linux with sshd, a sh bootstrap), for trying the BYO path on one
+   * machine (`winfleet local byo`). @default "windows"
+   */
+  platform: z.enum(["windows", "posix"]).default("windows"),
   hosts: z.array(byoHost).min(1),
   labels: nodeLabels,
   /** Register the nodes with the os=windows:NoSchedule taint. @default true */
   registerTaint: z.boolean().default(true),
   /** Values for content commands on these hosts, over `content.variables`. */
   variables: variables.default({}),
+  /** Hosts a bootstrap change re-runs on at once. @default the upgrader's maxUnavailable, else 1 */
+  maxUnavailable: poolMaxUnavailable.optional(),
 });
 
 /** Sandbox hosts on this machine (`winfleet local up`); the Pulumi program deploys nothing for them. */
@@ -222,7 +292,8 @@ const fleetShape = z.strictObject({
   cluster: z
     .strictObject({
       name,
-      namespace: name.default("winfleet-system"),
+      /** The namespace of the stack's cluster side. @default `winfleet-<stack>` (two stacks may share a cluster) */
+      namespace: name.optional(),
       join: joinSchema,
       /**
        * The kubeconfig context the cluster side is deployed with (from `KUBECONFIG` or

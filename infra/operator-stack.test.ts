@@ -23,11 +23,11 @@ import { operatorStackYaml, renderOperatorStack } from "./operator-stack";
 
 // What a kubeadm stack's program creates in the cluster: the cluster side, a content ConfigMap and an upgrader.
 const objects: CreatedObject[] = [
-  ...renderAgentAccess("winfleet-system"),
-  ...renderKubeadmJoin("abcdef", "0123456789abcdef", "winfleet", "2030-01-01T00:00:00Z"),
-  ...renderNodeApproval("winfleet-system", [{ id: "abcdef", pool: "win", names: ["win-1"] }]),
-  ...renderKubeProxyAccess("winfleet-system"),
-  ...renderCalicoAccess("winfleet-system"),
+  ...renderAgentAccess("winfleet-system", "dev"),
+  ...renderKubeadmJoin("dev", "abcdef", "0123456789abcdef", "winfleet", "2030-01-01T00:00:00Z"),
+  ...renderNodeApproval("winfleet-system", "dev", [{ id: "abcdef", pool: "win", names: ["win-1"] }]),
+  ...renderKubeProxyAccess("winfleet-system", "dev"),
+  ...renderCalicoAccess("winfleet-system", "dev"),
   { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "winfleet-content-0123", namespace: "winfleet-system" } },
   {
     apiVersion: "apps/v1",

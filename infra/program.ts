@@ -17,13 +17,17 @@ import { ByoWindowsHost } from "../components/byo-windows-host";
 import { ClusterJoin } from "../components/cluster-join";
 import { ContentBundle, buildArchive } from "../components/content-bundle";
 import {
+  batchSize,
   computerNames,
   DEFAULT_NODE_RUNTIME,
+  defaultNamespace,
   localHostNames,
   type NodeConfigArgs,
   POOL_LABEL,
   type PoolNodes,
   scaleSetPrefix,
+  STACK_LABEL,
+  stackSlug,
 } from "../components";
 import { WindowsNodePool } from "../components/windows-node-pool";
 import { WinsUpgrader } from "../components/wins-upgrader";
@@ -123,7 +127,8 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   if (!fleet.cluster || !fleet.agent) return { pools };
   const joined = fleet.pools;
 
-  const ns = fleet.cluster.namespace;
+  // The stack names what it puts outside its namespace, and by default the namespace: two stacks can share a cluster.
+  const ns = fleet.cluster.namespace ?? defaultNamespace(stack);
   // Every node the stack declares, by name where it knows one: each gets a join token for that name alone.
   const nodes: PoolNodes[] = joined.map((p) =>
     p.kind === "azure"
@@ -139,6 +144,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     "cluster",
     {
       namespace: ns,
+      stack,
       join: fleet.cluster.join,
       secret: config.requireSecret(fleet.cluster.join.tokenSecret),
       nodes,
@@ -193,14 +199,16 @@ export async function fleetProgram(): Promise<FleetOutputs> {
   };
 
   for (const pool of deployed) {
-    const labels = { ...pool.labels, [POOL_LABEL]: pool.name };
+    const labels = { ...pool.labels, [POOL_LABEL]: pool.name, [STACK_LABEL]: stackSlug(stack) };
+    // A change that must touch a pool's machines takes this many at once.
+    const maxUnavailable = pool.maxUnavailable ?? fleet.upgrader?.maxUnavailable ?? 1;
     if (pool.kind === "azure") {
       const p = new WindowsNodePool(
         pool.name,
         {
           stack,
           node,
-          pool: { ...pool, labels },
+          pool: { ...pool, labels, batch: batchSize(maxUnavailable, pool.count) },
           bootstrap,
           content: {
             url: content.url,
@@ -225,7 +233,9 @@ export async function fleetProgram(): Promise<FleetOutputs> {
       pools[pool.name] = { nodeNames: p.nodeNames, bootstrapSha256: p.bootstrapHash, contentUrl: p.contentUrl };
     } else if (pool.kind === "byo") {
       const hashes: Record<string, string> = {};
-      for (const host of pool.hosts) {
+      const batch = batchSize(maxUnavailable, pool.hosts.length);
+      const runs: pulumi.Resource[] = [];
+      for (const [i, host] of pool.hosts.entries()) {
         // Each host's registrations run before the next host is declared: declared all at once, a fleet's every
         // resource is in flight together, and under the mocks of `winfleet render` (where every registration settles
         // in the same turn) that held 1,000 hosts' promises live at once, most of the render's time spent in the
@@ -236,7 +246,15 @@ export async function fleetProgram(): Promise<FleetOutputs> {
           {
             node,
             pool: { ...pool, labels },
-            host: { name: host.name, address: host.address, port: host.port, user: host.user },
+            host: {
+              name: host.name,
+              address: host.address,
+              port: host.port,
+              user: host.user,
+              hostKey: host.hostKey,
+              trustOnFirstUse: host.trustOnFirstUse,
+            },
+            platform: pool.platform,
             bootstrap,
             content: { archivePath: content.archivePath, sha256: content.sha256 },
             join: joinFor(pool.name, host.name),
@@ -244,10 +262,12 @@ export async function fleetProgram(): Promise<FleetOutputs> {
               kind: host.privateKeySecret !== undefined ? "privateKey" : "password",
               value: secret(host.privateKeySecret ?? host.passwordSecret ?? ""),
             },
+            ...(runs[i - batch] ? { after: runs[i - batch] } : {}),
           },
           // The bootstrap joins with the token, and the upgrades it sets up read the published content.
           after([join, content], providers),
         );
+        runs.push(h.bootstrapRun);
         hashes[host.name] = h.bootstrapHash;
       }
       pools[pool.name] = { nodeNames: pool.hosts.map((h) => h.name), bootstrapSha256: hashes, contentUrl: content.url };
@@ -256,7 +276,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
 
   const daemonSets: string[] = [];
   if (fleet.upgrader) {
-    const common = { namespace: ns, serviceAccount: "winfleet-upgrader", upgrader: fleet.upgrader };
+    const common = { namespace: ns, serviceAccount: "winfleet-upgrader", upgrader: fleet.upgrader, stack };
     const target = {
       template: fleet.content.template,
       templateVersion: fleet.content.templateVersion,

@@ -49,7 +49,7 @@ export function scrub(value: unknown): unknown {
   if (value === null || typeof value !== "object") return value;
   const o = value as Record<string, unknown>;
   if (o[SECRET_SIG] === SECRET) return MASK;
-  if (o[SECRET_SIG] === ASSET)
+  if (o[SECRET_SIG] === ASSET || o.__pulumiAsset === true)
     return { asset: typeof o.path === "string" ? basename(o.path) : typeof o.text === "string" ? "text" : "asset" };
   return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, scrub(v)]));
 }
@@ -74,7 +74,8 @@ export function renderFiles(resources: readonly Registered[]): Map<string, strin
       file = `${slug(pkg)}/${slug(mod)}-${slug(kind)}-${slug(r.name)}.json`;
       files.set(file, `${canonicalJson({ type: r.type, name: r.name, inputs })}\n`);
     }
-    for (const script of bootstraps(r)) files.set(`bootstrap/${slug(r.name)}.ps1`, script);
+    for (const script of bootstraps(r))
+      files.set(`bootstrap/${slug(r.name)}.${script.startsWith("#!/bin/sh") ? "sh" : "ps1"}`, script);
     index.push({ type: r.type, name: r.name, ...(file ? { file } : {}) });
   }
   files.set(
@@ -84,15 +85,15 @@ export function renderFiles(resources: readonly Registered[]): Map<string, strin
   return files;
 }
 
-// The bootstrap a resource carries: a VM's userData (base64), or what a BYO upload writes.
+// The bootstrap a resource carries: a VM's userData (base64), or the text a BYO host's bootstrap copy writes.
 function bootstraps(r: Registered): string[] {
   const i = r.inputs;
   const profile = (i.virtualMachineProfile ?? {}) as Record<string, unknown>;
   const userData =
     typeof i.userData === "string" ? i.userData : typeof profile.userData === "string" ? profile.userData : undefined;
   if (userData) return [Buffer.from(userData, "base64").toString("utf8")];
-  if (r.type === "command:remote:Command" && r.name.endsWith("-upload-bootstrap") && typeof i.stdin === "string")
-    return [i.stdin];
+  const source = i.source as { text?: unknown } | undefined;
+  if (r.type === "command:remote:CopyToRemote" && typeof source?.text === "string") return [source.text];
   return [];
 }
 
@@ -205,6 +206,7 @@ async function runProgram(
   );
   const outputs = await program();
   await settled();
+  for (const r of resources) await resolveAssets(r.inputs);
   resources.sort((x, y) => (x.type === y.type ? (x.name < y.name ? -1 : 1) : x.type < y.type ? -1 : 1));
   return { resources, outputs };
 }
@@ -283,6 +285,17 @@ export function maskSecrets(a: unknown, b: unknown, inSecret: boolean, where: st
     );
   }
   return Object.is(a, b) ? a : differs();
+}
+
+// Under mocks an asset reaches the monitor as the SDK's object, its text or path a promise: resolved in place, so
+// what a copy carries (a BYO host's bootstrap) renders as text.
+async function resolveAssets(value: unknown): Promise<void> {
+  if (value === null || typeof value !== "object") return;
+  const o = value as Record<string, unknown>;
+  for (const [k, v] of Object.entries(o)) {
+    if (o.__pulumiAsset === true && v instanceof Promise) o[k] = (await v) as unknown;
+    else await resolveAssets(v);
+  }
 }
 
 // Waits for every resource registration to reach the mock monitor.

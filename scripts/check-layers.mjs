@@ -30,7 +30,7 @@ const SKIPPED_DIRS = new Set(["node_modules", "dist", "generated"]);
  */
 const LAYERS = [
   ["agent/common", "agent", "policy"],
-  ["agent/ignition", "agent/release", "agent/upgrade", "agent/broker", "agent/cluster"],
+  ["agent/ignition", "agent/release", "agent/upgrade", "agent/broker", "agent/cluster", "agent/ssh"],
   ["agent/shell", "agent/content"],
   ["agent/lifecycle"],
   ["agent/service"],

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # One command that installs everything winfleet's tests need on a fresh Debian
 # machine of this kind: npm dependencies, the real engines built with Go (the
-# Pulumi CLI, its Node.js language host and Kubernetes plugin, kube-apiserver,
-# kube-controller-manager, etcd; cached outside the checkout), CoreOS Ignition
-# (Debian `ignition`), socat, shellcheck, Chromium, openssl, the
-# proxies the reporter's proxy-url tests go through (tinyproxy, microsocks), and
-# Wine with Windows' own Node.js for the Wine test tier. It
+# Pulumi CLI, Pulumi's own Node.js language host, the `kubernetes` and `command`
+# resource plugins, kube-apiserver, kube-controller-manager, etcd; cached outside
+# the checkout, fetched through whatever GOPROXY and GONOSUMDB the environment
+# gives), CoreOS Ignition (Debian `ignition`), socat, shellcheck, Chromium,
+# openssl, OpenSSH's server (the sandbox hosts a bring-your-own stack adopts),
+# the proxies the reporter's proxy-url tests go through (tinyproxy, microsocks),
+# and Wine with Windows' own Node.js for the Wine test tier. It
 # says what it could not install and why, and exits non-zero when the npm install
 # fails or, in CI, when anything is missing.
 set -uo pipefail
@@ -80,6 +82,12 @@ fi
 # PowerShell is not installed here: no registry this machine reaches carries it.
 # Its runner's tests run wherever pwsh is on PATH and say they were skipped where not;
 # every PowerShell script is still parsed by tree-sitter-powershell (an npm dependency).
+note "OpenSSH server (the sandbox hosts bring-your-own stacks adopt over SSH)"
+# Installed, never started as a system service: each sandbox host runs its own sshd.
+if [ -x /usr/sbin/sshd ]; then echo "present: /usr/sbin/sshd"
+elif apt_install openssh-server; then echo "installed: /usr/sbin/sshd"
+else missing+=("sshd: 'apt-get install openssh-server' failed"); fi
+
 note "PowerShell (optional)"
 if command -v pwsh >/dev/null; then echo "present: $(command -v pwsh): the PowerShell runner's tests will run"
 else echo "absent: the PowerShell runner's tests will be skipped (scripts are still syntax-checked)"; fi

@@ -10,6 +10,7 @@ import type * as IgnitionCommands from "./ignition-commands";
 import type * as InspectCommands from "./inspect-commands";
 import type { LazyModule } from "./lazy-commands";
 import type * as LifecycleCommands from "./lifecycle-commands";
+import type * as SandboxNodeCommands from "./sandbox-node-commands";
 import type * as ServeCommand from "./serve-command";
 import type * as UpgradeCommands from "./upgrade-commands";
 
@@ -39,6 +40,10 @@ export const AGENT_COMMANDS: readonly LazyModule[] = [
   {
     names: ["up", "service"],
     load: () => (require("./upgrade-commands") as typeof UpgradeCommands).registerUpgradeCommands,
+  },
+  {
+    names: ["sandbox-node"],
+    load: () => (require("./sandbox-node-commands") as typeof SandboxNodeCommands).registerSandboxNodeCommands,
   },
   {
     names: ["ready", "retarget", "service"],

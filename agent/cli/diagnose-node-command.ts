@@ -14,7 +14,7 @@ interface Flags {
   readonly kubeconfig?: string;
   readonly out?: string;
   readonly since?: string;
-  readonly namespace: string;
+  readonly namespace?: string;
   readonly timeout: string;
 }
 
@@ -40,8 +40,7 @@ export function registerDiagnoseNodeCommand(program: Command): void {
     .option("--since <duration>", "how far back the node's logs go, e.g. 30m, 2h, 7d (the agent's default: 24h)")
     .option(
       "-n, --namespace <ns>",
-      "the namespace winfleet's upgraders run in; the pod is made there",
-      "winfleet-system",
+      "the namespace winfleet's upgraders run in; the pod is made there (default: winfleet-<stack> by the node's winfleet.io/stack label, else winfleet-system)",
     )
     .option("--timeout <duration>", "the most the whole fetch may take (also the pod's activeDeadlineSeconds)", "5m")
     .action(async (node: string, flags: Flags) => {
@@ -72,7 +71,7 @@ export function registerDiagnoseNodeCommand(program: Command): void {
       const onSignal = (): void => {
         if (!interrupt.signal.aborted) return interrupt.abort();
         process.stderr.write(
-          `error: interrupted again: the diagnose pod may be left; delete it with kubectl -n ${flags.namespace} delete pods -l app.kubernetes.io/name=winfleet-diagnose\n`,
+          `error: interrupted again: the diagnose pod may be left; delete it with kubectl -n ${flags.namespace ?? "<namespace>"} delete pods -l app.kubernetes.io/name=winfleet-diagnose\n`,
         );
         process.exit(130);
       };

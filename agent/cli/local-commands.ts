@@ -7,10 +7,12 @@ import type { Command } from "commander";
 import {
   agentEntry,
   DEFAULT_STATE_DIR,
+  localByo,
   localDiagnose,
   localDown,
   localExec,
   localLogs,
+  localSshHosts,
   localStatus,
   localUp,
 } from "../fleet";
@@ -25,6 +27,22 @@ async function exit(work: () => Promise<number>): Promise<void> {
   } catch (e) {
     failure(e);
   }
+}
+
+/** Runs `work` until SIGINT or SIGTERM aborts the signal it is given. */
+function untilSignal(work: (stop: AbortSignal) => Promise<number>): Promise<void> {
+  return exit(async () => {
+    const stop = new AbortController();
+    const onSignal = (): void => stop.abort();
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+    try {
+      return await work(stop.signal);
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
+  });
 }
 
 /** Registers `local`. */
@@ -124,5 +142,27 @@ export function registerLocalCommands(program: Command): void {
       ];
       return exit(() => localDiagnose(resolve(opts.stateDir), host, args, agentEntry()));
     },
+  );
+
+  stateDirOption(
+    local
+      .command("byo")
+      .description(
+        "try bring-your-own hosts in one command: a local control plane, sandbox hosts reached over SSH, and the stack adopting them with pulumi up (as root; Ctrl-C destroys it all)",
+      )
+      .option("--hosts <n>", "number of hosts", (v) => Number(v), 3),
+  ).action((opts: { stateDir: string; hosts: number }) =>
+    untilSignal((stop) => localByo({ stateDir: resolve(opts.stateDir), hosts: opts.hosts, stop }, process.stdout)),
+  );
+
+  stateDirOption(
+    local
+      .command("ssh-hosts")
+      .description(
+        "start N sandbox hosts reached over SSH (each its own address, sshd, user and host key; as root) until Ctrl-C",
+      )
+      .option("--hosts <n>", "number of hosts", (v) => Number(v), 3),
+  ).action((opts: { stateDir: string; hosts: number }) =>
+    untilSignal((stop) => localSshHosts({ stateDir: resolve(opts.stateDir), hosts: opts.hosts, stop }, process.stdout)),
   );
 }

@@ -10,3 +10,5 @@ export { NodeStandIn, tlsBootstrap } from "./node-stand-in";
 export { PodRunner } from "./pod-runner";
 export { pulumiProject } from "./pulumi-project";
 export { approveNodeCsrs, NODE_NAMES_CONFIGMAP, runNodeApprover, WINFLEET_TOKEN_GROUP } from "./node-approver";
+export { CLUSTER_INFO, discoverClusterCa, publishClusterInfo, spkiPin } from "./cluster-info";
+export { type SandboxNode, startSandboxNode } from "./sandbox-node";

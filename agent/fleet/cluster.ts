@@ -24,7 +24,7 @@ import {
 } from "../cluster";
 import { AgentError, AgentErrorCode } from "../common";
 import { AGENT_VERSION as VERSION } from "../version";
-import { POOL_LABEL } from "../../components";
+import { POOL_LABEL, STACK_LABEL, stackSlug } from "../../components";
 import { type FleetSpec, hostNames, hostPaths } from "./spec";
 
 /** What the status page shows of the cluster: the Nodes, the upgrader DaemonSets' rollouts and recent Events. */
@@ -143,6 +143,8 @@ export async function clusterView(api: KubeClient, namespace: string): Promise<C
 
 const ENGINES = ["kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes"] as const;
 const STACK = "local";
+/** The namespace of the local fleet's cluster side. */
+export const LOCAL_NAMESPACE = "winfleet-system";
 
 /** `n` characters of [a-z0-9], as bootstrap token ids and secrets are made of. */
 function random(n: number): string {
@@ -163,6 +165,8 @@ export async function clusterStackYaml(
   const fleet = { ...((doc.config?.["winfleet:fleet"] ?? {}) as Record<string, unknown>) };
   fleet.cluster = {
     name: "local",
+    // Named, not the stack's default: the status page and diagnose read the fleet's cluster side here.
+    namespace: LOCAL_NAMESPACE,
     join: {
       method: "kubeadm",
       apiServer: cp.server,
@@ -269,7 +273,7 @@ export async function startLocalCluster(
       };
       await admin.put(`${path}/approval`, { ...obj, status: { ...obj.status, conditions: [approved] } });
     };
-    const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool };
+    const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool, [STACK_LABEL]: stackSlug(STACK) };
     const joined = new Map<string, string>();
     await Promise.all(
       hostNames(spec.pool, spec.hosts).map(async (name) => {
@@ -321,7 +325,7 @@ export async function startLocalCluster(
         runner.start();
       }
     };
-    const view = () => clusterView(admin, "winfleet-system");
+    const view = () => clusterView(admin, LOCAL_NAMESPACE);
     return { server: cp.server, kubeconfig, kubeconfigFor: (host) => joined.get(host), startPods, deploy, view, stop };
   } catch (e) {
     await stop();

@@ -12,3 +12,4 @@ export {
   localStatus,
   localUp,
 } from "./local";
+export { type ByoLab, localByo, localSshHosts, startByoLab } from "./byo";

@@ -13,13 +13,17 @@ import { KubeError } from "../cluster";
 import { AgentError, AgentErrorCode, errorMessage, printable, writeFileAtomic } from "../common";
 import { FrameError, FrameReader } from "../diagnose";
 import type { OperatorApi } from "./operator-api";
+import { STACK_LABEL } from "../../components";
 
 /** What to fetch, from where, and how long it may take. */
 export interface DiagnoseNodeOptions {
   readonly api: OperatorApi;
   readonly node: string;
-  /** Where winfleet's upgraders run, and where the pod is made. */
-  readonly namespace: string;
+  /**
+   * Where winfleet's upgraders run, and where the pod is made. @default the node's stack's: `winfleet-<stack>` by its
+   * `winfleet.io/stack` label (a stack's default namespace), else `winfleet-system`
+   */
+  readonly namespace?: string | undefined;
   /** Passed to the agent's `--since` (already checked). */
   readonly since?: string;
   /** The most the whole fetch may take; also the pod's activeDeadlineSeconds. */
@@ -252,9 +256,11 @@ const sleep = (ms: number, signal: AbortSignal) =>
 
 /** Fetches the node's archive through the cluster and writes it to `out`. */
 export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNodeResult> {
-  const { api, namespace } = o;
+  const { api } = o;
   const say = o.progress ?? (() => undefined);
   const node = await readyNode(api, o.node);
+  const stack = node.metadata.labels?.[STACK_LABEL];
+  const namespace = o.namespace ?? (stack ? `winfleet-${stack}` : "winfleet-system");
   const upgrader = await upgraderFor(api, namespace, node);
   const deadlineAt = Date.now() + o.timeoutMs;
   const timeout = new AbortController();

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Builds the real engines winfleet's tests and `winfleet local up --cluster` run — the Pulumi CLI
-// and its Node.js language host, the Kubernetes resource plugin, kube-apiserver,
-// kube-controller-manager and etcd — with this machine's Go, through the Go module proxy, at the
+// and Pulumi's own Node.js language host, the `kubernetes` and `command` resource plugins,
+// kube-apiserver, kube-controller-manager and etcd — with this machine's Go, through the Go module
+// proxy the environment names (GOPROXY and GONOSUMDB are passed through as given), at the
 // versions scripts/engines/engines.json pins. Each build is cached outside the checkout by name,
 // version and a digest of the module that builds it, so a second run rebuilds nothing.
 //

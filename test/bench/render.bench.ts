@@ -31,6 +31,7 @@ function stackWith(hosts: number): string {
     address: `10.${Math.floor(i / 250)}.${i % 250}.10`,
     user: "Administrator",
     privateKeySecret: "sshKeyOps",
+    hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICXNVOzIIm1BJv7lEfBEQ5F0Gf3qntI7gbw6dHIL99mE",
   }));
   const file = join(work, `Pulumi.byo${hosts}.yaml`);
   writeFileSync(file, toYaml(doc));

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, it } from "node:test";
 import { scratchDir } from "../support";
 
@@ -76,6 +77,17 @@ describe("check-words", () => {
     const r = check(path);
     assert.equal(r.status, 0, r.stdout + r.stderr);
     assert.equal(r.stdout, "");
+  });
+
+  it("lets CI's script alone name the module proxy beside the checkout, and nothing else outside it", async () => {
+    const { findWords } = (await import(pathToFileURL(SCRIPT).href)) as {
+      findWords: (text: string, tracked: ReadonlySet<string>, file: string) => { words: string }[];
+    };
+    const proxy = unbar('GOPROXY="file://$(cd ../sha|red/goproxy && pwd),$(go env GOPROXY)"');
+    assert.deepEqual(findWords(proxy, new Set(), ".ci/run"), []);
+    assert.equal(findWords(proxy, new Set(), "scripts/setup.sh").length, 1, "the same line anywhere else is refused");
+    assert.equal(findWords(unbar("see ../sha|red/reference/x.md"), new Set(), ".ci/run").length, 1);
+    assert.equal(findWords(unbar("read /wo|rk/shared/goproxy"), new Set(), ".ci/run").length, 1);
   });
 
   it("an unreadable file is a usage error (exit 2), not a pass", () => {

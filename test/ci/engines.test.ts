@@ -2,7 +2,10 @@
  * The engines set-up builds are pinned once, in scripts/engines/engines.json: each version must
  * be the one its Go module requires, and the Pulumi engine and plugins must be the releases of
  * the npm packages the program runs with (the engine runs a plugin of exactly the version the
- * SDK package asks for, and refuses to download one).
+ * SDK package asks for, and refuses to download one). A module with no version tag of its own
+ * (Pulumi's Node.js language host, the `command` provider) is pinned by the pseudo-version of its
+ * release's commit: go.mod requires exactly that, go.sum holds its digest, and the pin names the
+ * release tag the engine is the build of.
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -20,6 +23,7 @@ const manifest = JSON.parse(readFileSync(join(root, "scripts", "engines", "engin
     npm?: string;
     copyModule?: string;
     replace?: string[];
+    pins?: { module: string; version: string; tag: string; commit: string }[];
   }[];
 };
 const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as {
@@ -40,6 +44,22 @@ describe("engine pins", () => {
           "m",
         ).exec(gomod)?.[1];
         assert.equal(required, engine.version);
+      });
+    }
+    for (const pin of engine.pins ?? []) {
+      it(`${engine.name}: ${pin.module} is pinned at ${pin.tag}'s commit in go.mod and go.sum`, () => {
+        const dir = join(root, "scripts", "engines", engine.module ?? "");
+        const gomod = readFileSync(join(dir, "go.mod"), "utf8");
+        const required = new RegExp(`^\\s*(?:require\\s+)?${pin.module.replaceAll(".", "\\.")} (v\\S+)`, "m").exec(
+          gomod,
+        )?.[1];
+        assert.equal(required, pin.version);
+        // A pseudo-version ends in the commit's first 12 hex digits: the one the release tag names.
+        assert.match(pin.version, /^v\d+\.0\.0-\d{14}-[0-9a-f]{12}$/);
+        assert.equal(pin.version.slice(-12), pin.commit);
+        assert.equal(pin.tag, engine.version, "the engine is the build of the pinned release");
+        const sum = readFileSync(join(dir, "go.sum"), "utf8");
+        assert.ok(sum.includes(`${pin.module} ${pin.version} h1:`), `go.sum holds ${pin.module}'s digest`);
       });
     }
     if (engine.npm) {

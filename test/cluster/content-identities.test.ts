@@ -85,7 +85,11 @@ describe(
       dir = mkdtempSync(join(tmpdir(), "winfleet-identities-"));
       cp = await startTestControlPlane(engines);
       admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
-      const objects = [...renderAgentAccess(NS), ...renderKubeProxyAccess(NS), ...renderCalicoAccess(NS)];
+      const objects = [
+        ...renderAgentAccess(NS, "test"),
+        ...renderKubeProxyAccess(NS, "test"),
+        ...renderCalicoAccess(NS, "test"),
+      ];
       // The namespace, then the accounts, then what names them (as ClusterJoin orders them).
       const order = (o: KubeObject): number => (o.kind === "Namespace" ? 0 : o.kind === "ServiceAccount" ? 1 : 2);
       for (const o of [...objects].sort((a, b) => order(a) - order(b))) await admin.post(collection(o), o);

@@ -92,14 +92,16 @@ describe(
               secret: tokenSecretOf(STACK_SECRET, EPOCH, t),
               expiration: dayAway(),
               pool: t.pool,
+              stack: "test",
               ...(t.node ? { node: t.node } : {}),
             },
             "test",
           ),
         ),
-        ...renderTlsBootstrapAccess(),
+        ...renderTlsBootstrapAccess("test"),
         ...renderNodeApproval(
           NS,
+          "test",
           tokens.map((t) => ({ id: t.id, ...allowedNames(t) })),
         ),
       ]);
@@ -181,7 +183,7 @@ describe(
       const secret = tokenSecretOf(STACK_SECRET, EPOCH, t);
       await createObjects(admin, [
         renderBootstrapToken(
-          { id: t.id, secret, expiration: "2001-01-01T00:00:00Z", pool: "old", node: "win-old" },
+          { id: t.id, secret, expiration: "2001-01-01T00:00:00Z", pool: "old", node: "win-old", stack: "test" },
           "old",
         ),
       ]);

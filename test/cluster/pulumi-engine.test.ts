@@ -27,7 +27,8 @@ import {
 } from "../support";
 
 const engines = enginesOrSkip("kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes");
-const NS = "winfleet-system";
+// The stack's own namespace: `winfleet-<stack>` when the stack names none.
+const NS = "winfleet-e2e";
 const TOKEN_ID = "e2etok";
 const TOKEN_SECRET = "q2w3e4r5t6y7u8i9";
 const STACK = "e2e";

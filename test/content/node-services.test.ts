@@ -91,7 +91,7 @@ describe("kube-proxy's identity", () => {
 });
 
 describe("ClusterJoin's kube-proxy access", () => {
-  const objects = renderKubeProxyAccess("winfleet-system");
+  const objects = renderKubeProxyAccess("winfleet-system", "test");
 
   it("validates against the Kubernetes OpenAPI schema", () => {
     for (const o of objects) validateKubernetesObject(o);
@@ -140,7 +140,7 @@ describe("ClusterJoin's kube-proxy access", () => {
       binding.subjects.map((s) => `${s.kind}/${s.name}`),
       [`ServiceAccount/${KUBE_PROXY_ACCOUNT}`],
     );
-    assert.equal(binding.roleRef.name, "winfleet:kube-proxy");
+    assert.equal(binding.roleRef.name, "winfleet:test:kube-proxy");
   });
 });
 
@@ -168,7 +168,7 @@ describe("Calico's identity", () => {
   });
 
   it("is provisioned by ClusterJoin: a service account, its token Secret, a ClusterRole and a kube-system Role, all schema-valid", () => {
-    const objects = renderCalicoAccess("winfleet-system");
+    const objects = renderCalicoAccess("winfleet-system", "test");
     for (const o of objects) validateKubernetesObject(o);
     const secret = objects.find((o) => o.kind === "Secret") as unknown as {
       metadata: { name: string; annotations: Record<string, string> };

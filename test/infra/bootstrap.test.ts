@@ -3,7 +3,14 @@ import { describe, it } from "node:test";
 import { scriptFacts } from "../../agent/content/powershell-facts";
 import { powerShellSyntaxErrors } from "../../agent/content/powershell-syntax";
 import { agentConfigSchema } from "../../agent/service/config";
-import { ACCESS_RETRY_MINUTES, bootstrapHash, renderBootstrap, type BootstrapArgs } from "../../components/bootstrap";
+import {
+  ACCESS_RETRY_MINUTES,
+  TARGET_LINE,
+  bootstrapEpoch,
+  bootstrapHash,
+  renderBootstrap,
+  type BootstrapArgs,
+} from "../../components/bootstrap";
 import { DEFAULT_NODE_RUNTIME } from "../../components/node-runtime";
 
 const blob = {
@@ -24,6 +31,12 @@ const args: BootstrapArgs = {
   secretVariables: ["KUBE_BOOTSTRAP_TOKEN", "CALICO_KUBECONFIG"],
 };
 
+/** The target line's JSON. */
+function targetOf(script: string): { agent: unknown; content: unknown; template?: string; templateVersion?: string } {
+  const line = new RegExp(TARGET_LINE.pattern, "m").exec(script)?.[0] ?? "";
+  return JSON.parse(/'(.*)'/.exec(line)?.[1]?.replace(/''/g, "'") ?? "{}") as ReturnType<typeof targetOf>;
+}
+
 describe("bootstrap", () => {
   it("parses with zero PowerShell syntax errors, in every content mode", async () => {
     for (const content of [
@@ -36,7 +49,7 @@ describe("bootstrap", () => {
     }
   });
 
-  it("is deterministic and its hash follows its content", () => {
+  it("is deterministic and its hash follows its content (its epoch, what it does)", () => {
     assert.equal(renderBootstrap(args), renderBootstrap({ ...args }));
     assert.notEqual(
       bootstrapHash(renderBootstrap(args)),
@@ -46,27 +59,37 @@ describe("bootstrap", () => {
 
   it("verifies the Node runtime, the agent and the content by SHA-256 before using them", () => {
     const s = renderBootstrap(args);
-    for (const a of [DEFAULT_NODE_RUNTIME, args.agent, blob]) {
-      assert.ok(s.includes(`-Url '${a.url}' -ExpectedHash '${a.sha256.toUpperCase()}'`), a.url);
-    }
+    assert.ok(
+      s.includes(`-Url '${DEFAULT_NODE_RUNTIME.url}' -ExpectedHash '${DEFAULT_NODE_RUNTIME.sha256.toUpperCase()}'`),
+    );
+    // The agent's and the content's URL and digest are the target line's.
+    const target = targetOf(s);
+    assert.deepEqual(target.agent, { url: args.agent.url, sha256: args.agent.sha256, version: "0.2.0" });
+    assert.deepEqual(target.content, { url: blob.url, sha256: blob.sha256 });
+    assert.match(
+      s,
+      /Get-Pinned -Url \$winfleetTarget\.agent\.url -ExpectedHash \$winfleetTarget\.agent\.sha256\.ToUpperInvariant\(\)/,
+    );
+    assert.match(
+      s,
+      /Get-Pinned -Url \$winfleetTarget\.content\.url -ExpectedHash \$contentHash -Path \$contentArchive/,
+    );
     assert.match(s, /throw "SHA-256 of \$shown is \$actual, expected \$ExpectedHash"/);
     const copied = renderBootstrap({
       ...args,
       content: { kind: "file", path: "C:\\up\\content.tgz", sha256: "d".repeat(64) },
     });
-    assert.match(copied, new RegExp(`Assert-Pinned -Path 'C:\\\\up\\\\content.tgz' -ExpectedHash '${"D".repeat(64)}'`));
+    assert.deepEqual(targetOf(copied).content, { path: "C:\\up\\content.tgz", sha256: "d".repeat(64) });
+    assert.match(copied, /Assert-Pinned -Path \$winfleetTarget\.content\.path -ExpectedHash \$contentHash/);
   });
 
   it("reads blobs with the managed identity, or with a SAS passed as an argument", () => {
     assert.match(
       renderBootstrap({ ...args, content: { ...blob, auth: "managedIdentity" } }),
-      /-Headers \(Get-StorageHeaders\)/,
+      /-Path \$contentArchive -Headers \(Get-StorageHeaders\)/,
     );
     const sas = renderBootstrap({ ...args, content: { ...blob, auth: "sas" } });
-    assert.match(
-      sas,
-      /Get-Pinned -Url \('https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/content\.tgz' \+ '\?' \+ \$ContentSas/,
-    );
+    assert.match(sas, /Get-Pinned -Url \(\$winfleetTarget\.content\.url \+ '\?' \+ \$ContentSas/);
   });
 
   it("asks IMDS for the named identity's token, and reads the agent bundle with it when told to", async () => {
@@ -83,14 +106,53 @@ describe("bootstrap", () => {
         `resource=https%3A%2F%2Fstorage.azure.com%2F&msi_res_id=%2Fsubscriptions%2F0000%2FresourceGroups%2Frg-x%2Fproviders%2FMicrosoft.ManagedIdentity%2FuserAssignedIdentities%2Fwinfleet-win-nodes'`,
       ),
     );
-    assert.match(
-      s,
-      /Get-Pinned -Url 'https:\/\/sa\.blob\.core\.windows\.net\/winfleet\/agent-0\.2\.0\.tgz' [^\n]* -Headers \(Get-StorageHeaders\)\n/,
-    );
+    assert.match(s, /Get-Pinned -Url \$winfleetTarget\.agent\.url [^\n]* -Headers \(Get-StorageHeaders\)\n/);
     assert.deepEqual(await powerShellSyntaxErrors(s), []);
     const plain = renderBootstrap(args);
     assert.doesNotMatch(plain, /msi_res_id/);
-    assert.match(plain, /agent-0\.2\.0\.tgz"\n/, "a bundle elsewhere is read without a token");
+    assert.match(plain, /-Path \$agentArchive\n/, "a bundle elsewhere is read without a token");
+  });
+
+  describe("the one gate: only the upgrader moves a node's versions", () => {
+    const bumps: [string, BootstrapArgs][] = [
+      ["an agent version", { ...args, agent: { ...args.agent, version: "0.3.0", url: "https://x/agent-0.3.0.tgz" } }],
+      ["a template version", { ...args, agentConfig: { ...args.agentConfig, templateVersion: "1.1.0" } }],
+      ["new content", { ...args, content: { ...blob, sha256: "e".repeat(64) } }],
+      ["a secret variable more", { ...args }],
+    ];
+    for (const [what, bumped] of bumps.slice(0, 3))
+      it(`${what} changes the target line alone: the epoch stays`, () => {
+        const a = renderBootstrap(args);
+        const b = renderBootstrap(bumped);
+        assert.notEqual(a, b);
+        assert.equal(bootstrapEpoch(a), bootstrapEpoch(b));
+        const differing = b.split("\n").filter((l, i) => l !== a.split("\n")[i]);
+        assert.equal(differing.length, 1);
+        assert.match(differing[0] ?? "", new RegExp(TARGET_LINE.pattern));
+      });
+
+    it("what the bootstrap does (a label, the runtime, the secrets it needs) changes the epoch", () => {
+      const e = bootstrapEpoch(renderBootstrap(args));
+      for (const changed of [
+        { ...args, agentConfig: { ...args.agentConfig, variables: { KUBE_NODE_LABELS: "a=b" } } },
+        { ...args, node: { ...DEFAULT_NODE_RUNTIME, sha256: "f".repeat(64) } },
+        { ...args, secretVariables: ["KUBE_BOOTSTRAP_TOKEN"] },
+      ])
+        assert.notEqual(bootstrapEpoch(renderBootstrap(changed)), e);
+    });
+
+    it("keeps a running node's agent and the template and content its config names", () => {
+      const s = renderBootstrap(args);
+      assert.match(
+        s,
+        /if \(-not \(Test-Path -LiteralPath \$current\)\) \{\n {4}\$agentVersion = \$winfleetTarget\.agent\.version/,
+      );
+      assert.doesNotMatch(s, /\.Delete\(\)/, "never moves the current junction");
+      assert.match(
+        s,
+        /if \(\$kept -and \$kept\.content -and \$kept\.templateVersion -and \(Test-Path -LiteralPath \$kept\.content\)\) \{\n {4}\$template = \$kept\.template/,
+      );
+    });
   });
 
   it("takes the secret variables as one JSON argument or line on stdin, holds no secret, and refuses to run without one", () => {

@@ -37,6 +37,7 @@ function byoStack(hosts: number): string {
     address: `10.0.0.${i + 10}`,
     user: "Administrator",
     privateKeySecret: "sshKeyOps",
+    hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICXNVOzIIm1BJv7lEfBEQ5F0Gf3qntI7gbw6dHIL99mE",
   }));
   const file = join(scratch, `Pulumi.byo${hosts}.yaml`);
   writeFileSync(file, toYaml(doc));
@@ -100,7 +101,7 @@ describe("a BYO fleet's render, as it grows", () => {
     for (let i = 0; i + 1 < hosts.length; i++) {
       const next = run.indexOf(hosts[i + 1]!);
       const children = run.filter((r) => r.name.startsWith(`${hosts[i]!.name}-`));
-      assert.equal(children.length, 4, hosts[i]!.name);
+      assert.equal(children.length, 5, hosts[i]!.name);
       for (const c of children)
         assert.ok(run.indexOf(c) < next, `${c.name} reached the monitor after ${hosts[i + 1]!.name} was declared`);
     }
@@ -108,15 +109,20 @@ describe("a BYO fleet's render, as it grows", () => {
 
   it("keeps every host's resources: their types, names and parents (the URNs a deployed stack holds)", () => {
     const host = "urn:pulumi:byo12::winfleet::winfleet:index:ByoWindowsHost::lab-win-07";
-    const of = (name: string): Registration | undefined => seen.find((r) => r.name === name);
-    assert.deepEqual(of("lab-win-07"), { type: "winfleet:index:ByoWindowsHost", name: "lab-win-07", parent: "" });
-    for (const [suffix, type] of [
-      ["prepare", "command:remote:Command"],
-      ["content", "command:remote:CopyFile"],
-      ["upload-bootstrap", "command:remote:Command"],
-      ["bootstrap", "command:remote:Command"],
-    ] as const)
-      assert.deepEqual(of(`lab-win-07-${suffix}`), { type, name: `lab-win-07-${suffix}`, parent: host });
+    const of = (name: RegExp): Registration[] => seen.filter((r) => name.test(r.name));
+    assert.deepEqual(of(/^lab-win-07$/)[0], { type: "winfleet:index:ByoWindowsHost", name: "lab-win-07", parent: "" });
+    // The bootstrap's copy and run are named by its epoch (the same in both runs).
+    for (const [name, type] of [
+      [/^lab-win-07-node-win-07$/, "kubernetes:core/v1:Node"],
+      [/^lab-win-07-agent$/, "command:remote:Command"],
+      [/^lab-win-07-content$/, "command:remote:CopyToRemote"],
+      [/^lab-win-07-bootstrap-[0-9a-f]{12}-file$/, "command:remote:CopyToRemote"],
+      [/^lab-win-07-bootstrap-[0-9a-f]{12}$/, "command:remote:Command"],
+    ] as const) {
+      const found = of(name);
+      assert.equal(found.length, 2, `${String(name)} once per run`);
+      for (const r of found) assert.deepEqual({ type: r.type, parent: r.parent }, { type, parent: host });
+    }
   });
 });
 

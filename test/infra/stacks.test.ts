@@ -122,7 +122,7 @@ describe("what each stack deploys", () => {
     };
     assert.equal(
       ext.forceUpdateTag,
-      vmss.tags["winfleet-bootstrap-sha256"],
+      vmss.tags["winfleet-bootstrap-epoch"],
       "the extension re-runs exactly when the bootstrap changes",
     );
     assert.deepEqual(ext.protectedSettings, { commandToExecute: "[secret]" });
@@ -134,14 +134,14 @@ describe("what each stack deploys", () => {
       ?.inputs as { metadata: { namespace: string }; type: string };
     assert.deepEqual([token.metadata.namespace, token.type], ["kube-system", "bootstrap.kubernetes.io/token"]);
     assert.ok(
-      kube(r, "ServiceAccount", /^winfleet-kube-proxy$/) && kube(r, "ClusterRoleBinding", /^winfleet:kube-proxy$/),
+      kube(r, "ServiceAccount", /^winfleet-kube-proxy$/) && kube(r, "ClusterRoleBinding", /^winfleet:dev:kube-proxy$/),
       "kube-proxy's own identity",
     );
     assert.match(bootstrap, /'KUBE_PROXY_TOKEN'/, "the node is told to expect kube-proxy's token among its secrets");
     assert.ok(
       kube(r, "ServiceAccount", /^winfleet-calico-node$/) &&
-        kube(r, "ClusterRoleBinding", /^winfleet:calico-node$/) &&
-        kube(r, "RoleBinding", /^winfleet:calico-node-kubeadm-config$/),
+        kube(r, "ClusterRoleBinding", /^winfleet:dev:calico-node$/) &&
+        kube(r, "RoleBinding", /^winfleet:dev:calico-node-kubeadm-config$/),
       "Calico's own identity",
     );
     assert.match(bootstrap, /'CALICO_TOKEN'/, "the node is told to expect Calico's token among its secrets");
@@ -172,25 +172,24 @@ describe("what each stack deploys", () => {
     assert.equal(vm.tags["winfleet-template"], "rke2-windows");
   });
 
-  it("byoh: per host a prepare, an upload, the content copy and the bootstrap over SSH, nothing in Azure", () => {
+  it("byoh: per host the content and the bootstrap copied (CopyToRemote) and run over SSH, pinning the host's key, nothing in Azure", () => {
     const r = get("byoh");
     assert.equal(count(r, "winfleet:index:ByoWindowsHost"), 2);
-    assert.equal(count(r, "command:remote:Command"), 6);
-    assert.equal(count(r, "command:remote:CopyFile"), 2);
+    assert.equal(count(r, "command:remote:Command"), 4, "per host: its registration (uninstall) and the bootstrap run");
+    assert.equal(count(r, "command:remote:CopyToRemote"), 4, "per host: the content archive and the bootstrap");
+    assert.equal(count(r, "command:remote:CopyFile"), 0, "the deprecated CopyFile is gone");
     assert.ok(![...typesOf(r)].some((t) => t.startsWith("azure-native:")));
-    const run = r.resources.find((x) => x.name === "lab-winlab-01-bootstrap")?.inputs as {
+    const run = r.resources.find((x) => /^lab-winlab-01-bootstrap-[0-9a-f]{12}$/.test(x.name))?.inputs as {
       create: string;
       stdin: string;
       connection: Record<string, unknown>;
-      triggers: string[];
     };
-    assert.match(run.create, /-SecretsFromStdin/);
+    assert.match(run.create, /-File "C:\\ProgramData\\winfleet\\upload\\bootstrap\.ps1" -SecretsFromStdin$/);
     assert.equal(run.stdin, "[secret]");
     assert.equal(run.connection.privateKey, "[secret]");
-    assert.ok(
-      run.triggers.includes(r.outputs.contentSha256 as string),
-      "the bootstrap runs again when the content changes",
-    );
+    assert.match(String(run.connection.hostKey), /^ssh-ed25519 AAAA/, "the host's key is pinned");
+    const agent = r.resources.find((x) => x.name === "lab-winlab-01-agent")?.inputs as { delete: string };
+    assert.match(agent.delete, /-EncodedCommand /, "leaving the stack uninstalls winfleet from the host");
     assert.ok(kube(r, "ConfigMap", /^winfleet-content-[0-9a-f]{16}$/), "upgrades reach the hosts through a ConfigMap");
   });
 
@@ -258,9 +257,13 @@ describe("what the stacks render", () => {
         const scripts: string[] = [];
         if (file.endsWith(".ps1")) scripts.push(text);
         if (file.startsWith("command/")) {
-          const create = (JSON.parse(text) as { inputs: { create?: string } }).inputs.create ?? "";
-          const inline = /-Command "(.*)"$/s.exec(create);
-          if (inline?.[1]) scripts.push(inline[1].replace(/\\"/g, '"'));
+          const inputs = (JSON.parse(text) as { inputs: { create?: string; delete?: string } }).inputs;
+          for (const command of [inputs.create ?? "", inputs.delete ?? ""]) {
+            const inline = /-Command "(.*)"$/s.exec(command);
+            if (inline?.[1]) scripts.push(inline[1].replace(/\\"/g, '"'));
+            const encoded = /-EncodedCommand ([A-Za-z0-9+/=]+)$/.exec(command);
+            if (encoded?.[1]) scripts.push(Buffer.from(encoded[1], "base64").toString("utf16le"));
+          }
         }
         for (const script of scripts) {
           assert.deepEqual(await powerShellSyntaxErrors(script), [], `${stack} ${file}`);
@@ -327,7 +330,7 @@ describe("what the stacks render", () => {
       kubeconfig,
       "but in the pool's Key Vault secret",
     );
-    const byo = get("byoh").raw.find((x) => x.name === "lab-winlab-02-bootstrap")?.inputs as {
+    const byo = get("byoh").raw.find((x) => /^lab-winlab-02-bootstrap-[0-9a-f]{12}$/.test(x.name))?.inputs as {
       stdin: Record<string, unknown>;
     };
     assert.match(JSON.stringify(byo.stdin), new RegExp(secrets.get("byoh")?.calicoKubeconfig ?? "none"));

@@ -42,8 +42,8 @@ export async function joinableBy(
 ): Promise<() => void> {
   await createObjects(admin, [
     { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
-    ...renderKubeadmJoin(token.id, token.secret, "winfleet test nodes", dayAway()),
-    ...renderNodeApproval(NS, [{ id: token.id, pool: "test", names }]),
+    ...renderKubeadmJoin("test", token.id, token.secret, "winfleet test nodes", dayAway()),
+    ...renderNodeApproval(NS, "test", [{ id: token.id, pool: "test", names }]),
   ]);
   const stop = new AbortController();
   void runNodeApprover(admin, NS, { signal: stop.signal, intervalMs: 300 });

@@ -1,7 +1,7 @@
 /**
  * Real external tools the tests drive (CoreOS Ignition, shellcheck, Chromium,
- * socat, the HTTP proxy tinyproxy, the SOCKS5 proxy microsocks, pwsh). Outside CI a missing tool skips the tests that
- * need it, saying what was
+ * socat, OpenSSH's sshd, the HTTP proxy tinyproxy, the SOCKS5 proxy microsocks,
+ * pwsh). Outside CI a missing tool skips the tests that need it, saying what was
  * skipped and how to install it; in CI (CI=true) a missing tool fails the run —
  * except pwsh, which `npm run setup` does not install: its tests run
  * wherever it is on PATH and are skipped, with a line saying so, everywhere else.
@@ -51,6 +51,11 @@ export const MICROSOCKS: Tool = {
   name: "microsocks",
   command: "microsocks",
   install: "npm run setup (installs the Debian package `microsocks`)",
+};
+export const SSHD: Tool = {
+  name: "OpenSSH server",
+  command: "/usr/sbin/sshd",
+  install: "npm run setup (installs the Debian package `openssh-server`)",
 };
 export const PWSH: Tool = {
   name: "PowerShell 7",

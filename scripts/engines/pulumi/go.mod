@@ -3,12 +3,6 @@ module winfleet.local/engines/pulumi
 go 1.25.11
 
 require (
-	github.com/pulumi/pulumi/sdk/v3 v3.248.0
-	google.golang.org/grpc v1.81.1
-	google.golang.org/protobuf v1.36.11
-)
-
-require (
 	cel.dev/expr v0.25.1 // indirect
 	charm.land/bubbles/v2 v2.1.0 // indirect
 	charm.land/bubbletea/v2 v2.0.2 // indirect
@@ -199,6 +193,8 @@ require (
 	github.com/pulumi/esc v0.25.0 // indirect
 	github.com/pulumi/inflector v0.1.1 // indirect
 	github.com/pulumi/pulumi/pkg/v3 v3.248.0 // indirect
+	github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3 v3.0.0-20260624120734-a88168d865b7 // indirect
+	github.com/pulumi/pulumi/sdk/v3 v3.248.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/rogpeppe/go-internal v1.14.1 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
@@ -270,12 +266,17 @@ require (
 	google.golang.org/genproto v0.0.0-20260316180232-0b37fe3546d5 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260622175928-b703f567277d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260622175928-b703f567277d // indirect
+	google.golang.org/grpc v1.81.1 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	lukechampine.com/frand v1.5.1 // indirect
 )
 
-tool github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
+tool (
+	github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
+	github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3
+)
 
 // pkg/v3 replaces sdk/v3 with its sibling directory; the requirement above names the
 // same release instead. Its one other replacement is copied as it stands.
