@@ -314,7 +314,11 @@ describe("the Azure subscription and the kube context a stack deploys to", () =>
       ...structuredClone(valid),
       content: { ...structuredClone(valid.content), keyVault: undefined },
       pools: [
-        { name: "lab", kind: "byo", hosts: [{ name: "h1", address: "10.0.0.5", user: "a", passwordSecret: "p" }] },
+        {
+          name: "lab",
+          kind: "byo",
+          hosts: [{ name: "h1", address: "10.0.0.5", user: "a", passwordSecret: "p", trustOnFirstUse: true }],
+        },
       ],
       agent: { ...valid.agent, bundle: { url: "https://example.test/agent.tgz", sha256: "b".repeat(64) } },
     };

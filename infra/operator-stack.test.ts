@@ -195,7 +195,7 @@ describe("a deployer's access", () => {
 
   it("creates the cluster-scoped objects and manages them by name, binding only the roles the program binds", () => {
     const cluster = role("ClusterRole");
-    assert.deepEqual(verbsOn(cluster, "clusterrolebindings", "winfleet:kube-proxy"), [
+    assert.deepEqual(verbsOn(cluster, "clusterrolebindings", "winfleet:dev:kube-proxy"), [
       "create",
       "delete",
       "get",
@@ -211,7 +211,7 @@ describe("a deployer's access", () => {
       ["create", "list", "watch"],
       "no bind: it cannot grant cluster-admin",
     );
-    assert.deepEqual(verbsOn(cluster, "clusterroles", "winfleet:calico-node"), [
+    assert.deepEqual(verbsOn(cluster, "clusterroles", "winfleet:dev:calico-node"), [
       "bind",
       "create",
       "delete",

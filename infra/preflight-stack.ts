@@ -5,6 +5,7 @@
  * reaches. See preflight.ts.
  */
 import { existsSync } from "node:fs";
+import { defaultNamespace } from "../components";
 import { type FleetConfig, secretKeys } from "./config";
 import { type Check, type Finding, problem, warning } from "./preflight";
 import { readKubeconfig, resolveContext } from "./kubeconfig";
@@ -129,6 +130,9 @@ function endpointOf(f: FleetConfig): string | undefined {
   }
 }
 
+// The namespace a stack's cluster side goes into.
+const namespaceOf = (s: StackFile): string => s.fleet.cluster?.namespace ?? defaultNamespace(s.stack);
+
 function names(a: StackChecksArgs): Check {
   const f = a.stack.fleet;
   const findings: Finding[] = [];
@@ -137,19 +141,14 @@ function names(a: StackChecksArgs): Check {
     const o = other.fleet;
     const where = `stack ${other.stack} (${other.file})`;
     if (here !== undefined && here === endpointOf(o)) {
-      const [mine, theirs] = [f.cluster?.join, o.cluster?.join];
-      if (mine?.method === "kubeadm" && theirs?.method === "kubeadm" && mine.tokenId === theirs.tokenId)
+      // Bootstrap token ids are derived from the project and stack, so two stacks never share one; the namespace
+      // defaults to the stack's own, and only two stacks that name the same one share it.
+      const [mine, theirs] = [namespaceOf(a.stack), namespaceOf(other)];
+      if (mine === theirs)
         findings.push(
           problem(
-            `${where} joins the same cluster with the same tokenId ${mine.tokenId}: both would own kube-system/bootstrap-token-${mine.tokenId}, and either's destroy deletes the other's`,
-            "give this stack a tokenId of its own (6 lower-case letters or digits that no token in the cluster has)",
-          ),
-        );
-      if (f.cluster?.namespace === o.cluster?.namespace)
-        findings.push(
-          problem(
-            `${where} deploys to the same cluster and the same namespace ${f.cluster?.namespace ?? ""}: either's destroy deletes the namespace, and what is in it, for both`,
-            "give this stack a cluster.namespace of its own",
+            `${where} deploys to the same cluster and the same namespace ${mine}: either's destroy deletes the namespace, and what is in it, for both`,
+            "give this stack a cluster.namespace of its own, or leave it to the stack's default (winfleet-<stack>)",
           ),
         );
     }
