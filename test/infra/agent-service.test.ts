@@ -169,11 +169,11 @@ describe("the agent service in the rendered bootstrap", () => {
       reg,
       /if \(\(Get-Service -Name 'winfleet-agent'\)\.Status -ne 'Running'\) \{\n\s+Start-Service -Name 'winfleet-agent'\n\}/,
     );
-    // The bootstrap's $agentMoved: the current junction moved to another version.
-    assert.match(s, /\$agentMoved = \$false\n\$target = /);
+    // The bootstrap's $agentMoved: the current junction made (a node that runs an agent keeps it: the upgrader moves it).
+    assert.match(s, /\$agentMoved = \$false\n# A node that runs an agent keeps it/);
     assert.match(
       s,
-      /New-Item -ItemType Junction -Path \$current -Target \$target \| Out-Null\n\s+\$agentMoved = \$true/,
+      /New-Item -ItemType Junction -Path \$current -Target "\$root\\releases\\\$agentVersion" \| Out-Null\n\s+\$agentMoved = \$true/,
     );
   });
 

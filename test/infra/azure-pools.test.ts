@@ -243,7 +243,7 @@ describe("a component's dependencies", () => {
 
   it("hold for BYO hosts too: the bootstrap runs once the token and the content exist", async () => {
     const { options } = await renderWithOptions(stackFile("byoh", "byo-order"));
-    const prepare = [...options.entries()].filter(([name]) => name.endsWith("-prepare"));
+    const prepare = [...options.entries()].filter(([name]) => /-bootstrap-[0-9a-f]{12}$/.test(name));
     assert.equal(prepare.length, 2);
     for (const [name, o] of prepare)
       for (const dep of ["cluster", "content"]) assert.ok(o.dependsOn.includes(dep), `${name} waits for ${dep}`);

@@ -125,7 +125,10 @@ function unwrap(v: unknown): unknown {
 /** The extension of each machine: its forceUpdateTag and protected command, by name. */
 function extensions(r: Map<string, Registration>): Record<string, { tag: unknown; settings: unknown }> {
   const out: Record<string, { tag: unknown; settings: unknown }> = {};
-  for (const e of ofType(r, "azure-native:compute:VirtualMachineExtension"))
+  // The bootstrap's extensions (a VM's VMAccess extension, which sets the admin password, is not one).
+  for (const e of ofType(r, "azure-native:compute:VirtualMachineExtension").filter((x) =>
+    x.name.endsWith("-bootstrap"),
+  ))
     out[e.name] = { tag: e.inputs.forceUpdateTag, settings: plain(unwrap(e.inputs.protectedSettings)) };
   for (const s of ofType(r, "azure-native:compute:VirtualMachineScaleSet")) {
     const profile = unwrap(s.inputs.virtualMachineProfile) as {

@@ -227,7 +227,7 @@ describe("what each stack deploys", () => {
     const r = await renderStack("local", { dir });
     const types = new Set(r.resources.map((x) => x.type));
     assert.ok(types.has("kubernetes:apps/v1:DaemonSet"), "an upgrader DaemonSet for the pool");
-    assert.ok(kube(r, "Secret", /^bootstrap-token-loc4l1$/), "the bootstrap token the hosts join with");
+    assert.ok(kube(r, "Secret", /^bootstrap-token-[a-z0-9]{6}$/), "the bootstrap tokens the hosts join with");
     assert.ok(kube(r, "ConfigMap", /^winfleet-content-[0-9a-f]{16}$/), "the content the upgraders apply");
     assert.ok(
       ![...types].some((t) => t.startsWith("azure-native:") || t.startsWith("command:")),
@@ -316,7 +316,9 @@ describe("what the stacks render", () => {
       profile.value as { extensionProfile: { extensions: { protectedSettings: { commandToExecute: string } }[] } }
     ).extensionProfile.extensions[0];
     const command = dev?.protectedSettings.commandToExecute ?? "";
-    assert.ok(decodeExtensionCommand(command).includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
+    // The scale set's own join token (derived from the stack's secret, which itself travels nowhere).
+    assert.match(decodeExtensionCommand(command), /KUBE_BOOTSTRAP_TOKEN\\?":\\?"[a-z0-9]{6}\.[a-z0-9]{16}/);
+    assert.ok(!decodeExtensionCommand(command).includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
     const kubeconfig = secrets.get("dev")?.calicoKubeconfig ?? "none";
     assert.ok(
       !decodeExtensionCommand(command).includes(JSON.stringify(kubeconfig).slice(1, -1)),
