@@ -6,6 +6,7 @@ export { AtomicWriteBatch, writeFileAtomic } from "./atomic-file";
 export { BodyTooLargeError, readBodyLimited } from "./bounded-body";
 export { canonicalJson } from "./canonical-json";
 export { baseEnvironment } from "./child-environment";
+export { DEFAULT_DRAIN, type DrainSettings, drainSettingsSchema } from "./drain-settings";
 export {
   AGENT_NODE_FLAGS,
   defaultBrokerConfig,
@@ -32,6 +33,7 @@ export {
   ValidationError,
 } from "./errors";
 export { IMPORT_EXTERNAL, importExternal } from "./import-external";
+export { type LabelRequirement, type LabelSelector, matchesLabels, parseLabelSelector } from "./label-selector";
 export { createLogger, type Logger } from "./log";
 export { assertReplaceable, type OutputShape, replaceDirectory } from "./output-dir";
 export { projectRoot } from "./project-root";

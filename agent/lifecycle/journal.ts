@@ -14,7 +14,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { writeFileAtomic, AgentError, AgentErrorCode } from "../common";
-import { SHELLS } from "../content";
+import { DISRUPTIONS, SHELLS } from "../content";
 import { PHASES } from "./events";
 import { ROLES, SECTIONS, type Step } from "./model";
 import { type PlanRef, persistPlan, planRefSchema, readPlan, rememberPlan, sweepPlans } from "./plan-file";
@@ -28,6 +28,9 @@ const stepBase = {
   priority: z.number(),
   finalizes: z.enum(["installed", "upgraded", "removed"]).optional(),
   from: z.string().optional(),
+  disrupts: z
+    .object({ lifecycle: z.enum(["install", "upgrade", "uninstall"]), what: z.array(z.enum(DISRUPTIONS)) })
+    .optional(),
 };
 
 // Checked against the model's types, so a journaled plan reads back as exactly what was planned.
@@ -108,6 +111,26 @@ const runSchema = z.object({
 
 const historySchema = z.object({ at: z.string(), event: z.string(), detail: z.string() });
 
+/**
+ * Where a drain of the node stands. It outlives the run that started it (a superseding run keeps
+ * it) until the host has converged and the node is uncordoned.
+ */
+const drainSchema = z.object({
+  /** cordoning: about to cordon; evicting: cordoned, pods leaving; drained: nothing left; skipped: nothing to drain. */
+  state: z.enum(["cordoning", "evicting", "drained", "skipped"]),
+  /** The agent cordoned the node (false: it was cordoned before the drain, and is left so). */
+  cordoned: z.boolean(),
+  startedAt: z.string(),
+  /** What disrupts: why the drain. */
+  reasons: z.array(z.string()),
+  /** Pods evicted so far (`namespace/name`). */
+  evicted: z.array(z.string()).default([]),
+  /** Pods in the way at the last look, and why. */
+  waiting: z.array(z.object({ pod: z.string(), why: z.string() })).default([]),
+  /** Why nothing was drained (skipped). */
+  note: z.string().optional(),
+});
+
 const journalSchema = z.object({
   format: z.literal(1),
   installed: z.array(
@@ -128,6 +151,8 @@ const journalSchema = z.object({
     })
     .optional(),
   run: runSchema.optional(),
+  /** A drain of the node that has not ended with its uncordon yet. */
+  drain: drainSchema.optional(),
   /** Set by `uninstall` when it finished. */
   uninstalledAt: z.string().optional(),
   history: z.array(historySchema).default([]),
@@ -137,6 +162,8 @@ const journalSchema = z.object({
 export type Journal = z.infer<typeof journalSchema>;
 /** The run in progress. */
 export type Run = z.infer<typeof runSchema>;
+/** Where a drain stands. */
+export type DrainRecord = z.infer<typeof drainSchema>;
 /** A recorded failure. */
 export type Failure = z.infer<typeof failureSchema>;
 /** A recorded step result. */
