@@ -4,6 +4,7 @@
  * registration of each group's ConfigMap and DaemonSet.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import type { DrainSettings } from "../agent/common";
 import { kubeResource } from "./kube-objects";
 import { POOL_LABEL } from "./pool-render";
 import {
@@ -54,7 +55,7 @@ export interface UpgraderArgs {
 /** The agent upgrader's groups: one per deployed pool, selected by its pool label, running the upgrader image. */
 export function agentGroups(
   u: UpgraderConfig,
-  pools: readonly { readonly name: string; readonly kind?: string }[],
+  pools: readonly { readonly name: string; readonly kind?: string; readonly drain?: DrainSettings | undefined }[],
 ): UpgraderGroup[] {
   return pools.map((p) => ({
     name: p.name,
@@ -63,6 +64,7 @@ export function agentGroups(
     tolerations: [],
     config: {},
     ...(p.kind === "local" ? { sandbox: true } : {}),
+    ...(p.drain ? { drain: p.drain } : {}),
   }));
 }
 

@@ -6,7 +6,7 @@
  * Bad config fails before any resource is registered, naming the key path.
  */
 import { z } from "zod";
-import { ed25519PublicKey, ValidationError, zodIssues } from "../agent/common";
+import { drainSettingsSchema, ed25519PublicKey, ValidationError, zodIssues } from "../agent/common";
 import { nodeLabelProblems, variableName } from "../agent/content";
 
 const name = z
@@ -121,6 +121,8 @@ const azurePool = z.strictObject({
   variables: variables.default({}),
   /** A public IP per node; the policy pack refuses it unless allowed. @default false */
   publicIp: z.boolean().default(false),
+  /** How the pool's nodes are drained before a disruptive upgrade step; absent: kubectl drain's defaults. */
+  drain: drainSettingsSchema.optional(),
 });
 
 const byoHost = z
@@ -145,6 +147,8 @@ const byoPool = z.strictObject({
   registerTaint: z.boolean().default(true),
   /** Values for content commands on these hosts, over `content.variables`. */
   variables: variables.default({}),
+  /** How the hosts are drained before a disruptive upgrade step; absent: kubectl drain's defaults. */
+  drain: drainSettingsSchema.optional(),
 });
 
 /** Sandbox hosts on this machine (`winfleet local up`); the Pulumi program deploys nothing for them. */
@@ -157,6 +161,8 @@ const localPool = z.strictObject({
   maxUnavailable: z.number().int().min(1).default(1),
   /** The hosts join a throwaway control plane on this machine, as `winfleet local up --cluster` does. @default false */
   cluster: z.boolean().default(false),
+  /** How the hosts' nodes are drained before a disruptive step (cluster mode); absent: kubectl drain's defaults. */
+  drain: drainSettingsSchema.optional(),
 });
 
 /** The rancher-wins-upgrader chart's `winsConfigs[]` entry, accepted as is. */

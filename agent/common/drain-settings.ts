@@ -3,7 +3,10 @@
  * carries them to a node: `kubectl drain`'s own knobs, with its defaults.
  */
 import { z } from "zod";
+import { canonicalJson } from "./canonical-json";
+import { AgentError, AgentErrorCode } from "./errors";
 import { parseLabelSelector } from "./label-selector";
+import { zodIssues } from "./zod-issues";
 
 /** How a node is drained before a disruptive step (see docs/upgrades.md). */
 export const drainSettingsSchema = z.strictObject({
@@ -40,3 +43,28 @@ export type DrainSettings = z.infer<typeof drainSettingsSchema>;
 
 /** The settings with every default: `kubectl drain`'s. */
 export const DEFAULT_DRAIN: DrainSettings = drainSettingsSchema.parse({});
+
+/**
+ * Drain knobs as an upgrader hands them to `retarget --drain`: base64url of their canonical JSON, which survives every
+ * quoting on the way (a PowerShell script, the broker's space-split arguments).
+ */
+export function encodeDrainArgument(settings: DrainSettings): string {
+  return Buffer.from(canonicalJson(settings)).toString("base64url");
+}
+
+/** Reads a `--drain` argument; throws naming the bad knob. */
+export function decodeDrainArgument(text: string): DrainSettings {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(Buffer.from(text, "base64url").toString("utf8"));
+  } catch {
+    throw new AgentError(AgentErrorCode.InvalidInput, "--drain: expected base64url-encoded JSON");
+  }
+  const parsed = drainSettingsSchema.safeParse(doc);
+  if (parsed.success) return parsed.data;
+  const first = zodIssues(parsed.error)[0];
+  throw new AgentError(
+    AgentErrorCode.InvalidInput,
+    `--drain: ${first?.path || "(root)"}: ${first?.message ?? "not drain settings"}`,
+  );
+}

@@ -6,7 +6,13 @@ export { AtomicWriteBatch, writeFileAtomic } from "./atomic-file";
 export { BodyTooLargeError, readBodyLimited } from "./bounded-body";
 export { canonicalJson } from "./canonical-json";
 export { baseEnvironment } from "./child-environment";
-export { DEFAULT_DRAIN, type DrainSettings, drainSettingsSchema } from "./drain-settings";
+export {
+  DEFAULT_DRAIN,
+  decodeDrainArgument,
+  type DrainSettings,
+  drainSettingsSchema,
+  encodeDrainArgument,
+} from "./drain-settings";
 export {
   AGENT_NODE_FLAGS,
   defaultBrokerConfig,

@@ -273,6 +273,7 @@ export async function writeJournal(root: string, journal: Journal): Promise<void
     makeParents: true,
   });
   crashSeam(++writes);
+  eventSeam(bounded.history.at(-1));
   await sweepPlans(dir, plan?.ref.file ?? null);
 }
 
@@ -286,6 +287,26 @@ export function remember(journal: Journal, event: string, detail: string, at: st
 // the journal that refers to it): a crash at every transition. With
 // WINFLEET_TEST_CRASH_COUNTER=<file> the count runs across processes (an
 // install that stops for a reboot and continues in the next process).
+// Tests set WINFLEET_TEST_CRASH_AFTER=<history event>[#<n>] to SIGKILL the agent the same way right after
+// the journal that first records the n-th such event (default the first) is on disk: a crash at one named
+// transition, such as a drain's `cordoned` or its second `pod-evicted`.
+let lastEntry = "";
+let eventsSeen = 0;
+function eventSeam(entry: { at: string; event: string; detail: string } | undefined): void {
+  const spec = process.env.WINFLEET_TEST_CRASH_AFTER;
+  if (spec === undefined || entry === undefined) return;
+  const key = `${entry.at}\0${entry.event}\0${entry.detail}`;
+  if (key === lastEntry) return;
+  lastEntry = key;
+  const [event, nth = "1"] = spec.split("#");
+  if (entry.event !== event || ++eventsSeen !== Number(nth)) return;
+  try {
+    process.kill(-process.pid, "SIGKILL");
+  } catch {
+    process.kill(process.pid, "SIGKILL");
+  }
+}
+
 function crashSeam(count: number): void {
   const at = process.env.WINFLEET_TEST_CRASH_AT;
   if (at === undefined) return;

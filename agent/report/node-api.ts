@@ -118,7 +118,9 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
     data: string,
   ): Promise<{ status: number; text: string }> => {
     const url = new URL(kc.server);
-    url.pathname = `${base}${path}`;
+    const query = path.indexOf("?");
+    url.pathname = `${base}${query < 0 ? path : path.slice(0, query)}`;
+    url.search = query < 0 ? "" : path.slice(query);
     const c = credentialsFor(kc, exec && (await exec.get()));
     const headers = { ...c.headers, "content-type": contentType, accept: "application/json" };
     const tls: ServerTls = {
