@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DEFAULT_DRAIN, type DrainSettings } from "../common";
-import { type DrainContext, type DrainOutcome, type NodeDrainApi, drainNode, finishDrain } from "./drain";
+import {
+  type DrainContext,
+  type DrainOutcome,
+  type EvictionResult,
+  type NodeDrainApi,
+  drainNode,
+  finishDrain,
+} from "./drain";
 import { type DrainPod, budgetsNamed, podVerdict } from "./drain-pods";
 import type { LifecycleEvent } from "./events";
 import type { DrainRecord } from "./journal";
@@ -31,38 +38,39 @@ class FakeNode implements NodeDrainApi {
   outage = 0;
   constructor(public running: FakePod[]) {}
 
-  private maybeAway(what: string): void {
+  /** Answers with `value()`, unless the API server is away. */
+  private answer<T>(what: string, value: () => T): Promise<T> {
     this.calls.push(what);
     if (this.outage > 0) {
       this.outage--;
-      throw new Error("connect ECONNREFUSED");
+      return Promise.reject(new Error("connect ECONNREFUSED"));
     }
+    return Promise.resolve(value());
   }
-  async unschedulable() {
-    this.maybeAway("get node");
-    return this.unschedulableNow;
+  unschedulable() {
+    return this.answer("get node", () => this.unschedulableNow);
   }
-  async setUnschedulable(value: boolean) {
-    this.maybeAway(`unschedulable=${value}`);
-    this.unschedulableNow = value;
+  setUnschedulable(value: boolean) {
+    return this.answer(`unschedulable=${value}`, () => void (this.unschedulableNow = value));
   }
-  async pods(selector: string) {
-    this.maybeAway(`list ${selector}`);
-    const listed = this.running.filter((p) => selector === "" || p.labels.app === selector.split("=")[1]);
-    this.running = this.running.filter((p) => !p.deleting); // terminated by the next look
-    return listed;
+  pods(selector: string) {
+    return this.answer(`list ${selector}`, () => {
+      const listed = this.running.filter((p) => selector === "" || p.labels.app === selector.split("=")[1]);
+      this.running = this.running.filter((p) => !p.deleting); // terminated by the next look
+      return listed;
+    });
   }
-  async evict(p: Pick<DrainPod, "namespace" | "name" | "uid">) {
-    this.maybeAway(`evict ${p.name}`);
-    if (this.blockWhile())
-      return {
-        kind: "blocked" as const,
-        messages: ["The disruption budget web-pdb needs 2 healthy pods and has 2 currently"],
-      };
-    const found = this.running.find((x) => x.uid === p.uid);
-    if (!found) return { kind: "gone" as const };
-    this.running = this.running.map((x) => (x.uid === p.uid ? { ...x, deleting: true } : x));
-    return { kind: "evicted" as const };
+  evict(p: Pick<DrainPod, "namespace" | "name" | "uid">) {
+    return this.answer(`evict ${p.name}`, (): EvictionResult => {
+      if (this.blockWhile())
+        return {
+          kind: "blocked",
+          messages: ["The disruption budget web-pdb needs 2 healthy pods and has 2 currently"],
+        };
+      if (!this.running.some((x) => x.uid === p.uid)) return { kind: "gone" };
+      this.running = this.running.map((x) => (x.uid === p.uid ? { ...x, deleting: true } : x));
+      return { kind: "evicted" };
+    });
   }
 }
 
@@ -77,18 +85,20 @@ function harness(api: NodeDrainApi | undefined, settings: Partial<DrainSettings>
   const ctx: DrainContext = {
     drainer: {
       settings: { ...DEFAULT_DRAIN, ...settings },
-      api: async () => api,
+      api: () => Promise.resolve(api),
       supersede: supersede.signal,
       clock: () => clock,
-      sleep: async (ms) => {
+      sleep: (ms) => {
         sleeps.push(ms);
         clock += ms;
+        return Promise.resolve();
       },
     },
     record: () => record,
-    save: async (r, event) => {
+    save: (r, event) => {
       record = r;
       history.push(event);
+      return Promise.resolve();
     },
     emit: (e) => events.push(e),
     now: () => new Date(clock).toISOString(),

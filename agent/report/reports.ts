@@ -206,6 +206,11 @@ export function foldFacts(facts: NodeFacts, e: LifecycleEvent): NodeFacts {
   switch (e.type) {
     case "state":
       return { ...facts, state: e };
+    // `serve` reports its state when an apply ends; a drain in between shows on the Node as it starts and ends.
+    case "drain-started":
+      return facts.state ? { ...facts, state: { ...facts.state, state: "draining", at: e.at } } : facts;
+    case "drain-finished":
+      return facts.state ? { ...facts, state: { ...facts.state, state: "applying", at: e.at } } : facts;
     case "apply-failed":
       return { ...facts, lastFailure: e };
     case "drift-found":

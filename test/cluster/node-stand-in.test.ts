@@ -180,7 +180,7 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
       await admin.delete("/api/v1/namespaces/default/pods/stubborn");
       await admin.delete("/api/v1/namespaces/default/pods/polite");
       await admin.waitFor(
-        async () => (seen.get("stubborn")?.gone && seen.get("polite")?.gone ? true : undefined),
+        () => Promise.resolve(seen.get("stubborn")?.gone && seen.get("polite")?.gone ? true : undefined),
         30_000,
         "both pods removed",
       );
