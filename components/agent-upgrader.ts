@@ -6,6 +6,7 @@
  * rollout on real convergence and a failing host halts it.
  */
 import * as pulumi from "@pulumi/pulumi";
+import type { DrainSettings } from "../agent/common";
 import { type UpgraderArgs, agentGroups, registerUpgraders } from "./upgrader-groups";
 import type { AgentTarget } from "./upgrader-render";
 
@@ -13,8 +14,13 @@ import type { AgentTarget } from "./upgrader-render";
 export interface AgentUpgraderArgs extends UpgraderArgs {
   /** Where the hosts go. */
   readonly target: AgentTarget;
-  /** The deployed pools, a DaemonSet each. */
-  readonly pools: readonly { readonly name: string; readonly kind?: string; readonly platform?: string }[];
+  /** The deployed pools, a DaemonSet each, with the drain knobs their hosts get (absent: kubectl drain's defaults). */
+  readonly pools: readonly {
+    readonly name: string;
+    readonly kind?: string;
+    readonly platform?: string;
+    readonly drain?: DrainSettings;
+  }[];
   /** The stack's name: its nodes' label the DaemonSets select. */
   readonly stack: string;
 }

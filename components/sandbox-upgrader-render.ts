@@ -7,6 +7,7 @@
  * as HostProcess containers run on Windows: `winfleet-agent` is the host's agent, and
  * `$(WINFLEET_AGENT_CONFIG)` and `$(WINFLEET_BROKER)` are the host's config and broker socket.
  */
+import { encodeDrainArgument } from "../agent/common";
 import type { KubeObject } from "./kube-objects";
 import type { AgentTarget, RenderedUpgrader, UpgraderRenderArgs } from "./upgrader-render";
 
@@ -35,7 +36,10 @@ export function renderSandboxUpgrader(
     "--content-sha256",
     t.contentSha256,
   ];
-  const source = "configMap" in t.content ? ["--content-archive", archive] : ["--content-url", t.content.url];
+  const source = [
+    ...("configMap" in t.content ? ["--content-archive", archive] : ["--content-url", t.content.url]),
+    ...(args.group.drain ? ["--drain", encodeDrainArgument(args.group.drain)] : []),
+  ];
   const daemonSet: KubeObject = {
     apiVersion: "apps/v1",
     kind: "DaemonSet",

@@ -4,6 +4,7 @@
  * registration of each group's ConfigMap and DaemonSet.
  */
 import type * as pulumi from "@pulumi/pulumi";
+import type { DrainSettings } from "../agent/common";
 import { kubeResource } from "./kube-objects";
 import { POOL_LABEL } from "./pool-render";
 import { STACK_LABEL, stackSlug } from "./stack-names";
@@ -59,7 +60,12 @@ export interface UpgraderArgs {
  */
 export function agentGroups(
   u: UpgraderConfig,
-  pools: readonly { readonly name: string; readonly kind?: string; readonly platform?: string }[],
+  pools: readonly {
+    readonly name: string;
+    readonly kind?: string;
+    readonly platform?: string;
+    readonly drain?: DrainSettings | undefined;
+  }[],
   stack: string,
 ): UpgraderGroup[] {
   return pools.map((p) => ({
@@ -69,6 +75,7 @@ export function agentGroups(
     tolerations: [],
     config: {},
     ...(p.kind === "local" || p.platform === "posix" ? { sandbox: true } : {}),
+    ...(p.drain ? { drain: p.drain } : {}),
   }));
 }
 

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { DaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
+import { DEFAULT_DRAIN, decodeDrainArgument } from "../agent/common";
 import { powerShellSyntaxErrors } from "../agent/content/powershell-syntax";
 import { brokerConfigText, fixWinsConfig, renderUpgrader, type UpgraderRenderArgs } from "./upgrader-render";
 
@@ -174,6 +175,30 @@ describe("upgrader DaemonSets", () => {
     assert.match(wins, /rancher_wins/);
     assert.match(wins, /cli prc run --path 'c:\\\\etc\\\\wmi-exporter\\\\wmi-exporter.exe'/);
     assert.doesNotMatch(wins, /hostProcess/);
+  });
+
+  it("hand each host its pool's drain knobs with the target, rolling when and only when they change", async () => {
+    const drain = { ...DEFAULT_DRAIN, timeoutSeconds: 600, podSelector: "tier in (web, batch)" };
+    const drained = { ...base, group: { ...base.group, drain } };
+    assert.deepEqual(
+      template({ ...base, group: { ...base.group } }),
+      template(base),
+      "a pool without knobs rolls as before",
+    );
+    assert.notDeepEqual(template(drained), template(base));
+    for (const a of [drained, { ...drained, mode: "wins" as const }]) {
+      const m = /'--drain' '([A-Za-z0-9_-]+)'|--drain ([A-Za-z0-9_-]+)/.exec(script(a));
+      assert.ok(m, script(a));
+      assert.deepEqual(decodeDrainArgument(m[1] ?? m[2] ?? ""), drain);
+      assert.deepEqual(await powerShellSyntaxErrors(script(a)), []);
+    }
+    const sandbox = renderUpgrader({
+      ...drained,
+      group: { ...drained.group, sandbox: true },
+      target: { ...target, content: { configMap: "winfleet-content-eeee" } },
+    }).daemonSet as unknown as Spec;
+    const argv = sandbox.spec.template.spec.initContainers[0]?.command ?? [];
+    assert.deepEqual(decodeDrainArgument(argv[argv.indexOf("--drain") + 1] ?? ""), drain);
   });
 
   it("renders a local pool's upgrader with POSIX commands: the host's agent retargets it and the probe waits for its convergence", () => {

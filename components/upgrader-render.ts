@@ -10,7 +10,7 @@
  * rollout on real convergence and a failing host halts it.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson } from "../agent/common";
+import { type DrainSettings, canonicalJson } from "../agent/common";
 import type { KubeObject } from "./kube-objects";
 import { renderSandboxUpgrader } from "./sandbox-upgrader-render";
 import {
@@ -38,6 +38,8 @@ export interface UpgraderGroup {
   readonly config: Readonly<Record<string, unknown>>;
   /** The group's hosts are the local fleet's sandbox hosts (POSIX commands; see sandbox-upgrader-render.ts). */
   readonly sandbox?: boolean;
+  /** The pool's drain knobs, handed to its hosts with each target (absent: the agent's defaults, kubectl drain's). */
+  readonly drain?: DrainSettings;
 }
 
 /** Where an agent upgrader takes its host. */
@@ -125,6 +127,8 @@ export function rolloutHash(
         mode: args.mode,
         masquerade: args.masqueradeAs ?? null,
         target: args.target ?? null,
+        // Only when set, so pools that leave the drain alone keep the hash they had.
+        ...(args.group.drain ? { drain: args.group.drain } : {}),
       }),
     )
     .digest("hex")
@@ -172,9 +176,9 @@ export function renderUpgrader(args: UpgraderRenderArgs): RenderedUpgrader {
   const script =
     args.mode === "hostProcess"
       ? args.kind === "agent"
-        ? hostProcessAgentScript(args.target, configFile)
+        ? hostProcessAgentScript(args.target, configFile, args.group.drain)
         : hostProcessWinsScript(configFile)
-      : winsModeScript(args.kind, { upgradeExe, configFile }, args.target);
+      : winsModeScript(args.kind, { upgradeExe, configFile }, args.target, args.group.drain);
 
   const podSecurity =
     args.mode === "hostProcess"

@@ -7,7 +7,7 @@
  * host's broker to run the upgrader there (`cli prc run`), so every path
  * handed to the host is a host path.
  */
-import { WINDOWS_AGENT_CONFIG, WINDOWS_INSTALL_DIR } from "../agent/common";
+import { type DrainSettings, WINDOWS_AGENT_CONFIG, WINDOWS_INSTALL_DIR, encodeDrainArgument } from "../agent/common";
 import type { AgentTarget } from "./upgrader-render";
 
 /** Where the bootstrap installs the agent on a host. */
@@ -28,8 +28,11 @@ const psq = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 const HEAD = "$ErrorActionPreference = 'Stop'";
 const CHECK = "if ($LASTEXITCODE -ne 0) { exit $LASTEXITCODE }";
 
-/** `retarget` arguments for a content source, as argv; `archive` is where a ConfigMap's archive is on the host. */
-function retargetArgs(t: AgentTarget, archive: string): string[] {
+/**
+ * `retarget` arguments for a content source, as argv; `archive` is where a ConfigMap's archive is on the host, `drain`
+ * the pool's drain knobs (written into the agent config with the target).
+ */
+export function retargetArgs(t: AgentTarget, archive: string, drain?: DrainSettings): string[] {
   const source =
     "configMap" in t.content
       ? ["--content-archive", archive]
@@ -47,15 +50,20 @@ function retargetArgs(t: AgentTarget, archive: string): string[] {
     "--content-sha256",
     t.contentSha256,
     ...source,
+    ...(drain ? ["--drain", encodeDrainArgument(drain)] : []),
   ];
 }
 
 /** HostProcess, agent kind: retarget the host's content, then upgrade the agent, both with the host's own agent. */
-export function hostProcessAgentScript(t: AgentTarget | undefined, brokerConfig: string): string {
+export function hostProcessAgentScript(
+  t: AgentTarget | undefined,
+  brokerConfig: string,
+  drain?: DrainSettings,
+): string {
   const lines = [HEAD, `$node = ${psq(HOST_NODE)}`, `$agent = ${psq(HOST_AGENT)}`];
   if (t) {
     const archive = "$env:CONTAINER_SANDBOX_MOUNT_POINT\\content\\bundle.tgz";
-    const args = retargetArgs(t, "ARCHIVE").map((a) => (a === "ARCHIVE" ? `"${archive}"` : psq(a)));
+    const args = retargetArgs(t, "ARCHIVE", drain).map((a) => (a === "ARCHIVE" ? `"${archive}"` : psq(a)));
     lines.push(`& $node $agent ${args.join(" ")}`, CHECK);
   }
   // Runs in this container's process, not detached: a HostProcess container's job object ends its children with it.
@@ -97,7 +105,12 @@ export interface WinsModeHost {
 }
 
 /** wins mode: stage into the mounted host directories, then run the upgrader on the host through the broker. */
-export function winsModeScript(kind: "agent" | "wins", host: WinsModeHost, t?: AgentTarget): string {
+export function winsModeScript(
+  kind: "agent" | "wins",
+  host: WinsModeHost,
+  t?: AgentTarget,
+  drain?: DrainSettings,
+): string {
   const dir = host.upgradeExe.slice(0, host.upgradeExe.lastIndexOf("\\"));
   const leaf = host.upgradeExe.slice(host.upgradeExe.lastIndexOf("\\") + 1);
   const configLeaf = host.configFile.slice(host.configFile.lastIndexOf("\\") + 1);
@@ -123,7 +136,10 @@ export function winsModeScript(kind: "agent" | "wins", host: WinsModeHost, t?: A
     if ("configMap" in t.content)
       lines.push(`Copy-Item -Force 'C:\\content\\bundle.tgz' ${psq(`${POD_HOST_DIR}\\${archive}`)}`);
     const sas = !("configMap" in t.content) && t.content.auth === "sas";
-    lines.push(run(retargetArgs(t, `${dir}\\${archive}`), sas ? ` --envs "${SAS_ENV}=$env:${SAS_ENV}"` : ""), CHECK);
+    lines.push(
+      run(retargetArgs(t, `${dir}\\${archive}`, drain), sas ? ` --envs "${SAS_ENV}=$env:${SAS_ENV}"` : ""),
+      CHECK,
+    );
   }
   const version = t?.agentVersion ?? "next";
   const bundle = `winfleet-bundle-${version}`;

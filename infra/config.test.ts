@@ -71,6 +71,23 @@ describe("stack config", () => {
     ]);
   });
 
+  it("takes kubectl drain's knobs per pool, with its defaults, and names the path of a bad one", () => {
+    const withDrain = (drain: unknown) => ({ ...valid, pools: [{ ...valid.pools[0], drain }] });
+    const pool = parseFleetConfig(withDrain({ timeoutSeconds: 300 })).pools[0];
+    assert.deepEqual(pool?.kind === "azure" && pool.drain, {
+      enabled: true,
+      timeoutSeconds: 300,
+      deleteEmptyDirData: false,
+      force: false,
+      podSelector: "",
+    });
+    assert.deepEqual(pathsOf(withDrain({ timeoutSeconds: -1, podSelector: "app in (a", grace: 1 })).sort(), [
+      "winfleet:fleet.pools[0].drain",
+      "winfleet:fleet.pools[0].drain.podSelector",
+      "winfleet:fleet.pools[0].drain.timeoutSeconds",
+    ]);
+  });
+
   it("refuses node labels the kubelet refuses at start, naming the label", () => {
     const bad = structuredClone(valid) as typeof valid & { pools: Record<string, unknown>[] };
     (bad.pools[0] as Record<string, unknown>).labels = {

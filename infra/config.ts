@@ -6,7 +6,7 @@
  * Bad config fails before any resource is registered, naming the key path.
  */
 import { z } from "zod";
-import { ed25519PublicKey, ValidationError, zodIssues } from "../agent/common";
+import { drainSettingsSchema, ed25519PublicKey, ValidationError, zodIssues } from "../agent/common";
 import { nodeLabelProblems, variableName } from "../agent/content";
 import { parseLifetime } from "../components";
 import { oneSubscription } from "./subscription";
@@ -149,6 +149,8 @@ const azurePool = z.strictObject({
    * @default the upgrader's maxUnavailable, else 1
    */
   maxUnavailable: poolMaxUnavailable.optional(),
+  /** How the pool's nodes are drained before a disruptive upgrade step; absent: kubectl drain's defaults. */
+  drain: drainSettingsSchema.optional(),
 });
 
 /** The key types an OpenSSH server presents (what `ssh-keyscan` prints and `connection.hostKey` takes). */
@@ -235,6 +237,8 @@ const byoPool = z.strictObject({
   variables: variables.default({}),
   /** Hosts a bootstrap change re-runs on at once. @default the upgrader's maxUnavailable, else 1 */
   maxUnavailable: poolMaxUnavailable.optional(),
+  /** How the hosts are drained before a disruptive upgrade step; absent: kubectl drain's defaults. */
+  drain: drainSettingsSchema.optional(),
 });
 
 /** Sandbox hosts on this machine (`winfleet local up`); the Pulumi program deploys nothing for them. */
@@ -247,6 +251,8 @@ const localPool = z.strictObject({
   maxUnavailable: z.number().int().min(1).default(1),
   /** The hosts join a throwaway control plane on this machine, as `winfleet local up --cluster` does. @default false */
   cluster: z.boolean().default(false),
+  /** How the hosts' nodes are drained before a disruptive step (cluster mode); absent: kubectl drain's defaults. */
+  drain: drainSettingsSchema.optional(),
 });
 
 /** The rancher-wins-upgrader chart's `winsConfigs[]` entry, accepted as is. */

@@ -7,7 +7,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { DEFAULT_LISTEN, endpointPath, type StatusResponse } from "../broker";
 import { agentStatus, reloadBrokerConfig } from "../broker/client";
-import { AgentError, AgentErrorCode, defaultRunDir, errorMessage } from "../common";
+import { AgentError, AgentErrorCode, decodeDrainArgument, defaultRunDir, errorMessage } from "../common";
 import { retarget } from "../service";
 import { failure, printError } from "./errors";
 
@@ -72,8 +72,10 @@ export function registerAgentServiceCommands(program: Command, service: Command)
     .option("--content-url <url>", "where to download the content archive")
     .option("--content-auth <kind>", "none, or managedIdentity (Azure blob read with the node's identity)", "none")
     .option("--content-sas-env <name>", "an environment variable holding a read SAS for --content-url")
+    .option("--drain <base64url>", "the pool's drain knobs (base64url of their JSON), written into the agent config")
     .action(
       async (opts: {
+        drain?: string;
         config: string;
         template: string;
         templateVersion: string;
@@ -110,6 +112,7 @@ export function registerAgentServiceCommands(program: Command, service: Command)
                   ...(sas ? { sas } : {}),
                 };
           const r = await retarget({
+            ...(opts.drain !== undefined ? { drain: decodeDrainArgument(opts.drain) } : {}),
             config: resolve(opts.config),
             template: opts.template,
             templateVersion: opts.templateVersion,

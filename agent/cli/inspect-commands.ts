@@ -52,6 +52,15 @@ export function formatStatus(s: StatusReport): string {
       );
   }
   if (s.reboot) lines.push("", `reboot pending since ${s.reboot.requestedAt}: ${s.reboot.reasons.join("; ")}`);
+  const d = s.drain;
+  if (d && d.state !== "skipped")
+    lines.push(
+      "",
+      d.state === "drained"
+        ? `node drained since ${d.startedAt} (${d.evicted.length} pods evicted); ${d.cordoned ? "uncordoned" : "left cordoned, as it was,"} once the host converged`
+        : `draining since ${d.startedAt}: ${d.reasons.join("; ")}`,
+      ...d.waiting.map((w) => `  waiting for ${w.pod}: ${w.why}`),
+    );
   if (s.history.length > 0) {
     lines.push("", "recent:");
     for (const h of s.history) lines.push(`  ${h.at}  ${h.event}${h.detail ? `  ${h.detail}` : ""}`);

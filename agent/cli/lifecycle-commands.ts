@@ -4,9 +4,19 @@
  * component, command, exit code and error output printed and kept in `status`),
  * 2 usage, 3010 reboot required.
  */
+import { resolve } from "node:path";
 import type { Command } from "commander";
-import { apply, previewApply, uninstall, type RunOutcome, describeStep } from "../lifecycle";
-import { type LifecycleOptions, resolveOptions } from "../service";
+import {
+  apply,
+  previewApply,
+  uninstall,
+  type EngineDeps,
+  type RunOutcome,
+  describeStep,
+  disruptionOf,
+} from "../lifecycle";
+import { createDrainer } from "../report";
+import { type LifecycleOptions, type Resolved, resolveOptions } from "../service";
 import { failure, printError } from "./errors";
 import { EXIT, collectVar, lifecycleOptions } from "./lifecycle-options";
 import { progressFor } from "./progress";
@@ -58,6 +68,12 @@ function report(outcome: RunOutcome, json: boolean): number {
   return EXIT.converged;
 }
 
+/** The engine's dependencies with the drain a config asks for (the node's kubeconfig, the `drain` knobs). */
+function withDrain(r: Resolved, opts: LifecycleOptions, deps: EngineDeps): EngineDeps {
+  const kubeconfig = opts.kubeconfig !== undefined ? resolve(opts.kubeconfig) : undefined;
+  return { ...deps, drainer: createDrainer(r.config, deps.facts.nodeName, { kubeconfig }) };
+}
+
 function usage(message: string): number {
   return printError(message, EXIT.usage);
 }
@@ -75,7 +91,7 @@ export function registerLifecycleCommands(program: Command): void {
         try {
           const outcome = await apply(
             { content: r.content, template: r.template, templateVersion: r.templateVersion, lenient: opts.lenient },
-            r.deps(progress, "winfleet-agent apply"),
+            withDrain(r, opts, r.deps(progress, "winfleet-agent apply")),
           );
           return report(outcome, (opts.json ?? false) || !process.stdout.isTTY);
         } finally {
@@ -98,15 +114,30 @@ export function registerLifecycleCommands(program: Command): void {
             { content: r.content, template: r.template, templateVersion: r.templateVersion, lenient: opts.lenient },
             deps,
           );
-          const steps = p.plan.steps.map((s, i) => ({ ...s, step: i + 1, title: describeStep(s) }));
+          const steps = p.plan.steps.map((s, i) => ({
+            ...s,
+            step: i + 1,
+            title: describeStep(s),
+            ...(disruptionOf(s) !== undefined ? { disruption: disruptionOf(s) } : {}),
+          }));
+          // A run drains the node before its first disruptive step; a run without one drains nothing.
+          const first = steps.find((s) => s.disruption !== undefined);
+          const why = [...new Set(steps.flatMap((s) => s.disruption ?? []))];
+          const drain = { disruptive: first !== undefined, drainBefore: first?.step ?? null, why };
           if (opts.json) {
             process.stdout.write(
-              `${JSON.stringify({ template: { name: p.target.template.name, version: p.target.template.version }, contentDigest: p.contentDigest, steps, unfinished: p.unfinished ? { kind: p.unfinished.run.kind, target: p.unfinished.run.target, done: p.unfinished.run.next, total: p.unfinished.run.steps.length, status: p.unfinished.run.status, resumes: p.unfinished.resumes } : null, missingVariables: p.missing }, null, 2)}\n`,
+              `${JSON.stringify({ template: { name: p.target.template.name, version: p.target.template.version }, contentDigest: p.contentDigest, steps, drain, unfinished: p.unfinished ? { kind: p.unfinished.run.kind, target: p.unfinished.run.target, done: p.unfinished.run.next, total: p.unfinished.run.steps.length, status: p.unfinished.run.status, resumes: p.unfinished.resumes } : null, missingVariables: p.missing }, null, 2)}\n`,
             );
           } else {
             process.stdout.write(
               `plan for ${p.target.template.name} ${p.target.template.version} (content ${p.contentDigest.slice(0, 12)}): ${steps.length === 0 ? "nothing to do" : `${steps.length} steps`}\n`,
             );
+            if (steps.length > 0)
+              process.stdout.write(
+                first
+                  ? `disrupts the node's pods: the node is drained before step ${first.step}, because:\n${why.map((w) => `  - ${w}\n`).join("")}`
+                  : "disrupts nothing: the node is not drained\n",
+              );
             if (p.unfinished) {
               const u = p.unfinished.run;
               process.stdout.write(
@@ -117,7 +148,7 @@ export function registerLifecycleCommands(program: Command): void {
             for (const s of steps) {
               if (s.phase !== phase) process.stdout.write(`  ${(phase = s.phase)}\n`);
               process.stdout.write(
-                `    ${String(s.step).padStart(3)}. ${s.component ? `${s.component} ${s.version}  ` : ""}${s.title}\n`,
+                `    ${String(s.step).padStart(3)}. ${s.component ? `${s.component} ${s.version}  ` : ""}${s.title}${s.disruption !== undefined ? "  [disrupts]" : ""}\n`,
               );
             }
             for (const m of p.missing) process.stderr.write(`apply would refuse: ${m}\n`);
@@ -139,7 +170,7 @@ export function registerLifecycleCommands(program: Command): void {
         const progress = progressFor(process.stdout, opts.json ?? false);
         try {
           return report(
-            await uninstall(r.deps(progress, "winfleet-agent uninstall")),
+            await uninstall(withDrain(r, opts, r.deps(progress, "winfleet-agent uninstall"))),
             (opts.json ?? false) || !process.stdout.isTTY,
           );
         } finally {

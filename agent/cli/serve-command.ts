@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import type { Command } from "commander";
 import { createLogger, defaultRunDir, secretMasker } from "../common";
 import { fanOut } from "../lifecycle";
-import { createReporter } from "../report";
+import { createDrainer, createReporter } from "../report";
 import { loadAgentConfig, resolveWith, serve } from "../service";
 import { failure } from "./errors";
 import { jsonProgress } from "./progress";
@@ -40,7 +40,10 @@ export function registerServeCommand(program: Command): void {
         reporter?.start();
         const exit = await serve({
           configFile: opts.config,
-          engine: (config, observer, signal) => resolveWith(config).deps(observer, "winfleet-agent serve", signal),
+          engine: (config, observer, signal, supersede) => ({
+            ...resolveWith(config).deps(observer, "winfleet-agent serve", signal),
+            drainer: createDrainer(config, config.nodeName ?? hostname(), { supersede }),
+          }),
           observer: reporter ? fanOut([progress, reporter]) : progress,
           log,
           runDir: defaultRunDir(),

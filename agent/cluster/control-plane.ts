@@ -4,8 +4,9 @@
  * server authorizes as a production cluster does (`Node,RBAC`, the `NodeRestriction` admission
  * plugin, bootstrap-token authentication), and the controller manager runs the controllers a
  * Windows node's life depends on: DaemonSet rollouts, TLS bootstrap (CSR approving and signing,
- * the token cleaner), service-account tokens, namespace deletion and garbage collection; the
- * scheduler binds the pods the DaemonSet controller creates to their nodes.
+ * the token cleaner), service-account tokens, namespace deletion and garbage collection, and the
+ * workloads drained off a node before an upgrade disrupts it (Deployments, ReplicaSets, and the
+ * disruption controller behind PodDisruptionBudgets); the scheduler binds their pods to nodes.
  *
  * Nothing it serves is open to another local user: etcd speaks TLS only, to clients and peers
  * holding a certificate of its own CA (the API server's), not the cluster's; the API server admits
@@ -298,7 +299,11 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         `--kubeconfig=${kcmKubeconfig}`,
         `--authentication-kubeconfig=${kcmKubeconfig}`,
         `--authorization-kubeconfig=${kcmKubeconfig}`,
-        "--controllers=daemonset,csrapproving,csrsigning,csrcleaner,tokencleaner,bootstrapsigner,serviceaccount,serviceaccount-token,namespace,garbagecollector",
+        // The disruption controller keeps PodDisruptionBudgets' status, which the eviction subresource enforces
+        // (without it every eviction a budget covers is refused); deployment and replicaset run workloads, and
+        // nodelifecycle lifts the not-ready taint a Node registers with once it is Ready (only DaemonSet pods
+        // tolerate it) and taints a cordoned one, as on any cluster.
+        "--controllers=daemonset,deployment,replicaset,disruption,nodelifecycle,csrapproving,csrsigning,csrcleaner,tokencleaner,bootstrapsigner,serviceaccount,serviceaccount-token,namespace,garbagecollector",
         `--cluster-signing-cert-file=${pki.caCert}`,
         `--cluster-signing-key-file=${pki.caKey}`,
         `--root-ca-file=${pki.caCert}`,

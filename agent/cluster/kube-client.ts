@@ -161,6 +161,85 @@ export class KubeClient {
     return review.status.allowed;
   }
 
+  /**
+   * Lists `path` (a collection, with any query) and then watches it, calling `onEvent` for every
+   * object listed (`ADDED`) and every change after, in the API server's order, from the moment
+   * it is called until `stop`. A watch that ends (the API server restarted) starts again from
+   * the last version seen; one that version is too old for is listed afresh.
+   */
+  watch(
+    path: string,
+    onEvent: (type: string, object: Record<string, unknown>) => void,
+  ): { readonly ready: Promise<void>; stop(): void } {
+    let stopped = false;
+    let req: ReturnType<typeof request> | undefined;
+    let version = "";
+    const sep = path.includes("?") ? "&" : "?";
+    const relist = async (): Promise<void> => {
+      const list = await this.get<{ metadata: { resourceVersion: string }; items: Record<string, unknown>[] }>(path);
+      version = list.metadata.resourceVersion;
+      for (const item of list.items) onEvent("ADDED", item);
+    };
+    let generation = 0;
+    const follow = (): void => {
+      if (stopped) return;
+      const mine = ++generation;
+      let buffer = "";
+      let gone = false;
+      // Only the latest connection's end starts another (a response's "end" and "error" both fire).
+      const again = (relistFirst: boolean): void => {
+        if (mine === generation) restart(relistFirst);
+      };
+      req = request(
+        `${this.server}${path}${sep}watch=true&allowWatchBookmarks=true&resourceVersion=${version}`,
+        {
+          ca: this.creds.ca,
+          ...(this.creds.cert ? { cert: this.creds.cert, key: this.creds.key } : {}),
+          headers: {
+            accept: "application/json",
+            ...(this.creds.token ? { authorization: `Bearer ${this.creds.token}` } : {}),
+          },
+        },
+        (res) => {
+          res.on("data", (c: Buffer) => {
+            buffer += c.toString();
+            let nl: number;
+            while ((nl = buffer.indexOf("\n")) >= 0) {
+              const line = buffer.slice(0, nl);
+              buffer = buffer.slice(nl + 1);
+              if (line.trim() === "") continue;
+              const e = JSON.parse(line) as { type: string; object: Record<string, unknown> };
+              if (e.type === "ERROR") gone = true;
+              const meta = e.object.metadata as { resourceVersion?: string } | undefined;
+              if (meta?.resourceVersion) version = meta.resourceVersion;
+              if (e.type !== "BOOKMARK" && e.type !== "ERROR") onEvent(e.type, e.object);
+            }
+          });
+          res.on("end", () => again(gone));
+          res.on("error", () => again(gone));
+        },
+      );
+      req.on("error", () => again(false));
+      req.end();
+    };
+    const restart = (relistFirst: boolean): void => {
+      if (stopped) return;
+      generation++;
+      setTimeout(() => {
+        if (relistFirst) relist().then(follow, () => restart(true));
+        else follow();
+      }, 250).unref();
+    };
+    const ready = relist().then(follow);
+    return {
+      ready,
+      stop: () => {
+        stopped = true;
+        req?.destroy();
+      },
+    };
+  }
+
   /** Polls `probe` every 250 ms until it returns a value other than undefined/false, or fails after `timeoutMs`. */
   async waitFor<T>(probe: () => Promise<T | undefined | false>, timeoutMs: number, what = "condition"): Promise<T> {
     const deadline = Date.now() + timeoutMs;

@@ -26,6 +26,8 @@ export interface Pod {
     readonly namespace: string;
     readonly uid: string;
     readonly deletionTimestamp?: string;
+    /** The grace period a deletion (or eviction) gave the pod's containers. */
+    readonly deletionGracePeriodSeconds?: number;
   };
   readonly spec: {
     readonly initContainers?: readonly Container[];
@@ -33,6 +35,8 @@ export interface Pod {
     readonly volumes?: readonly { readonly name: string; readonly configMap?: { readonly name: string } }[];
     readonly restartPolicy?: string;
     readonly activeDeadlineSeconds?: number;
+    /** @default 30 */
+    readonly terminationGracePeriodSeconds?: number;
   };
 }
 
@@ -65,6 +69,10 @@ export interface Running {
   deadlineTimer?: NodeJS.Timeout;
   /** Set when the pod ended for good (Failed before its containers did: an init container, the deadline). */
   failed?: { readonly reason: string; readonly message: string };
+  /** Its graceful termination, once its deletion was seen. */
+  terminating?: Promise<void>;
+  /** Each container's process, by container name. */
+  readonly main: Map<string, ChildProcess>;
 }
 
 /** Where a container's log is, and whether it still runs (what the kubelet API serves). */

@@ -65,15 +65,12 @@ export class PodRunner {
       seen.add(pod.metadata.uid);
       const running = this.pods.get(pod.metadata.uid);
       if (pod.metadata.deletionTimestamp) {
-        if (running) await this.kill(running);
-        this.pods.delete(pod.metadata.uid);
-        // The kubelet's last word on a graceful deletion: the containers are gone, remove it now.
-        await this.api
-          .call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, {
-            gracePeriodSeconds: 0,
-            preconditions: { uid: pod.metadata.uid },
-          })
-          .catch(() => undefined);
+        // Each pod ends in its own time: one pod's grace period does not hold up the others.
+        if (!running) await this.remove(pod);
+        else
+          running.terminating ??= this.terminate(running, pod).catch((e: unknown) =>
+            this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ending it failed: ${String(e)}`),
+          );
         continue;
       }
       if (!running) {
@@ -86,6 +83,7 @@ export class PodRunner {
           initialized: false,
           exited: new Map(),
           logs: new Map(),
+          main: new Map(),
         };
         this.pods.set(pod.metadata.uid, r);
         void this.run(r).catch((e: unknown) =>
@@ -94,7 +92,7 @@ export class PodRunner {
       }
     }
     for (const [uid, r] of this.pods) {
-      if (!seen.has(uid)) {
+      if (!seen.has(uid) && !r.terminating) {
         await this.kill(r);
         this.pods.delete(uid);
       }
@@ -175,6 +173,7 @@ export class PodRunner {
       const log = await this.logOf(r, c);
       const child = this.spawn(r, c, this.command(c), log);
       r.processes.push(child);
+      r.main.set(c.name, child);
       void this.watchExit(r, c, child, log);
     }
     await this.report(r);
@@ -228,8 +227,9 @@ export class PodRunner {
     });
     // Its last output, unless a process it left behind holds the pipes open: then it has ended all the same.
     await Promise.race([logged, new Promise((res) => setTimeout(res, 2000).unref())]);
-    if (r.stopped) return;
+    if (r.stopped && !r.terminating) return;
     r.exited.set(c.name, { code, at: now() });
+    if (r.terminating) return; // terminate() reports the end
     if (r.exited.size === r.pod.spec.containers.length) {
       if (r.deadlineTimer) clearTimeout(r.deadlineTimer);
       r.ready = false;
@@ -289,6 +289,47 @@ export class PodRunner {
     });
     await logged;
     return code;
+  }
+
+  /**
+   * A deleted (or evicted) pod ends as a kubelet ends it: SIGTERM to each container, SIGKILL to
+   * those still running when the grace period runs out, the containers' ends written to the
+   * pod's status, and then the pod removed.
+   */
+  private async terminate(r: Running, pod: Pod): Promise<void> {
+    const grace = pod.metadata.deletionGracePeriodSeconds ?? r.pod.spec.terminationGracePeriodSeconds ?? 30;
+    r.stopped = true;
+    if (r.probeTimer) clearTimeout(r.probeTimer);
+    if (r.deadlineTimer) clearTimeout(r.deadlineTimer);
+    const alive = (p: ChildProcess): boolean => p.exitCode === null && p.signalCode === null;
+    const ended = r.processes.map((p) =>
+      alive(p) ? new Promise<void>((resolve) => p.once("exit", () => resolve())) : Promise.resolve(),
+    );
+    for (const p of r.processes) if (alive(p)) p.kill("SIGTERM");
+    const killer = setTimeout(() => {
+      for (const p of r.processes) if (alive(p)) p.kill("SIGKILL");
+    }, grace * 1000);
+    await Promise.all(ended);
+    clearTimeout(killer);
+    // What watchExit records may lag the exit by the container's last output: every container has an end here.
+    for (const [name, p] of r.main)
+      if (!r.exited.has(name))
+        r.exited.set(name, { code: p.exitCode ?? (p.signalCode === "SIGKILL" ? 137 : 143), at: now() });
+    r.ready = false;
+    if (r.initialized) await this.report(r);
+    await this.kill(r);
+    await this.remove(pod);
+  }
+
+  /** The kubelet's last word on a graceful deletion: the containers are gone, remove the pod now. */
+  private async remove(pod: Pod): Promise<void> {
+    this.pods.delete(pod.metadata.uid);
+    await this.api
+      .call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, {
+        gracePeriodSeconds: 0,
+        preconditions: { uid: pod.metadata.uid },
+      })
+      .catch(() => undefined);
   }
 
   private async kill(r: Running): Promise<void> {

@@ -7,6 +7,13 @@ export { BodyTooLargeError, readBodyLimited } from "./bounded-body";
 export { canonicalJson } from "./canonical-json";
 export { baseEnvironment } from "./child-environment";
 export {
+  DEFAULT_DRAIN,
+  decodeDrainArgument,
+  type DrainSettings,
+  drainSettingsSchema,
+  encodeDrainArgument,
+} from "./drain-settings";
+export {
   AGENT_NODE_FLAGS,
   defaultBrokerConfig,
   defaultInstallDir,
@@ -32,6 +39,7 @@ export {
   ValidationError,
 } from "./errors";
 export { IMPORT_EXTERNAL, importExternal } from "./import-external";
+export { type LabelRequirement, type LabelSelector, matchesLabels, parseLabelSelector } from "./label-selector";
 export { createLogger, type Logger } from "./log";
 export { loopbackPeerUid } from "./loopback-peer";
 export { assertReplaceable, type OutputShape, replaceDirectory } from "./output-dir";

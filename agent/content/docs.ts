@@ -9,7 +9,7 @@
 import { type AnalyzedComponent, type AnalyzedContent, SECTION_NAMES, type SectionName } from "./analysis";
 import { EFFECT_KINDS, type HostEffect, sectionEffects } from "./host-effects";
 import { compareVersions } from "./versions";
-import type { Template } from "./schema";
+import { type ComponentMetadata, type Template, restartsText } from "./schema";
 
 // Markdown table cells: pipes escaped, line breaks flattened.
 const cell = (s: string): string =>
@@ -138,6 +138,17 @@ function effectRows(effects: readonly HostEffect[]): string[][] {
   return rows;
 }
 
+/** What the component's metadata says its lifecycles disrupt (`disrupts`): the node is drained before them. */
+function disruptionLine(m: ComponentMetadata): string {
+  const parts = (["install", "upgrade", "uninstall"] as const).flatMap((l) => {
+    const what = m.disrupts?.[l] ?? [];
+    return what.length > 0 ? [`${l} ${restartsText(what)}`] : [];
+  });
+  return parts.length > 0
+    ? `Disrupts the node's pods (the node is drained first): ${parts.join("; ")}.`
+    : "Disrupts nothing for the node's pods (no drain), unless it asks for a restart.";
+}
+
 function componentSection(c: AnalyzedComponent): string[] {
   const m = c.metadata;
   const out = [`### ${m.name} ${m.version}`, "", `<a id="${anchor(c.key)}"></a>`, "", m.description, ""];
@@ -156,6 +167,7 @@ function componentSection(c: AnalyzedComponent): string[] {
       ]),
     ),
   );
+  out.push(disruptionLine(m), "");
   if (c.artifacts.length > 0) {
     out.push("Downloads (verified before use):", "");
     out.push(
@@ -230,7 +242,9 @@ export function renderContentReference(content: AnalyzedContent): string {
     "`artifacts.json`, and what the scripts' PowerShell parse trees show each section runs and changes.",
     "Do not edit by hand; `npm test` fails while this file differs from what the command generates.",
     "Paths are shown for a content root of `C:\\`. It covers the Windows (PowerShell) content; the local fleet's",
-    "`sh` sandbox is described in [local-fleet.md](local-fleet.md).",
+    "`sh` sandbox is described in [local-fleet.md](local-fleet.md). What each component's lifecycles disrupt for",
+    "the node's pods (its metadata's `disrupts`) decides whether an apply drains the node first",
+    "([upgrades.md](upgrades.md)).",
     "",
     "## Templates",
     "",

@@ -12,6 +12,10 @@ export { parseMetadata } from "./load";
 export {
   type ComponentMetadata,
   componentName,
+  DISRUPTION_TEXT,
+  type Disruption,
+  DISRUPTIONS,
+  restartsText,
   type ShellKind,
   SHELLS,
   splitPackageRef,

@@ -62,6 +62,41 @@ export const SHELLS = ["powershell", "sh"] as const;
 /** A component's shell. */
 export type ShellKind = (typeof SHELLS)[number];
 
+/**
+ * What a lifecycle can interrupt for the pods on the node: the container runtime, the kubelet, pod
+ * networking (kube-proxy, the CNI), or the whole host (a restart).
+ */
+export const DISRUPTIONS = ["runtime", "kubelet", "network", "reboot"] as const;
+/** One kind of disruption. */
+export type Disruption = (typeof DISRUPTIONS)[number];
+
+/** What each disruption restarts, as plans and the content reference name it. */
+export const DISRUPTION_TEXT: Readonly<Record<Disruption, string>> = {
+  runtime: "the container runtime",
+  kubelet: "the kubelet",
+  network: "pod networking",
+  reboot: "the host",
+};
+
+/** `restarts the kubelet and pod networking`: what a list of disruptions restarts, in words. */
+export function restartsText(what: readonly Disruption[]): string {
+  const names = what.map((d) => DISRUPTION_TEXT[d]);
+  const last = names.pop();
+  return `restarts ${names.length > 0 ? `${names.join(", ")} and ` : ""}${last ?? "nothing"}`;
+}
+
+const disruptions = z.array(z.enum(DISRUPTIONS)).default([]);
+
+/**
+ * winfleet: what installing, upgrading (to this version) and uninstalling the component disrupt. A node
+ * is drained before the first step of a lifecycle that disrupts anything; a reboot always does.
+ */
+export const disruptsSchema = z.strictObject({
+  install: disruptions,
+  upgrade: disruptions,
+  uninstall: disruptions,
+});
+
 /** A component's metadata file (`/bin/metadata/<name>_<version>.metadata`). */
 export const metadataSchema = z.strictObject({
   name: componentName,
@@ -88,6 +123,11 @@ export const metadataSchema = z.strictObject({
    * Optional, not defaulted, so components without it compile exactly as before.
    */
   cluster_prerequisites: z.array(z.string().min(1)).optional(),
+  /**
+   * winfleet: what the component's lifecycles disrupt for the node's pods (the node is drained first).
+   * Optional, not defaulted, so components without it compile exactly as before; absent, nothing but a reboot.
+   */
+  disrupts: disruptsSchema.optional(),
 });
 
 /** Parsed component metadata. */

@@ -10,14 +10,14 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileAtomic } from "../common";
+import { type DrainSettings, writeFileAtomic } from "../common";
 import type { LifecycleEvent, TemplateRef } from "../lifecycle";
 import { type HostPaths, type HostTarget, renderHostConfig } from "./spec";
 
 /** What the status page and `local status` show of a host. */
 export interface HostView {
   readonly name: string;
-  state: "starting" | "applying" | "converged" | "failed" | "rebooting" | "stopped" | "crashed";
+  state: "starting" | "applying" | "draining" | "converged" | "failed" | "rebooting" | "stopped" | "crashed";
   template?: TemplateRef;
   desired: TemplateRef;
   components: { name: string; version: string; state: string }[];
@@ -30,6 +30,8 @@ export interface HostView {
     errorTail: string;
     at: string;
   };
+  /** A drain in progress: why, what was evicted, and what it waits for (pods, and the budgets in the way). */
+  drain?: { reasons: string[]; evicted: number; waitingFor: string[]; since: string };
   pid?: number;
   reboots: number;
   restarts: number;
@@ -72,6 +74,8 @@ export class Host {
     private readonly listener: HostListener,
     /** The node's own kubeconfig when the fleet runs a cluster; the agent reports to its Node with it. */
     private readonly kubeconfig?: string,
+    /** The pool's drain knobs, for a host that joins a cluster. */
+    private readonly drain?: DrainSettings,
   ) {
     this.view = {
       name,
@@ -103,7 +107,7 @@ export class Host {
     await mkdir(this.paths.root, { recursive: true });
     await writeFileAtomic(
       this.paths.config,
-      renderHostConfig(this.name, this.paths, target, this.whitelist, this.kubeconfig),
+      renderHostConfig(this.name, this.paths, target, this.whitelist, this.kubeconfig, this.drain),
       { mode: 0o600, makeParents: true },
     );
     if (this.child?.pid !== undefined && this.child.exitCode === null) this.child.kill("SIGHUP");
@@ -207,6 +211,7 @@ export class Host {
       case "apply-failed":
         v.state = "failed";
         v.step = undefined;
+        v.drain = undefined;
         v.lastError = {
           component: e.component,
           phase: e.phase,
@@ -221,7 +226,38 @@ export class Host {
         v.state = "converged";
         v.template = e.template;
         v.step = undefined;
+        v.drain = undefined;
         if (e.changed) note("converged", `converged to ${e.template.name} ${e.template.version}`);
+        break;
+      case "drain-started":
+        v.state = "draining";
+        v.drain = { reasons: [...e.reasons], evicted: 0, waitingFor: [...e.pods], since: e.at };
+        note(
+          "drain",
+          `${e.cordoned ? "cordoned" : "already cordoned"}; draining ${e.pods.length} pods: ${e.reasons.join("; ")}`,
+        );
+        break;
+      case "pod-evicted":
+        v.state = "draining";
+        if (v.drain) v.drain.evicted++;
+        note("drain", `evicted ${e.pod}`);
+        break;
+      case "drain-blocked":
+        v.state = "draining";
+        if (v.drain) v.drain.waitingFor = e.waiting.map((w) => `${w.pod} (${w.why})`);
+        note("drain", `waiting for ${e.waiting.map((w) => `${w.pod} (${w.why})`).join("; ")}`);
+        break;
+      case "drain-finished":
+        v.state = "applying";
+        v.drain = undefined;
+        note("drain", `drained: ${e.evicted} pods evicted in ${(e.durationMs / 1000).toFixed(1)} s`);
+        break;
+      case "drain-failed":
+        v.drain = undefined;
+        note("failed", `drain stopped the apply: ${e.message}`);
+        break;
+      case "uncordoned":
+        note("drain", e.left ? "left cordoned, as it was before the drain" : "uncordoned");
         break;
       case "drift-found":
         note("drift", `drift in ${e.items.length} files`);
@@ -238,6 +274,7 @@ export class Host {
         if (e.template && e.state === "converged") v.template = e.template;
         if (e.state === "converged") v.state = "converged";
         else if (e.state === "failed") v.state = "failed";
+        else if (e.state === "draining") v.state = "draining";
         break;
       case "reboot-done":
         break;

@@ -62,6 +62,7 @@ export async function specFromStack(stack: string, hosts?: number, cluster?: boo
     template: s.fleet.content.template,
     templateVersion: s.fleet.content.templateVersion,
     cluster: cluster === true || pool.cluster,
+    ...(pool.drain ? { drain: pool.drain } : {}),
   };
 }
 
@@ -186,7 +187,14 @@ export async function localStatus(stateDir: string, json: boolean, out: Out): Pr
   const hosts = await Promise.all(
     names.map(async (name) => {
       const s = statusOf(await readJournal(hostPaths(stateDir, name).root));
-      return { name, state: s.state, template: s.template, components: s.components, failure: s.failure };
+      return {
+        name,
+        state: s.state,
+        template: s.template,
+        components: s.components,
+        failure: s.failure,
+        drain: s.drain,
+      };
     }),
   );
   if (json) out.write(`${JSON.stringify({ running: false, hosts }, null, 2)}\n`);
@@ -197,8 +205,19 @@ export async function localStatus(stateDir: string, json: boolean, out: Out): Pr
       fleetTable(
         hosts.map((h) => ({
           name: h.name,
-          state: h.state === "converged" ? "converged" : h.state === "failed" ? "failed" : "stopped",
+          state: h.state === "converged" || h.state === "failed" || h.state === "draining" ? h.state : "stopped",
           ...(h.template ? { template: h.template } : {}),
+          // A drain the journal says is under way (the host stopped while draining, or before its uncordon).
+          ...(h.drain && h.drain.state !== "skipped"
+            ? {
+                drain: {
+                  reasons: [...h.drain.reasons],
+                  evicted: h.drain.evicted.length,
+                  waitingFor: h.drain.waiting.map((w) => `${w.pod} (${w.why})`),
+                  since: h.drain.startedAt,
+                },
+              }
+            : {}),
           desired: h.template ?? { name: "", version: "" },
           components: [...h.components],
           reboots: 0,

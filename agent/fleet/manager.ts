@@ -172,6 +172,7 @@ export class FleetManager {
               },
             },
             this.options.kubeconfigFor?.(name),
+            spec.drain,
           );
           this.hosts.set(name, host);
           if (onDisk) {

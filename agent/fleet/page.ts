@@ -1,7 +1,7 @@
 /**
  * The status page: one self-contained HTML document (no external assets) that
  * renders the fleet from `/api/events` as it changes — each host's template
- * and component versions, its state, the step it runs and its last error, the
+ * and component versions, its state, the step it runs (or the drain it waits on) and its last error, the
  * rollout in progress, and a timeline; in cluster mode also the cluster's view
  * (each Node's Ready and WinfleetReady, the upgrader DaemonSets' rollout, recent
  * Events), polled from `/api/cluster`. Every value is set with textContent.
@@ -16,7 +16,7 @@ table { border-collapse: collapse; width: 100%; margin-bottom: 1.5rem; }
 th, td { text-align: left; padding: .4rem .6rem; border-bottom: 1px solid #8884; vertical-align: top; }
 th { font-weight: 600; color: var(--muted); }
 .state { font-weight: 600; } .state.converged { color: var(--ok); } .state.failed, .state.crashed { color: var(--bad); }
-.state.applying, .state.starting, .state.rebooting { color: var(--busy); }
+.state.applying, .state.starting, .state.rebooting, .state.draining { color: var(--busy); }
 .comp { display: inline-block; margin: 0 .4rem .2rem 0; padding: 0 .35rem; border-radius: 4px; background: #8882; font-family: ui-monospace, monospace; font-size: 12px; }
 .error { color: var(--bad); white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 12px; }
 .step { font-family: ui-monospace, monospace; font-size: 12px; }
@@ -42,7 +42,8 @@ function renderHost(h) {
   for (const c of h.components) comps.appendChild(el('span', c.name + ' ' + c.version + (c.state === 'installed' ? '' : ' (' + c.state + ')'), 'comp'));
   row.appendChild(comps);
   const now = el('td');
-  if (h.step) now.appendChild(el('div', h.step.component + ' ' + h.step.phase + ': ' + h.step.title, 'step'));
+  if (h.drain) now.appendChild(el('div', 'draining: ' + h.drain.evicted + ' evicted' + (h.drain.waitingFor.length ? ', waiting for ' + h.drain.waitingFor.join('; ') : ''), 'step drain'));
+  else if (h.step) now.appendChild(el('div', h.step.component + ' ' + h.step.phase + ': ' + h.step.title, 'step'));
   if (h.lastError) now.appendChild(el('div', 'last error: ' + h.lastError.component + ' ' + h.lastError.phase + ': ' + h.lastError.command + ' exited ' + h.lastError.exitCode + (h.lastError.errorTail ? '\\n' + h.lastError.errorTail.trim().split('\\n').slice(-4).join('\\n') : ''), 'error'));
   row.appendChild(now);
 }

@@ -5,7 +5,7 @@
  */
 import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
-import { canonicalJson } from "../common";
+import { type DrainSettings, canonicalJson } from "../common";
 import { localHostNames } from "../../components";
 
 /** What the fleet should run. */
@@ -23,6 +23,8 @@ export interface FleetSpec {
   readonly templateVersion: string;
   /** Whether the hosts join a local control plane the fleet runs. */
   readonly cluster?: boolean;
+  /** The pool's drain knobs (cluster mode drains a node before a disruptive step). */
+  readonly drain?: DrainSettings;
 }
 
 /** The target a host converges to. */
@@ -98,10 +100,12 @@ export function renderHostConfig(
   target: HostTarget,
   whitelist: readonly string[],
   kubeconfig?: string,
+  drain?: DrainSettings,
 ): string {
   return `${canonicalJson({
     nodeName: host,
     ...(kubeconfig !== undefined ? { kubeconfig } : {}),
+    ...(drain !== undefined ? { drain } : {}),
     root: paths.root,
     content: target.content,
     template: target.template,

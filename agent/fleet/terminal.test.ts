@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { HostView } from "./host";
-import { FleetDisplay } from "./terminal";
+import { FleetDisplay, fleetTable } from "./terminal";
 
 const host = (state: HostView["state"], extra: Partial<HostView> = {}): HostView => ({
   name: "local-1",
@@ -66,6 +66,25 @@ describe("the fleet display without a terminal", () => {
     assert.deepEqual(
       lines.map((l) => (JSON.parse(l) as { type: string }).type),
       ["rollout", "host", "timeline", "host"],
+    );
+  });
+});
+
+describe("the fleet table", () => {
+  it("shows a draining host with what it evicted and what it waits for", () => {
+    const draining = host("draining", {
+      drain: {
+        reasons: ["sandbox-service 1.1.0 upgrade restarts the container runtime"],
+        evicted: 1,
+        waitingFor: ["default/web-b (PodDisruptionBudget default/web-pdb: needs 3 healthy pods)"],
+        since: "2026-01-02T03:04:05.000Z",
+      },
+    });
+    const row = fleetTable([draining]).split("\n")[1] ?? "";
+    assert.match(row, /^local-1\s+draining\s+/);
+    assert.match(
+      row,
+      /draining: 1 evicted, waiting for default\/web-b \(PodDisruptionBudget default\/web-pdb: needs 3 healthy pods\)$/,
     );
   });
 });

@@ -24,9 +24,11 @@ export function fleetTable(hosts: readonly HostView[]): string {
       .join(", ") || "—",
     h.lastError && h.state === "failed"
       ? `${h.lastError.component} ${h.lastError.phase}: exit ${String(h.lastError.exitCode)}`
-      : h.step
-        ? `${h.step.component} ${h.step.phase}`
-        : "",
+      : h.drain
+        ? drainText(h.drain)
+        : h.step
+          ? `${h.step.component} ${h.step.phase}`
+          : "",
   ]);
   const head = ["HOST", "STATE", "TEMPLATE", "COMPONENTS", "STEP / ERROR"];
   const widths = head.map((t, i) => Math.max(t.length, ...rows.map((r) => (r[i] ?? "").length)));
@@ -38,15 +40,22 @@ export function fleetTable(hosts: readonly HostView[]): string {
   return `${[line(head), ...rows.map(line)].join("\n")}\n`;
 }
 
+/** A drain in a line: what it evicted and what it waits for. */
+export function drainText(d: NonNullable<HostView["drain"]>): string {
+  return `draining: ${d.evicted} evicted${d.waitingFor.length > 0 ? `, waiting for ${d.waitingFor.join("; ")}` : ""}`;
+}
+
 function hostLine(h: HostView): string {
   const tpl = h.template ? `${h.template.name} ${h.template.version}` : "—";
   const want = `${h.desired.name} ${h.desired.version}`;
   const doing =
     h.state === "failed" && h.lastError
       ? `✗ ${h.lastError.component} ${h.lastError.phase}: exit ${String(h.lastError.exitCode)}`
-      : h.step
-        ? `${h.step.component} ${h.step.phase}: ${h.step.title}`
-        : "";
+      : h.drain
+        ? drainText(h.drain)
+        : h.step
+          ? `${h.step.component} ${h.step.phase}: ${h.step.title}`
+          : "";
   return `  ${h.name.padEnd(10)} ${h.state.padEnd(10)} ${(tpl === want ? tpl : `${tpl} → ${want}`).padEnd(28)} ${doing}`.slice(
     0,
     160,

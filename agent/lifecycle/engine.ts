@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import { AgentError, AgentErrorCode } from "../common";
 import { type Catalog, loadCatalog } from "../content";
 import { declaredSecretNames, missingVariables, splitDeclaredSecrets } from "./environment";
+import { endDrain } from "./drain";
 import { type ExecutorDeps, type RunOutcome, executeRun } from "./executor";
 import { type Journal, type Run, readJournal, remember, writeJournal } from "./journal";
 import { type ProcessProbe, acquireLock } from "./lock";
@@ -115,6 +116,8 @@ export async function apply(req: ApplyRequest, deps: EngineDeps): Promise<RunOut
         );
         await writeJournal(deps.root, journal);
       }
+      // A drain left by an earlier run (superseded, or ended by a crash before its uncordon) ends here.
+      journal = await endDrain(journal, deps);
       deps.observer.event({ type: "apply-converged", at, template: ref, changed: false });
       return { kind: "converged", journal, changed: false };
     }

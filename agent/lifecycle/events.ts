@@ -36,8 +36,11 @@ export interface DriftItem {
   readonly problem: "missing" | "content" | "mode" | "type";
 }
 
-/** The agent's overall state, as `status` and the Node annotation show it. */
-export type AgentState = "idle" | "applying" | "converged" | "failed" | "reboot-pending" | "uninstalled";
+/**
+ * The agent's overall state, as `status` and the Node annotation show it: `draining` while the node is
+ * cordoned and its pods evicted before a disruptive step, or waits to be uncordoned after converging.
+ */
+export type AgentState = "idle" | "applying" | "draining" | "converged" | "failed" | "reboot-pending" | "uninstalled";
 
 /** Every event; `at` is an ISO-8601 time. */
 export type LifecycleEvent =
@@ -72,6 +75,37 @@ export type LifecycleEvent =
       readonly errorTail: string;
     }
   | { readonly type: "apply-converged"; readonly at: string; readonly template: TemplateRef; readonly changed: boolean }
+  | {
+      /** The node is cordoned (unless someone else had) and its pods are being evicted before a disruptive step. */
+      readonly type: "drain-started";
+      readonly at: string;
+      readonly reasons: readonly string[];
+      /** False when the node was already cordoned by someone else (it is then left cordoned). */
+      readonly cordoned: boolean;
+      /** The pods to evict. */
+      readonly pods: readonly string[];
+    }
+  | { readonly type: "pod-evicted"; readonly at: string; readonly pod: string }
+  | {
+      /** Evictions the API server refused (a PodDisruptionBudget), or pods still terminating, with why. */
+      readonly type: "drain-blocked";
+      readonly at: string;
+      readonly waiting: readonly { readonly pod: string; readonly why: string }[];
+    }
+  | { readonly type: "drain-finished"; readonly at: string; readonly evicted: number; readonly durationMs: number }
+  | {
+      /** The drain could not finish (its timeout, pods it may not evict): the run stops before anything disruptive. */
+      readonly type: "drain-failed";
+      readonly at: string;
+      readonly message: string;
+      readonly waiting: readonly { readonly pod: string; readonly why: string }[];
+    }
+  | {
+      /** The drain ended: the node uncordoned, or left cordoned as someone else had it (`left`). */
+      readonly type: "uncordoned";
+      readonly at: string;
+      readonly left: boolean;
+    }
   | { readonly type: "drift-found"; readonly at: string; readonly items: readonly DriftItem[] }
   | { readonly type: "drift-corrected"; readonly at: string; readonly components: readonly string[] }
   | {

@@ -10,6 +10,7 @@
 import type { ShellKind } from "../content";
 import type { FetchOptions, PathMapper } from "../ignition";
 import type { Shell } from "../shell";
+import { type DrainContext, type Drainer, drainNode, endDrain } from "./drain";
 import type { LifecycleObserver } from "./events";
 import {
   type HostFacts,
@@ -20,7 +21,15 @@ import {
   splitDeclaredSecrets,
 } from "./environment";
 import { type Journal, type Run, remember, writeJournal } from "./journal";
-import { type DesiredComponent, type InstalledComponent, REBOOT_EXIT, type Step, describeStep, groupOf } from "./model";
+import {
+  type DesiredComponent,
+  type InstalledComponent,
+  REBOOT_EXIT,
+  type Step,
+  describeStep,
+  disruptionOf,
+  groupOf,
+} from "./model";
 import { applyEffect } from "./planner";
 import type { RebootExecutor } from "./reboot";
 import { rebootExitFor, runStep } from "./step-runner";
@@ -45,6 +54,8 @@ export interface ExecutorDeps {
   readonly now?: () => Date;
   /** Stop between steps (SIGTERM in `serve`). */
   readonly signal?: AbortSignal;
+  /** Drains the node before the first disruptive step; without it nothing is drained (no cluster). */
+  readonly drainer?: Drainer;
 }
 
 /** How a run ended. */
@@ -94,6 +105,64 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
     return { kind: "reboot", journal, reasons };
   };
 
+  // Where the drain stands is in the journal, written with the run.
+  const drainContext: DrainContext = {
+    drainer: deps.drainer,
+    record: () => journal.drain,
+    save: async (record, event, detail) => {
+      journal = remember({ ...journal, drain: record }, event, detail, now());
+      await save();
+    },
+    emit,
+    now,
+    ...(deps.signal ? { signal: deps.signal } : {}),
+  };
+  // Before the first step that disrupts the node's pods (a reboot always does), and only then: the node drained.
+  const drainBefore = async (i: number): Promise<RunOutcome | undefined> => {
+    const state = journal.drain?.state;
+    if (state === "drained" || state === "skipped") return undefined;
+    const reasons = [...new Set(run.steps.slice(i).flatMap((s) => disruptionOf(s) ?? []))];
+    const drained = await drainNode(drainContext, reasons.length > 0 ? reasons : ["a step asked for a reboot"]);
+    if (drained.kind === "drained") return undefined;
+    const at = now();
+    if (drained.kind === "interrupted") {
+      run = { ...run, status: "interrupted", current: undefined };
+      journal = remember(journal, "interrupted", `stopped while draining, before step ${i + 1}`, at);
+      await save();
+      return { kind: "interrupted", journal };
+    }
+    const step = run.steps[Math.min(i, run.steps.length - 1)] as Step;
+    const command = "drain the node (cordon, evict its pods)";
+    run = {
+      ...run,
+      status: "failed",
+      current: undefined,
+      failure: {
+        step: i,
+        component: step.component,
+        version: step.version,
+        phase: step.phase,
+        command,
+        exitCode: null,
+        timedOut: drained.timedOut,
+        errorTail: drained.message,
+        at,
+      },
+    };
+    journal = remember(journal, "apply-failed", `before step ${i + 1}, ${command}: ${drained.message}`, at);
+    await save();
+    emit({
+      type: "apply-failed",
+      at,
+      component: step.component,
+      phase: step.phase,
+      command,
+      exitCode: null,
+      errorTail: drained.message,
+    });
+    return { kind: "failed", journal };
+  };
+
   if (run.status === "reboot-pending" && run.reboot) {
     const r = run.reboot;
     if (!(await deps.reboot.completed(r))) return requestReboot(r.reasons, r.step, r.static);
@@ -137,11 +206,18 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
       }
       // A group that asked for a reboot (exit 3010) gets it before the next group starts.
       if (run.rebootRequests.some((r) => r.group !== groupOf(step)))
-        return await requestReboot(
-          run.rebootRequests.map((r) => r.reason),
-          i,
-          false,
+        return (
+          (await drainBefore(i)) ??
+          (await requestReboot(
+            run.rebootRequests.map((r) => r.reason),
+            i,
+            false,
+          ))
         );
+      if (disruptionOf(step) !== undefined) {
+        const stopped = await drainBefore(i);
+        if (stopped) return stopped;
+      }
       if (step.kind === "reboot")
         return await requestReboot([...step.reasons, ...run.rebootRequests.map((r) => r.reason)], i, true);
 
@@ -248,10 +324,13 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
         emit({ type: "component-removed", at, component: step.component, version: step.version });
     }
     if (run.rebootRequests.length > 0)
-      return await requestReboot(
-        run.rebootRequests.map((r) => r.reason),
-        run.steps.length,
-        false,
+      return (
+        (await drainBefore(run.steps.length)) ??
+        (await requestReboot(
+          run.rebootRequests.map((r) => r.reason),
+          run.steps.length,
+          false,
+        ))
       );
   } finally {
     for (const s of shells.values()) await s.close();
@@ -276,6 +355,8 @@ export async function executeRun(start: Journal, deps: ExecutorDeps): Promise<Ru
   );
   await writeJournal(deps.root, journal);
   await pruneRecords(deps.root, journal);
+  // Converged, after any reboot: the node takes pods again (unless someone else had cordoned it).
+  journal = await endDrain(journal, deps);
   if (run.target) emit({ type: "apply-converged", at, template: run.target, changed });
   return { kind: "converged", journal, changed };
 }

@@ -22,7 +22,7 @@ import {
   STATE_DIR_NAME,
   writeFileIn,
 } from "../common";
-import { SHELLS } from "../content";
+import { DISRUPTIONS, SHELLS } from "../content";
 import type { LedgerFile } from "../ignition";
 import { PHASES } from "./events";
 import { ROLES, SECTIONS, type Step } from "./model";
@@ -37,6 +37,9 @@ const stepBase = {
   priority: z.number(),
   finalizes: z.enum(["installed", "upgraded", "removed"]).optional(),
   from: z.string().optional(),
+  disrupts: z
+    .object({ lifecycle: z.enum(["install", "upgrade", "uninstall"]), what: z.array(z.enum(DISRUPTIONS)) })
+    .optional(),
 };
 
 // Checked against the model's types, so a journaled plan reads back as exactly what was planned.
@@ -117,6 +120,26 @@ const runSchema = z.object({
 
 const historySchema = z.object({ at: z.string(), event: z.string(), detail: z.string() });
 
+/**
+ * Where a drain of the node stands. It outlives the run that started it (a superseding run keeps
+ * it) until the host has converged and the node is uncordoned.
+ */
+const drainSchema = z.object({
+  /** cordoning: about to cordon; evicting: cordoned, pods leaving; drained: nothing left; skipped: nothing to drain. */
+  state: z.enum(["cordoning", "evicting", "drained", "skipped"]),
+  /** The agent cordoned the node (false: it was cordoned before the drain, and is left so). */
+  cordoned: z.boolean(),
+  startedAt: z.string(),
+  /** What disrupts: why the drain. */
+  reasons: z.array(z.string()),
+  /** Pods evicted so far (`namespace/name`). */
+  evicted: z.array(z.string()).default([]),
+  /** Pods in the way at the last look, and why. */
+  waiting: z.array(z.object({ pod: z.string(), why: z.string() })).default([]),
+  /** Why nothing was drained (skipped). */
+  note: z.string().optional(),
+});
+
 const journalSchema = z.object({
   format: z.literal(1),
   installed: z.array(
@@ -137,6 +160,8 @@ const journalSchema = z.object({
     })
     .optional(),
   run: runSchema.optional(),
+  /** A drain of the node that has not ended with its uncordon yet. */
+  drain: drainSchema.optional(),
   /** Set by `uninstall` when it finished. */
   uninstalledAt: z.string().optional(),
   history: z.array(historySchema).default([]),
@@ -146,6 +171,8 @@ const journalSchema = z.object({
 export type Journal = z.infer<typeof journalSchema>;
 /** The run in progress. */
 export type Run = z.infer<typeof runSchema>;
+/** Where a drain stands. */
+export type DrainRecord = z.infer<typeof drainSchema>;
 /** A recorded failure. */
 export type Failure = z.infer<typeof failureSchema>;
 /** A recorded step result. */
@@ -260,6 +287,7 @@ export async function writeJournal(root: string, journal: Journal): Promise<void
   }
   await writeFileIn(dir, "journal.json", `${JSON.stringify(stored, null, 1)}\n`, { mode: 0o600 });
   crashSeam(++writes);
+  eventSeam(bounded.history.at(-1));
   await sweepPlans(dir, plan?.ref.file ?? null);
 }
 
@@ -273,6 +301,26 @@ export function remember(journal: Journal, event: string, detail: string, at: st
 // the journal that refers to it): a crash at every transition. With
 // WINFLEET_TEST_CRASH_COUNTER=<file> the count runs across processes (an
 // install that stops for a reboot and continues in the next process).
+// Tests set WINFLEET_TEST_CRASH_AFTER=<history event>[#<n>] to SIGKILL the agent the same way right after
+// the journal that first records the n-th such event (default the first) is on disk: a crash at one named
+// transition, such as a drain's `cordoned` or its second `pod-evicted`.
+let lastEntry = "";
+let eventsSeen = 0;
+function eventSeam(entry: { at: string; event: string; detail: string } | undefined): void {
+  const spec = process.env.WINFLEET_TEST_CRASH_AFTER;
+  if (spec === undefined || entry === undefined) return;
+  const key = `${entry.at}\0${entry.event}\0${entry.detail}`;
+  if (key === lastEntry) return;
+  lastEntry = key;
+  const [event, nth = "1"] = spec.split("#");
+  if (entry.event !== event || ++eventsSeen !== Number(nth)) return;
+  try {
+    process.kill(-process.pid, "SIGKILL");
+  } catch {
+    process.kill(process.pid, "SIGKILL");
+  }
+}
+
 function crashSeam(count: number): void {
   const at = process.env.WINFLEET_TEST_CRASH_AT;
   if (at === undefined) return;

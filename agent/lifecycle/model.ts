@@ -3,7 +3,7 @@
  * as a template wants them, and the steps of a plan. Plain readonly data, so
  * the planner is a pure function and a plan can be journaled as JSON.
  */
-import type { ComponentMetadata, ShellKind } from "../content";
+import { type ComponentMetadata, type Disruption, type ShellKind, restartsText } from "../content";
 import type { Phase } from "./events";
 
 /** Exit code a command uses to say "done, but restart the host" (Windows' ERROR_SUCCESS_REBOOT_REQUIRED). */
@@ -45,6 +45,15 @@ export interface DesiredComponent {
   readonly paths: readonly string[];
 }
 
+/** A component lifecycle, as its metadata's `disrupts` names them. */
+export type LifecycleName = "install" | "upgrade" | "uninstall";
+
+/** What a step's lifecycle disrupts for the node's pods (from the component's `disrupts`). */
+export interface StepDisruption {
+  readonly lifecycle: LifecycleName;
+  readonly what: readonly Disruption[];
+}
+
 interface StepBase {
   readonly phase: Phase;
   /** The component the step belongs to ("" for a reboot). */
@@ -57,6 +66,8 @@ interface StepBase {
   readonly finalizes?: "installed" | "upgraded" | "removed";
   /** For upgrades: the version the component had before. */
   readonly from?: string;
+  /** Set on every step of a lifecycle that disrupts the node's pods: the node is drained before the first. */
+  readonly disrupts?: StepDisruption;
 }
 
 /** Runs one command of a section. */
@@ -118,6 +129,17 @@ export function describeStep(step: Step): string {
     case "reboot":
       return `reboot (${step.reasons.join("; ")})`;
   }
+}
+
+/**
+ * Why a step disrupts the node's pods, for people (`sandbox-service 1.1.0 upgrade restarts the container
+ * runtime`), or undefined when it does not: a reboot always does.
+ */
+export function disruptionOf(step: Step): string | undefined {
+  if (step.kind === "reboot") return `the host restarts (${step.reasons.join("; ")})`;
+  const d = step.disrupts;
+  if (!d || d.what.length === 0) return undefined;
+  return `${step.component} ${step.version} ${d.lifecycle} ${restartsText(d.what)}`;
 }
 
 function firstLine(text: string): string {

@@ -3,7 +3,14 @@ import { describe, it } from "node:test";
 import fc from "fast-check";
 import { type ComponentMetadata, metadataSchema } from "../content/schema";
 import { PHASES } from "./events";
-import { type DesiredComponent, type InstalledComponent, type Step, describeStep, groupOf } from "./model";
+import {
+  type DesiredComponent,
+  type InstalledComponent,
+  type Step,
+  describeStep,
+  disruptionOf,
+  groupOf,
+} from "./model";
 import { applyEffect, inTemplateOrder, planLifecycle } from "./planner";
 
 type SectionInput = {
@@ -328,5 +335,71 @@ describe("the planner after a run that failed part-way (fast-check)", () => {
       }),
       { numRuns: 500, seed: 12 },
     );
+  });
+});
+
+describe("what a plan disrupts", () => {
+  const disrupting = (
+    name: string,
+    version: string,
+    disrupts: Partial<Record<"install" | "upgrade" | "uninstall", string[]>>,
+    sections: Parameters<typeof meta>[2] = {},
+  ): ComponentMetadata => metadataSchema.parse({ ...meta(name, version, sections), disrupts });
+  const marked = (steps: readonly Step[]): string[] =>
+    steps.map((s) => `${s.component || "reboot"} ${describeStep(s)}: ${disruptionOf(s) ?? "-"}`);
+
+  it("marks every step of a lifecycle whose metadata says it disrupts, and nothing else", () => {
+    const runtime = disrupting("runtime", "2", { upgrade: ["runtime"] });
+    const quiet = meta("quiet", "2");
+    const plan = planLifecycle([have(meta("runtime", "1")), have(meta("quiet", "1"))], [want(runtime), want(quiet)]);
+    assert.deepEqual(marked(plan.steps), [
+      "runtime pre_upgrade.commands[0]: pre_upgrade runtime 2: runtime 2 upgrade restarts the container runtime",
+      "quiet pre_upgrade.commands[0]: pre_upgrade quiet 2: -",
+      "runtime files (from 1): runtime 2 upgrade restarts the container runtime",
+      "quiet files (from 1): -",
+      "runtime post_upgrade.commands[0]: post_upgrade runtime 2: runtime 2 upgrade restarts the container runtime",
+      "quiet post_upgrade.commands[0]: post_upgrade quiet 2: -",
+    ]);
+  });
+
+  it("takes an upgrade's word from the new version, a removal's from what the host recorded, and a reboot always disrupts", () => {
+    const installed = [
+      have(disrupting("cni", "1", { upgrade: ["network"] })),
+      have(disrupting("old", "1", { uninstall: ["kubelet"] })),
+    ];
+    const desired = [
+      want(meta("cni", "2", { install: { reboot: true } })),
+      want(disrupting("feature", "1", {}, { install: { reboot: true } })),
+    ];
+    const plan = planLifecycle(installed, desired);
+    const reasons = [...new Set(plan.steps.flatMap((s) => disruptionOf(s) ?? []))];
+    assert.deepEqual(reasons, [
+      "old 1 uninstall restarts the kubelet",
+      "the host restarts (feature 1 install asks for a reboot)",
+    ]);
+    assert.ok(
+      plan.steps.filter((s) => s.component === "cni").every((s) => s.disrupts === undefined),
+      "cni 2 does not say its upgrade disrupts: the old version's word does not count",
+    );
+  });
+
+  it("an upgrade through an uninstall adds what the old version's uninstall disrupts", () => {
+    const plan = planLifecycle(
+      [have(disrupting("rt", "1", { uninstall: ["runtime"] }))],
+      [want(disrupting("rt", "2", { upgrade: ["kubelet"] }, { pre_upgrade: { uninstall: true } }))],
+    );
+    assert.deepEqual(
+      [...new Set(plan.steps.map((s) => disruptionOf(s)))],
+      // The old version's uninstall runs in the upgrade's group, under its own version.
+      [
+        "rt 2 upgrade restarts the kubelet and the container runtime",
+        "rt 1 upgrade restarts the kubelet and the container runtime",
+      ],
+    );
+  });
+
+  it("a plan of components that disrupt nothing has no disruptive step", () => {
+    const plan = planLifecycle([have(meta("a", "1"))], [want(meta("a", "2")), want(meta("b", "1"))]);
+    assert.equal(plan.steps.filter((s) => disruptionOf(s) !== undefined).length, 0);
   });
 });

@@ -19,7 +19,7 @@
  * once a step has run. Planning, then applying every step's effect, ends with
  * exactly the desired components.
  */
-import type { ComponentMetadata } from "../content";
+import type { ComponentMetadata, Disruption } from "../content";
 import type { Phase } from "./events";
 import {
   type CommandStep,
@@ -29,6 +29,7 @@ import {
   type RebootStep,
   type SectionName,
   type Step,
+  type StepDisruption,
   ROLES,
 } from "./model";
 
@@ -60,7 +61,36 @@ interface Entry {
   }[];
   /** Steps appended after the entry's commands, in the same group. */
   readonly tail?: readonly Step[];
+  /** What the entry's lifecycle disrupts (every step of it carries it). */
+  readonly disrupts?: StepDisruption | undefined;
 }
+
+/** What a lifecycle disrupts, from its metadata (and `extra`, an old version's uninstall), or undefined. */
+function disruption(
+  lifecycle: StepDisruption["lifecycle"],
+  m: ComponentMetadata,
+  extra: readonly Disruption[] = [],
+): StepDisruption | undefined {
+  const what = [...new Set([...(m.disrupts?.[lifecycle] ?? []), ...extra])];
+  return what.length > 0 ? { lifecycle, what } : undefined;
+}
+
+/** What a component's lifecycle in the plan disrupts: an upgrade's is the new version's word (and its uninstall's). */
+function lifecycleDisruption(l: Lifecycle): StepDisruption | undefined {
+  switch (l.kind) {
+    case "fresh":
+      return disruption("install", l.d.metadata);
+    case "in-place":
+      return disruption("upgrade", l.d.metadata);
+    case "through-uninstall":
+      return disruption("upgrade", l.d.metadata, l.c.metadata.disrupts?.uninstall);
+    case "resume":
+      return disruption(l.section === "install" ? "install" : "upgrade", l.d.metadata);
+  }
+}
+
+const withDisruption = <T extends object>(step: T, d: StepDisruption | undefined): T =>
+  d ? { ...step, disrupts: d } : step;
 
 /** Plans the way from `installed` to `desired` (template order). */
 export function planLifecycle(installed: readonly InstalledComponent[], desired: readonly DesiredComponent[]): Plan {
@@ -79,6 +109,7 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
   }
   const order = new Map(desired.map((d, i) => [d.name, i]));
   const position = (name: string): number => order.get(name) ?? 0;
+  const disrupts = new Map(lifecycles.map((l) => [l.d.name, lifecycleDisruption(l)]));
 
   const steps: Step[] = [];
   const dropped = installed.map((c, i) => ({ c, i })).filter(({ c }) => !want.has(c.name));
@@ -91,17 +122,19 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
         metadata: c.metadata,
         section: "uninstall" as const,
         order: -i,
+        disrupts: disruption("uninstall", c.metadata),
       })),
     ),
   );
   for (const { c } of reversedByUninstall(dropped)) {
-    steps.push({
+    const step: Step = {
       kind: "remove-files",
       phase: "uninstall",
       component: c.name,
       version: c.version,
       priority: c.metadata.uninstall.priority,
-    });
+    };
+    steps.push(withDisruption(step, disruption("uninstall", c.metadata)));
   }
 
   steps.push(
@@ -116,16 +149,20 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
           section: "pre_upgrade" as const,
           order: position(l.d.name),
           from: l.c.version,
+          disrupts: disrupts.get(l.d.name),
         };
         if (l.kind === "in-place") return [base];
-        const remove: Step = {
-          kind: "remove-files",
-          phase: "pre_upgrade",
-          component: l.c.name,
-          version: l.c.version,
-          priority: l.d.metadata.pre_upgrade.priority,
-          from: l.c.version,
-        };
+        const remove: Step = withDisruption<Step>(
+          {
+            kind: "remove-files",
+            phase: "pre_upgrade",
+            component: l.c.name,
+            version: l.c.version,
+            priority: l.d.metadata.pre_upgrade.priority,
+            from: l.c.version,
+          },
+          disrupts.get(l.d.name),
+        );
         return [
           { ...base, then: [{ version: l.c.version, metadata: l.c.metadata, section: "uninstall" }], tail: [remove] },
         ];
@@ -137,7 +174,7 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
     const from = l.kind === "in-place" ? l.c.version : undefined;
     const next =
       l.kind === "in-place" || (l.kind === "resume" && l.section === "post_upgrade") ? "post_upgrade" : "install";
-    steps.push({
+    const files: Step = {
       kind: "files",
       phase: "files",
       component: l.d.name,
@@ -145,7 +182,8 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
       priority: 0,
       next,
       ...(from ? { from } : {}),
-    });
+    };
+    steps.push(withDisruption(files, disrupts.get(l.d.name)));
   }
 
   const installs = lifecycles.filter(
@@ -161,6 +199,7 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
         section: "install" as const,
         order: position(l.d.name),
         ...(l.kind === "through-uninstall" ? { from: l.c.version } : {}),
+        disrupts: disrupts.get(l.d.name),
       })),
     ),
   );
@@ -177,6 +216,7 @@ export function planLifecycle(installed: readonly InstalledComponent[], desired:
         section: "post_upgrade" as const,
         order: position(l.d.name),
         ...(l.kind === "in-place" ? { from: l.c.version } : {}),
+        disrupts: disrupts.get(l.d.name),
       })),
     ),
   );
@@ -198,12 +238,20 @@ function reversedByUninstall(
 /** The commands of a section, in role order. */
 function sectionSteps(
   phase: Phase,
-  e: { component: string; version: string; metadata: ComponentMetadata; section: SectionName; from?: string },
+  e: {
+    component: string;
+    version: string;
+    metadata: ComponentMetadata;
+    section: SectionName;
+    from?: string;
+    disrupts?: StepDisruption | undefined;
+  },
   priority: number,
 ): CommandStep[] {
   const s = e.metadata[e.section];
   return ROLES.flatMap((role) =>
     s[role].map((command, index): CommandStep => ({
+      ...(e.disrupts ? { disrupts: e.disrupts } : {}),
       kind: "command",
       phase,
       component: e.component,
@@ -240,7 +288,14 @@ function phaseSteps(phase: Phase, entries: readonly Entry[]): Step[] {
         out.push(
           ...sectionSteps(
             phase,
-            { component: e.component, version: t.version, metadata: t.metadata, section: t.section, from: t.version },
+            {
+              component: e.component,
+              version: t.version,
+              metadata: t.metadata,
+              section: t.section,
+              from: t.version,
+              disrupts: e.disrupts,
+            },
             priority,
           ),
         );

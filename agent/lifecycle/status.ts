@@ -4,7 +4,7 @@
  * running or failed, a pending reboot, and recent history.
  */
 import type { AgentState, TemplateRef } from "./events";
-import { type Failure, type Journal, readJournal } from "./journal";
+import { type DrainRecord, type Failure, type Journal, readJournal } from "./journal";
 import { type Step, describeStep } from "./model";
 
 /** One component's line. */
@@ -36,6 +36,8 @@ export interface StatusReport {
   };
   readonly failure?: Failure;
   readonly reboot?: { readonly reasons: readonly string[]; readonly requestedAt: string };
+  /** A drain of the node: where it stands and what it waits for (gone once the node is uncordoned). */
+  readonly drain?: DrainRecord;
   readonly history: Journal["history"];
 }
 
@@ -54,8 +56,20 @@ export function statusOf(journal: Journal, historyLimit = 10): StatusReport {
     version: c.version,
     state: c.pending ? PENDING_STATE[c.pending] : "installed",
   }));
+  const drain = journal.drain;
+  const draining = drain?.state === "cordoning" || drain?.state === "evicting";
   let state: AgentState;
-  if (run) state = run.status === "failed" ? "failed" : run.status === "reboot-pending" ? "reboot-pending" : "applying";
+  if (run)
+    state =
+      run.status === "failed"
+        ? "failed"
+        : run.status === "reboot-pending"
+          ? "reboot-pending"
+          : draining
+            ? "draining"
+            : "applying";
+  // Converged, but the node is not uncordoned yet: not ready, so an upgrader waits for it.
+  else if (drain && drain.state !== "skipped") state = "draining";
   else if (journal.applied) state = "converged";
   else if (journal.uninstalledAt) state = "uninstalled";
   else state = "idle";
@@ -84,6 +98,7 @@ export function statusOf(journal: Journal, historyLimit = 10): StatusReport {
     ...(run?.status === "reboot-pending" && run.reboot
       ? { reboot: { reasons: run.reboot.reasons, requestedAt: run.reboot.requestedAt } }
       : {}),
+    ...(drain ? { drain } : {}),
     history: journal.history.slice(-historyLimit),
   };
 }

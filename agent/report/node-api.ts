@@ -40,6 +40,8 @@ export interface NodeApi {
   patchNode(name: string, patch: Record<string, unknown>): Promise<void>;
   /** Strategic-merge-patches the Node's status (its conditions, merged by type). */
   patchNodeStatus(name: string, patch: Record<string, unknown>): Promise<void>;
+  /** Any other request (the drain's), answered with its status and body; only an unreachable server throws. */
+  request(method: string, path: string, body?: unknown): Promise<{ status: number; text: string }>;
 }
 
 /**
@@ -116,7 +118,9 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
     data: string,
   ): Promise<{ status: number; text: string }> => {
     const url = new URL(kc.server);
-    url.pathname = `${base}${path}`;
+    const query = path.indexOf("?");
+    url.pathname = `${base}${query < 0 ? path : path.slice(0, query)}`;
+    url.search = query < 0 ? "" : path.slice(query);
     const c = credentialsFor(kc, exec && (await exec.get()));
     const headers = { ...c.headers, "content-type": contentType, accept: "application/json" };
     const tls: ServerTls = {
@@ -136,7 +140,7 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
     contentType: string,
     body: unknown,
   ): Promise<{ status: number; text: string }> => {
-    const data = JSON.stringify(body);
+    const data = body === undefined ? "" : JSON.stringify(body);
     const r = await once(method, path, contentType, data);
     if (r.status !== 401 || !exec) return r;
     // client-go runs the plugin again when its credential is refused: it may have been revoked or rotated early.
@@ -174,6 +178,8 @@ export async function nodeApiFromKubeconfig(file: string, timeoutMs: number, run
         patch,
         (s) => s >= 200 && s < 300,
       )),
+    request: (method, path, body) =>
+      request(method, path, method === "PATCH" ? "application/merge-patch+json" : "application/json", body),
     patchNodeStatus: async (name, patch) =>
       void (await expect(
         "PATCH",

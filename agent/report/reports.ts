@@ -4,7 +4,7 @@
  * and `WinfleetReady` condition derived from the agent's state. Pure: no clock,
  * no I/O, so the mapping is one table a reviewer can read.
  */
-import type { AgentState, DriftItem, LifecycleEvent, TemplateRef } from "../lifecycle";
+import { type AgentState, type DriftItem, type LifecycleEvent, type TemplateRef, waitingText } from "../lifecycle";
 
 /** Event reasons, CamelCase as Kubernetes reasons are. */
 export const REASONS = {
@@ -19,6 +19,13 @@ export const REASONS = {
   driftFound: "DriftFound",
   driftCorrected: "DriftCorrected",
   downgradeAllowed: "DowngradeAllowed",
+  drainStarted: "DrainStarted",
+  podEvicted: "PodEvicted",
+  drainBlocked: "DrainBlocked",
+  drainFinished: "DrainFinished",
+  drainFailed: "DrainFailed",
+  uncordoned: "Uncordoned",
+  leftCordoned: "LeftCordoned",
   /** Reports folded together because the on-disk queue was full. */
   summarized: "ReportsSummarized",
 } as const;
@@ -128,6 +135,32 @@ export function eventReport(e: LifecycleEvent): EventReport | undefined {
         REASONS.downgradeAllowed,
         `Accepted ${e.kind} ${e.to === undefined ? "with no signed version" : `version ${e.to}`}, older than version ${e.from} accepted before, signed with key ${e.keyId.slice(0, 16)}…, because a downgrade was allowed`,
       );
+    case "drain-started":
+      return r(
+        "Normal",
+        REASONS.drainStarted,
+        `${e.cordoned ? "Cordoned the node" : "The node was already cordoned (it stays so)"}; evicting ${e.pods.length} pod${e.pods.length === 1 ? "" : "s"}${e.pods.length > 0 ? ` (${e.pods.slice(0, 10).join(", ")}${e.pods.length > 10 ? ", …" : ""})` : ""} before: ${e.reasons.join("; ")}`,
+      );
+    case "pod-evicted":
+      return r("Normal", REASONS.podEvicted, `Evicted pod ${e.pod}`);
+    case "drain-blocked":
+      return r("Normal", REASONS.drainBlocked, `The drain waits for ${waitingText(e.waiting)}`);
+    case "drain-finished":
+      return r(
+        "Normal",
+        REASONS.drainFinished,
+        `Drained: ${e.evicted} pod${e.evicted === 1 ? "" : "s"} evicted in ${(e.durationMs / 1000).toFixed(1)} s`,
+      );
+    case "drain-failed":
+      return r(
+        "Warning",
+        REASONS.drainFailed,
+        `The drain stopped the apply before anything disruptive ran: ${e.message}`,
+      );
+    case "uncordoned":
+      return e.left
+        ? r("Normal", REASONS.leftCordoned, "The host converged; the node stays cordoned, as it was before the drain")
+        : r("Normal", REASONS.uncordoned, "Uncordoned the node: it takes pods again");
     case "step-started":
     case "step-finished":
     case "state":
@@ -173,6 +206,11 @@ export function foldFacts(facts: NodeFacts, e: LifecycleEvent): NodeFacts {
   switch (e.type) {
     case "state":
       return { ...facts, state: e };
+    // `serve` reports its state when an apply ends; a drain in between shows on the Node as it starts and ends.
+    case "drain-started":
+      return facts.state ? { ...facts, state: { ...facts.state, state: "draining", at: e.at } } : facts;
+    case "drain-finished":
+      return facts.state ? { ...facts, state: { ...facts.state, state: "applying", at: e.at } } : facts;
     case "apply-failed":
       return { ...facts, lastFailure: e };
     case "drift-found":
@@ -190,6 +228,7 @@ export function foldFacts(facts: NodeFacts, e: LifecycleEvent): NodeFacts {
 const CONDITION_BY_STATE: Record<AgentState, Omit<DesiredCondition, "message">> = {
   converged: { status: "True", reason: "Converged" },
   applying: { status: "False", reason: "Applying" },
+  draining: { status: "False", reason: "Draining" },
   failed: { status: "False", reason: "ApplyFailed" },
   "reboot-pending": { status: "False", reason: "RebootPending" },
   uninstalled: { status: "False", reason: "Uninstalled" },

@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { ed25519PublicKey, ValidationError, secretField, zodIssues } from "../common";
+import { drainSettingsSchema, ed25519PublicKey, ValidationError, secretField, zodIssues } from "../common";
 import { componentName, variableName } from "../content";
 
 const values = z.record(variableName, z.string()).default({});
@@ -103,6 +103,11 @@ export const agentConfigSchema = z.strictObject({
   reboot: z.enum(["exit", "windows"]).optional(),
   /** Reporting to Kubernetes; absent means the defaults of {@link reportConfigSchema}. */
   report: reportConfigSchema.optional(),
+  /**
+   * How the node is drained before a disruptive step, with the node's kubeconfig (the `report` section's, else
+   * `kubeconfig`); absent means `kubectl drain`'s defaults (docs/upgrades.md).
+   */
+  drain: drainSettingsSchema.optional(),
 });
 
 /** A parsed agent config, with relative paths resolved against the config file's directory. */

@@ -12,7 +12,16 @@ import { existsSync } from "node:fs";
 import { copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { writeFileAtomic, readBodyLimited, AgentError, AgentErrorCode, errorMessage, untar } from "../common";
+import {
+  writeFileAtomic,
+  readBodyLimited,
+  AgentError,
+  AgentErrorCode,
+  type DrainSettings,
+  canonicalJson,
+  errorMessage,
+  untar,
+} from "../common";
 import { loadAgentConfig } from "./config";
 
 /** Where the new content comes from. */
@@ -31,6 +40,8 @@ export interface RetargetRequest {
   readonly sha256: string;
   /** Fetches a URL (injected for tests); the default uses `fetch`. */
   readonly download?: (url: string, headers: Record<string, string>) => Promise<Buffer>;
+  /** The pool's drain knobs, written into the agent config with the target (absent: left as they are). */
+  readonly drain?: DrainSettings;
 }
 
 /** What retarget did. */
@@ -129,9 +140,18 @@ export async function retarget(req: RetargetRequest): Promise<RetargetResult> {
     await rename(staging, content);
   }
   const current = parseYaml(await readFile(req.config, "utf8")) as Record<string, unknown>;
-  const next = { ...current, content, template: req.template, templateVersion: req.templateVersion };
+  const next = {
+    ...current,
+    content,
+    template: req.template,
+    templateVersion: req.templateVersion,
+    ...(req.drain ? { drain: req.drain } : {}),
+  };
   const changed =
-    current.content !== content || current.template !== req.template || current.templateVersion !== req.templateVersion;
+    current.content !== content ||
+    current.template !== req.template ||
+    current.templateVersion !== req.templateVersion ||
+    (req.drain !== undefined && canonicalJson(current.drain ?? null) !== canonicalJson(req.drain));
   if (changed) await writeFileAtomic(req.config, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
   return { content, changed };
 }

@@ -33,8 +33,16 @@ export type ServeExit = { readonly code: number; readonly reason: string };
 /** What `serve` needs, passed in. */
 export interface ServeOptions {
   readonly configFile: string;
-  /** Builds the engine's dependencies for a config (shells, reboot executor, root…). */
-  readonly engine: (config: AgentConfig, observer: LifecycleObserver, signal: AbortSignal) => EngineDeps;
+  /**
+   * Builds the engine's dependencies for a config (shells, reboot executor, root…); `supersede` is aborted when the
+   * config changes, which stops a drain that waits (the new target may need none).
+   */
+  readonly engine: (
+    config: AgentConfig,
+    observer: LifecycleObserver,
+    signal: AbortSignal,
+    supersede: AbortSignal,
+  ) => EngineDeps;
   readonly observer: LifecycleObserver;
   readonly log: Logger;
   /** Where relative broker socket names live. */
@@ -53,7 +61,8 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
   let config = await loadAgentConfig(options.configFile);
   const abort = new AbortController();
   options.stopSignal.addEventListener("abort", () => abort.abort(), { once: true });
-  let deps = options.engine(config, options.observer, abort.signal);
+  let supersede = new AbortController();
+  let deps = options.engine(config, options.observer, abort.signal, supersede.signal);
   const agentStatus = async (): Promise<AgentStatus> => statusFor(config, deps.root);
   // A broker config file may only appear once content (the winfleet-broker component) laid it down.
   let broker: Broker | undefined;
@@ -78,6 +87,7 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
   let configChanged = false;
   const onConfig = (): void => {
     configChanged = true;
+    supersede.abort();
     nudge();
   };
   watchFile(options.configFile, { interval: options.configPollMs ?? 2000 }, onConfig);
@@ -118,12 +128,16 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
     while (!options.stopSignal.aborted) {
       if (configChanged) {
         configChanged = false;
+        if (supersede.signal.aborted) {
+          supersede = new AbortController();
+          deps = options.engine(config, options.observer, abort.signal, supersede.signal);
+        }
         try {
           const next = await loadAgentConfig(options.configFile);
           if (JSON.stringify(next) !== JSON.stringify(config)) {
             log.info("agent config changed; applying it", { file: options.configFile });
             config = next;
-            deps = options.engine(config, options.observer, abort.signal);
+            deps = options.engine(config, options.observer, abort.signal, supersede.signal);
             needApply = true;
             retry = options.retryMs ?? 30_000;
           }
@@ -136,7 +150,11 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
         await emitState();
         await ensureBroker();
         if (outcome?.kind === "reboot") return { code: 3010, reason: `reboot required: ${outcome.reasons.join("; ")}` };
-        if (outcome?.kind === "interrupted") break;
+        // Interrupted by a stop, or a drain cut short by a new config, which the next pass applies.
+        if (outcome?.kind === "interrupted") {
+          if (options.stopSignal.aborted) break;
+          continue;
+        }
         needApply = outcome?.kind !== "converged";
         if (needApply) {
           await sleep(retry);

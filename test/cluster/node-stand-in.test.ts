@@ -12,6 +12,7 @@ import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
 import { KubeClient } from "../../agent/cluster/kube-client";
 import { NodeStandIn, tlsBootstrap } from "../../agent/cluster/node-stand-in";
+import { PodRunner } from "../../agent/cluster/pod-runner";
 import type { LifecycleEvent } from "../../agent/lifecycle/events";
 import type { Logger } from "../../agent/common/log";
 import { NodeApiError, nodeApiFromKubeconfig } from "../../agent/report/node-api";
@@ -119,6 +120,75 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
       (await admin.get<Node>("/api/v1/nodes/local-1")).metadata.annotations?.["winfleet.io/state"],
       undefined,
     );
+  });
+
+  it("ends a deleted pod as a kubelet does: SIGTERM, SIGKILL only when its grace period ran out, its end written, then removed", async () => {
+    await join_("local-4");
+    const node = nodes.at(-1) as NodeStandIn;
+    const runner = new PodRunner(node.client, "local-4", {
+      dir: join(dir, "local-4", "pods"),
+      env: {},
+      commands: {},
+      pollMs: 250,
+    });
+    runner.start();
+    try {
+      await admin.waitFor(
+        async () => (await admin.getOrUndefined("/api/v1/namespaces/default/serviceaccounts/default")) !== undefined,
+        30_000,
+        "the default service account",
+      );
+      const pod = (name: string, script: string) =>
+        admin.post("/api/v1/namespaces/default/pods", {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name, namespace: "default" },
+          spec: {
+            nodeName: "local-4",
+            terminationGracePeriodSeconds: 3,
+            containers: [{ name: "c", image: "sandbox", command: ["sh", "-c", script] }],
+          },
+        });
+      await pod("stubborn", "trap '' TERM; while :; do sleep 0.1; done");
+      await pod("polite", "trap 'exit 0' TERM; while :; do sleep 0.1; done");
+      type Status = {
+        status?: { phase?: string; containerStatuses?: { state: { terminated?: { exitCode: number } } }[] };
+      };
+      for (const name of ["stubborn", "polite"])
+        await admin.waitFor(
+          async () => (await admin.get<Status>(`/api/v1/namespaces/default/pods/${name}`)).status?.phase === "Running",
+          30_000,
+          `${name} running`,
+        );
+      const seen = new Map<string, { phase?: string; exit?: number; gone?: number }>();
+      const watch = admin.watch("/api/v1/namespaces/default/pods", (type, o) => {
+        const name = (o.metadata as { name: string }).name;
+        const s = (o as Status).status;
+        const entry = seen.get(name) ?? {};
+        if (type === "DELETED") entry.gone = Date.now();
+        const exit = s?.containerStatuses?.[0]?.state.terminated?.exitCode;
+        if (exit !== undefined) Object.assign(entry, { phase: s?.phase, exit });
+        seen.set(name, entry);
+      });
+      await watch.ready;
+      const deleted = Date.now();
+      await admin.delete("/api/v1/namespaces/default/pods/stubborn");
+      await admin.delete("/api/v1/namespaces/default/pods/polite");
+      await admin.waitFor(
+        () => Promise.resolve(seen.get("stubborn")?.gone && seen.get("polite")?.gone ? true : undefined),
+        30_000,
+        "both pods removed",
+      );
+      watch.stop();
+      const stubborn = seen.get("stubborn") ?? {};
+      const polite = seen.get("polite") ?? {};
+      assert.ok((stubborn.gone ?? 0) - deleted >= 3000, "the pod that ignores SIGTERM keeps its 3 s grace period");
+      assert.equal(stubborn.exit, 137, "then it is killed, and its end is written before it goes");
+      assert.ok((polite.gone ?? 0) - deleted < 3000, "the pod that stops on SIGTERM goes at once");
+      assert.deepEqual([polite.exit, polite.phase], [0, "Succeeded"]);
+    } finally {
+      await runner.stop();
+    }
   });
 
   describe("the agent's reporter under the real Node authorizer", () => {

@@ -41,7 +41,7 @@ describe("content build", () => {
     }
     assert.deepEqual(
       manifest.templates.map((t) => `${t.name}@${t.version}`).filter((t) => t.startsWith("sandbox@")),
-      ["sandbox@1.0.0", "sandbox@1.1.0"],
+      ["sandbox@1.0.0", "sandbox@1.1.0", "sandbox@1.2.0"],
     );
   });
 
@@ -56,6 +56,7 @@ describe("content build", () => {
         "sandbox-feature_1.0.0",
         "sandbox-legacy_1.0.0",
         "sandbox-service_1.0.0",
+        "sandbox-service_1.1.0",
         "sandbox-state_1.0.0",
         "sandbox-state_2.0.0",
       ],

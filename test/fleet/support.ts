@@ -14,7 +14,15 @@ const WINFLEET = join(REPO, "bin", "winfleet.js");
 /** A stack file with one local pool. */
 export function writeStack(
   file: string,
-  o: { content: string; template: string; version: string; hosts: number; maxUnavailable?: number },
+  o: {
+    content: string;
+    template: string;
+    version: string;
+    hosts: number;
+    maxUnavailable?: number;
+    /** The pool's drain knobs, as a flow mapping. */
+    drain?: string;
+  },
 ): void {
   writeFileSync(
     file,
@@ -30,6 +38,7 @@ export function writeStack(
       "        kind: local",
       `        hosts: ${o.hosts}`,
       `        maxUnavailable: ${o.maxUnavailable ?? 1}`,
+      ...(o.drain ? [`        drain: ${o.drain}`] : []),
       "",
     ].join("\n"),
   );
