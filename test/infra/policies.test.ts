@@ -98,6 +98,23 @@ describe("the policy pack over what the program really deploys", () => {
     assert.match(never[0]?.message ?? "", /bootstrap-token-[a-z0-9]{6} never expires: give it an expiration/);
     const past = await mandatory(withExpiration("2001-01-01T00:00:00Z"));
     assert.match(past[0]?.message ?? "", /expires at 2001-01-01T00:00:00Z, within the hour or before now/);
+    // As the Kubernetes provider hands it over in a preview: stringData folded into data, base64-encoded.
+    const b64 = (v: unknown): string => Buffer.from(String(v), "utf8").toString("base64");
+    const asProvided = dev.map((r) =>
+      isToken(r)
+        ? {
+            ...r,
+            props: {
+              ...r.props,
+              stringData: undefined,
+              data: Object.fromEntries(
+                Object.entries(r.props.stringData as Record<string, unknown>).map(([k, v]) => [k, b64(v)]),
+              ),
+            },
+          }
+        : r,
+    );
+    assert.deepEqual(await runPolicies(asProvided), [], "an expiration in data is read decoded");
   });
 
   it("refuses an upgrader DaemonSet that could take every node at once", async () => {
