@@ -109,7 +109,7 @@ export class ClusterJoin extends pulumi.ComponentResource {
         );
       const epoch = tokenEpoch(now, timing);
       this.tokenExpiration = tokenExpiration(epoch, timing);
-      this.tokens = nodeTokens(`${args.seed ?? ""}\0${args.join.tokenId}`, epoch, args.nodes ?? []);
+      this.tokens = nodeTokens(`${args.seed ?? ""}\0${args.join.tokenId}`, args.nodes ?? []);
       for (const t of this.tokens) {
         const value = pulumi.secret(secret.apply((s) => tokenSecretOf(s, epoch, t)));
         this.tokenValues.set(key(t.pool, t.node), pulumi.secret(value.apply((v) => `${t.id}.${v}`)));

@@ -7,11 +7,14 @@
  * (`agent/cluster/node-approver.ts`).
  *
  * Tokens expire and rotate without anyone choosing new values: time is cut
- * into epochs of `lifetime`; the tokens of epoch `e` are derived from the
+ * into epochs of `lifetime`; the secrets of epoch `e` are derived from the
  * stack's token secret and `e`, and expire at the end of epoch `e + 1`, so a
  * token a stack declares is always good for at least one lifetime more. A run
- * of the program in a later epoch declares the next tokens (new ids) and the
- * old ones go, or expire and are cleaned up by the cluster.
+ * of the program in a later epoch writes the next secret into the same token
+ * (ids are the node's for good: the Secret keeps its name, so what may manage
+ * it — the operator's Role — names it once), and the old secret stops working
+ * at once. A token left past its expiry is deleted by the cluster's token
+ * cleaner, and the next run creates it again (server-side apply).
  */
 import { createHash, createHmac } from "node:crypto";
 
@@ -71,7 +74,7 @@ function subject(t: { pool: string; node?: string; prefix?: string }): string {
  * The tokens of `epoch` for `pools`, ids derived from `seed` (the stack and its token id: not secret,
  * but another stack's differ). Throws when two ids collide (one chance in millions for a thousand nodes).
  */
-export function nodeTokens(seed: string, epoch: number, pools: readonly PoolNodes[]): NodeToken[] {
+export function nodeTokens(seed: string, pools: readonly PoolNodes[]): NodeToken[] {
   const out: NodeToken[] = [];
   const seen = new Map<string, string>();
   for (const p of pools) {
@@ -80,7 +83,7 @@ export function nodeTokens(seed: string, epoch: number, pools: readonly PoolNode
     for (const s of subjects) {
       const id = letters(
         createHash("sha256")
-          .update(`${seed}\0${epoch}\0${subject(s)}`)
+          .update(`${seed}\0${subject(s)}`)
           .digest(),
         6,
       );

@@ -4,6 +4,7 @@
  */
 /* eslint-disable @typescript-eslint/no-require-imports -- loading on demand is the point of this file */
 import type * as AgentServiceCommands from "./agent-service-commands";
+import type * as ApproveNodesCommand from "./approve-nodes-command";
 import type * as BrokerCommands from "./broker-commands";
 import type * as DiagnoseCommand from "./diagnose-command";
 import type * as IgnitionCommands from "./ignition-commands";
@@ -40,6 +41,10 @@ export const AGENT_COMMANDS: readonly LazyModule[] = [
   {
     names: ["up", "service"],
     load: () => (require("./upgrade-commands") as typeof UpgradeCommands).registerUpgradeCommands,
+  },
+  {
+    names: ["approve-nodes"],
+    load: () => (require("./approve-nodes-command") as typeof ApproveNodesCommand).registerApproveNodesCommand,
   },
   {
     names: ["sandbox-node"],

@@ -21,10 +21,19 @@ import {
   tlsBootstrap,
   PodRunner,
   pulumiProject,
+  runNodeApprover,
 } from "../cluster";
 import { AgentError, AgentErrorCode } from "../common";
 import { AGENT_VERSION as VERSION } from "../version";
-import { POOL_LABEL, STACK_LABEL, stackSlug } from "../../components";
+import {
+  nodeTokens,
+  parseLifetime,
+  POOL_LABEL,
+  STACK_LABEL,
+  stackSlug,
+  tokenEpoch,
+  tokenSecretOf,
+} from "../../components";
 import { type FleetSpec, hostNames, hostPaths } from "./spec";
 
 /** What the status page shows of the cluster: the Nodes, the upgrader DaemonSets' rollouts and recent Events. */
@@ -143,6 +152,25 @@ export async function clusterView(api: KubeClient, namespace: string): Promise<C
 
 const ENGINES = ["kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes"] as const;
 const STACK = "local";
+/** The project the checkout's Pulumi.yaml names: with the stack, it seeds the join tokens the program derives. */
+const PROJECT = "winfleet";
+
+/**
+ * Each host's join token, as the program derives it for the stack (one per node, this epoch's secret): a host joins
+ * with its own, which winfleet's approver honours for its name only.
+ */
+export function localJoinTokens(
+  spec: Pick<FleetSpec, "pool" | "hosts">,
+  tokenId: string,
+  tokenSecret: string,
+  now = new Date(),
+): Map<string, string> {
+  const epoch = tokenEpoch(now, { lifetimeSeconds: parseLifetime("7d") });
+  const tokens = nodeTokens(`${PROJECT}/${STACK}\0${tokenId}`, [
+    { pool: spec.pool, names: hostNames(spec.pool, spec.hosts) },
+  ]);
+  return new Map(tokens.map((t) => [t.node ?? "", `${t.id}.${tokenSecretOf(tokenSecret, epoch, t)}`]));
+}
 /** The namespace of the local fleet's cluster side. */
 export const LOCAL_NAMESPACE = "winfleet-system";
 
@@ -209,7 +237,9 @@ export async function startLocalCluster(
   const nodes = new Map<string, NodeStandIn>();
   const runners = new Map<string, PodRunner>();
   const kubelets: KubeletApi[] = [];
+  const approver = new AbortController();
   const stop = async () => {
+    approver.abort();
     for (const k of kubelets) await k.close();
     for (const r of runners.values()) await r.stop();
     for (const n of nodes.values()) await n.stop();
@@ -273,6 +303,13 @@ export async function startLocalCluster(
       };
       await admin.put(`${path}/approval`, { ...obj, status: { ...obj.status, conditions: [approved] } });
     };
+    // As in any winfleet cluster, a node's client certificate is signed for the name its token was made for only.
+    void runNodeApprover(admin, LOCAL_NAMESPACE, {
+      signal: approver.signal,
+      intervalMs: 500,
+      onError: (e) => log(`node approver: ${String(e)}`),
+    });
+    const tokens = localJoinTokens(spec, tokenId, tokenSecret);
     const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool, [STACK_LABEL]: stackSlug(STACK) };
     const joined = new Map<string, string>();
     await Promise.all(
@@ -280,7 +317,7 @@ export async function startLocalCluster(
         const credential = await tlsBootstrap({
           server: cp.server,
           caPem: cp.caPem,
-          bootstrapToken: `${tokenId}.${tokenSecret}`,
+          bootstrapToken: tokens.get(name) ?? "",
           nodeName: name,
           labels,
           dir: join(hostPaths(stateDir, name).dir, "node"),

@@ -32,7 +32,7 @@ const engines = enginesOrSkip("kubernetes", "etcd");
 const NS = "winfleet-system";
 const STACK_SECRET = "0123456789abcdef";
 const EPOCH = 1;
-const tokens = nodeTokens("test\0wfid01", EPOCH, [
+const tokens = nodeTokens("test\0wfid01", [
   { pool: "byo", names: ["win-a", "win-b"] },
   { pool: "ss", prefix: "winss" },
 ]);
@@ -178,7 +178,7 @@ describe(
     });
 
     it("the API server refuses a token past its expiry", async () => {
-      const [t] = nodeTokens("expired", EPOCH, [{ pool: "old", names: ["win-old"] }]);
+      const [t] = nodeTokens("expired", [{ pool: "old", names: ["win-old"] }]);
       if (!t) throw new Error("no token");
       const secret = tokenSecretOf(STACK_SECRET, EPOCH, t);
       await createObjects(admin, [
