@@ -210,13 +210,54 @@ const inFunction = (f: ScriptFacts, fn: string, name: RegExp): number[] =>
   f.commands.filter((c) => c.inFunction?.toLowerCase() === fn.toLowerCase() && name.test(c.name)).map((c) => c.line);
 
 describe("the node services' start order", () => {
-  it("registers the kubelet, kube-proxy and Calico to start on demand, never by themselves at boot", () => {
-    assert.deepEqual(startupTypes(facts(component("kubelet"), "install.ps1")), { kubelet: "Manual" });
-    assert.deepEqual(startupTypes(facts(component("kube-proxy"), "install.ps1")), { "kube-proxy": "Manual" });
+  it("registers every node service to start automatically at boot, each waiting for its needs in its own wrapper", () => {
+    assert.deepEqual(startupTypes(facts(component("containerd"), "install.ps1")), { containerd: "Automatic" });
+    assert.deepEqual(startupTypes(facts(component("kubelet"), "install.ps1")), { kubelet: "Automatic" });
+    assert.deepEqual(startupTypes(facts(component("kube-proxy"), "install.ps1")), { "kube-proxy": "Automatic" });
     assert.deepEqual(startupTypes(facts(component("calico"), "install.ps1")), {
-      CalicoNode: "Manual",
-      CalicoFelix: "Manual",
+      CalicoNode: "Automatic",
+      CalicoFelix: "Automatic",
     });
+    const needs = (c: string, leaf: string): string[] =>
+      facts(component(c), leaf)
+        .commands.filter((x) => /^Wait-WinfleetServiceNeeds$/i.test(x.name))
+        .flatMap((x) => x.args.find((a) => a.parameter === "needs")?.strings ?? []);
+    assert.deepEqual(needs("kubelet", "kubelet-service.ps1"), ["containerd", "hns-reset", "network", "file"]);
+    assert.deepEqual(needs("kube-proxy", "kube-proxy-service.ps1"), ["hns-reset", "network", "file"]);
+    assert.deepEqual(needs("calico", "calico-service.ps1"), ["hns-reset", "network", "hns-reset"]);
+    // Each wrapper waits before its program runs.
+    for (const [c, leaf, program] of [
+      ["kubelet", "kubelet-service.ps1", "kubelet"],
+      ["kube-proxy", "kube-proxy-service.ps1", "kubeProxy"],
+    ] as const) {
+      const f = facts(component(c), leaf);
+      const waited = firstLine(f, /^Wait-WinfleetServiceNeeds$/i);
+      const ran = f.commands.find((x) => x.operator === "&" && x.name === `$${program}`);
+      assert.ok(ran && waited < ran.line, `${leaf} waits before it runs ${program}`);
+    }
+  });
+
+  it("the boot task starts every service, goes past one that fails, retries it, and fails the run while one still fails", () => {
+    const boot = libFacts("Boot.ps1");
+    const inStart = (re: RegExp): number[] => inFunction(boot, "Start-WinfleetNodeServices", re);
+    assert.equal(inStart(/^Start-WinfleetService$/).length, 1);
+    assert.equal(inStart(/^Start-Sleep$/).length, 1, "waits between attempts");
+    const source = readFileSync(
+      join(CONTENT, "components", "winfleet-common", "1.0.0", "files", "k", "winfleet", "common", "lib", "Boot.ps1"),
+      "utf8",
+    );
+    assert.match(source, /try \{\s+Start-WinfleetService -Name \$name[\s\S]*?\}\s+catch \{[\s\S]*?\$failed \+= \$name/);
+    const reset = facts(component("node-reset"), "reset.ps1");
+    const started = reset.commands.find((c) => /^Start-WinfleetNodeServices$/i.test(c.name));
+    assert.ok(started?.args.some((a) => a.parameter === "attempts"));
+    assert.ok(reset.exits.includes(1), "a run with a service still down exits 1");
+    const task = facts(component("node-reset"), "install.ps1").commands.find((c) =>
+      /^Set-WinfleetScheduledTask$/i.test(c.name),
+    );
+    assert.ok(
+      task?.args.some((a) => a.parameter === "restartcount"),
+      "the task runs again after a failed run",
+    );
   });
 
   it("every template that runs them has the boot task that starts them", () => {
@@ -355,8 +396,8 @@ describe("what the content leaves writable", () => {
     ["containerd", "opt\\cni"],
     ["containerd", "etc\\cni"],
     ["kubelet", "etc\\kubernetes"],
-    ["kubelet", "var\\lib\\kubelet"],
     ["kubelet", "var\\lib\\kubelet\\pki", true],
+    ["calico", "$calicoDirectory"],
   ];
 
   it("gives each an explicit ACL by SID (Users read only; the kubelet's keys SYSTEM and Administrators only)", () => {
@@ -364,7 +405,7 @@ describe("what the content leaves writable", () => {
       const calls = component(name)
         .scripts.flatMap((s) => s.facts.commands)
         .filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name));
-      const call = calls.find((c) => c.args.some((a) => a.strings.includes(path)));
+      const call = calls.find((c) => c.args.some((a) => a.strings.includes(path) || a.text === path));
       assert.ok(call, `${name} restricts ${path}`);
       assert.equal(
         call.args.some((a) => a.parameter === "private"),
@@ -372,6 +413,29 @@ describe("what the content leaves writable", () => {
         `${path} private`,
       );
     }
+    // emptyDir volumes live under var\\lib\\kubelet\\pods and inherit its ACL: containers running as
+    // ContainerUser (a member of Users) write there, so it keeps (and gets back) the inherited ACL.
+    const kubelet = facts(component("kubelet"), "install.ps1");
+    assert.ok(
+      !kubelet.commands.some(
+        (c) =>
+          /^Set-WinfleetDirectoryAcl$/i.test(c.name) && c.args.some((a) => a.strings.includes("var\\lib\\kubelet")),
+      ),
+      "var\\lib\\kubelet is not restricted",
+    );
+    assert.ok(
+      kubelet.commands.some(
+        (c) =>
+          /^Reset-WinfleetDirectoryAcl$/i.test(c.name) && c.args.some((a) => a.strings.includes("var\\lib\\kubelet")),
+      ),
+      "an earlier restriction of var\\lib\\kubelet is taken back",
+    );
+    const calicoInstall = facts(component("calico"), "install.ps1");
+    const restricted = Math.min(
+      ...calicoInstall.commands.filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name)).map((c) => c.line),
+    );
+    const copied = Math.min(...calicoInstall.commands.filter((c) => /^Copy-Item$/i.test(c.name)).map((c) => c.line));
+    assert.ok(restricted < copied, "CalicoWindows is restricted before Calico's scripts are copied in");
     const rke2 = component("join-rke2")
       .scripts.flatMap((s) => s.facts.commands)
       .filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name));
@@ -431,11 +495,25 @@ describe("proxy settings reaching the services without a reboot", () => {
     const kubelet = facts(component("kubelet"), "install.ps1").commands.find((c) =>
       /^Set-WinfleetHostedService$/i.test(c.name),
     );
-    assert.ok(kubelet?.args.some((a) => a.parameter === "environment" && /Get-WinfleetProxyEnvironment/.test(a.text)));
+    assert.ok(kubelet?.args.some((a) => a.parameter === "environment" && a.variables.includes("environment")));
+    assert.ok(
+      facts(component("kubelet"), "install.ps1").assignments.some(
+        (a) => a.variable === "environment" && a.valueCommand === "Get-WinfleetProxyEnvironment",
+      ),
+      "the kubelet's environment starts from the machine's proxy",
+    );
     const prereqs = facts(component("prereqs"), "install.ps1");
     const loop = prereqs.commands.find((c) => /^Set-WinfleetServiceProxyEnvironment$/i.test(c.name));
     assert.ok(loop, "prereqs updates the services that exist when the proxy changes");
     const services = prereqs.assignments.find((a) => a.variable === "service" && a.strings.includes("containerd"));
     assert.deepEqual(services?.strings, ["containerd", "rke2", "kubelet"]);
+    // containerd and the kubelet run under NSSM (their environment is NSSM's AppEnvironmentExtra); rke2 is its own.
+    assert.match(
+      readFileSync(
+        join(CONTENT, "components", "prereqs", "1.0.0", "files", "k", "winfleet", "prereqs", "install.ps1"),
+        "utf8",
+      ),
+      /@\('containerd', \$true\), @\('rke2', \$false\), @\('kubelet', \$true\)/,
+    );
   });
 });

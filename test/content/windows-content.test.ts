@@ -210,7 +210,8 @@ describe("lifecycle conventions", () => {
       "Remove-HnsEndpoint",
       "Remove-HnsPolicyList",
       "Stop-WinfleetService",
-      "Start-WinfleetService",
+      "Set-WinfleetHnsResetDone",
+      "Start-WinfleetNodeServices",
     ])
       assert.ok(
         s.facts.commands.some((c) => c.name === cmd),

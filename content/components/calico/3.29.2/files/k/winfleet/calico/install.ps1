@@ -50,11 +50,15 @@ if ($packageChanged) {
     $staging = Expand-WinfleetArtifact -Artifact $artifact -Destination (Join-Path $root 'k\winfleet\staging\calico')
     Suspend-WinfleetService -Name 'CalicoNode'
     $null = Remove-WinfleetItem -Path $calicoDirectory
-    Copy-Item -LiteralPath (Join-Path $staging 'CalicoWindows') -Destination $calicoDirectory -Recurse -Force
+    # SYSTEM runs Calico's scripts from here: only SYSTEM and Administrators
+    # may write, before anything is copied in (C:\ hands Users create rights).
+    $null = Set-WinfleetDirectoryAcl -Path $calicoDirectory
+    Copy-Item -Path (Join-Path (Join-Path $staging 'CalicoWindows') '*') -Destination $calicoDirectory -Recurse -Force
     $null = Set-WinfleetFileContent -Path $marker -Content $artifact.Hash
     $null = Remove-WinfleetItem -Path $staging
     Write-WinfleetLog "installed Calico for Windows $($artifact.Version)"
 }
+$null = Set-WinfleetDirectoryAcl -Path $calicoDirectory
 $kubeconfigChanged = Set-WinfleetSecretFile -Path $kubeconfigFile -Content $kubeconfig
 
 # The CNI plugin and its config (what Calico's Install-CNIPlugin writes, as data).
@@ -65,10 +69,10 @@ foreach ($plugin in @('calico.exe', 'calico-ipam.exe')) {
         $pluginChanged = $true
     }
 }
-$dsr = 'false'
-if ((Get-WinfleetVariable -Name 'KUBE_PROXY_ENABLE_DSR' -Default 'false') -eq 'true') {
-    $dsr = 'true'
-}
+# Calico's plugin decodes windows_loopback_DSR as a boolean (a string fails
+# every pod sandbox), and sets it from what the build supports, as Calico's
+# Install-CNIPlugin does: not from kube-proxy's setting.
+$dsr = [bool](Resolve-WinfleetDsr -Name 'CALICO_LOOPBACK_DSR' -Value (Get-WinfleetVariable -Name 'CALICO_LOOPBACK_DSR' -Default 'auto'))
 $cniConfig = [ordered]@{
     name                       = 'Calico'
     windows_use_single_network = $true
@@ -121,8 +125,9 @@ $environment = @{
     FELIX_LOGSEVERITYSYS      = 'none'
 }
 $powershell = Join-Path $env:SystemRoot 'System32\WindowsPowerShell\v1.0\powershell.exe'
-$node = Set-WinfleetHostedService -Name 'CalicoNode' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + (Join-Path $calicoDirectory 'node\node-service.ps1') + '"') -WorkingDirectory $calicoDirectory -LogFile (Join-Path $root 'var\log\calico\calico-node.log') -Environment $environment -DisplayName 'Calico Windows Startup' -Description 'winfleet: Calico node startup (HNS networks, node resources)' -StartupType 'Manual' -DependsOn @('containerd')
-$felix = Set-WinfleetHostedService -Name 'CalicoFelix' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + (Join-Path $calicoDirectory 'felix\felix-service.ps1') + '"') -WorkingDirectory $calicoDirectory -LogFile (Join-Path $root 'var\log\calico\calico-felix.log') -Environment $environment -DisplayName 'Calico Windows Agent' -Description 'winfleet: Calico Felix (network policy)' -StartupType 'Manual' -DependsOn @('CalicoNode')
+$wrapper = Join-Path $root 'k\winfleet\calico\calico-service.ps1'
+$node = Set-WinfleetHostedService -Name 'CalicoNode' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $wrapper + '" -Role node') -WorkingDirectory $calicoDirectory -LogFile (Join-Path $root 'var\log\calico\calico-node.log') -Environment $environment -DisplayName 'Calico Windows Startup' -Description 'winfleet: Calico node startup (HNS networks, node resources)' -StartupType 'Automatic' -DependsOn @('containerd')
+$felix = Set-WinfleetHostedService -Name 'CalicoFelix' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $wrapper + '" -Role felix') -WorkingDirectory $calicoDirectory -LogFile (Join-Path $root 'var\log\calico\calico-felix.log') -Environment $environment -DisplayName 'Calico Windows Agent' -Description 'winfleet: Calico Felix (network policy)' -StartupType 'Automatic' -DependsOn @('CalicoNode')
 
 # The kubelet (and kube-proxy with it) stays stopped while Calico initialises,
 # so no pod is sandboxed on an adapter about to move onto the vSwitch; this

@@ -35,29 +35,40 @@ $null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'opt\cni')
 $null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'etc\cni')
 New-Item -ItemType Directory -Force -Path $cniBin, $cniConf | Out-Null
 
-# containerd's own defaults for this version, with the CNI directories, its
-# state under the content root and (optionally) the sandbox image replaced.
-# TOML literal strings ('...') take Windows paths without escaping.
-$toml = (Invoke-WinfleetNative -FilePath $containerd -ArgumentList @('config', 'default')) -join "`n"
-$toml = $toml -replace '(?m)^(\s*)bin_dir = .*$', "`$1bin_dir = '$cniBin'"
-$toml = $toml -replace '(?m)^(\s*)conf_dir = .*$', "`$1conf_dir = '$cniConf'"
-$toml = $toml -replace '(?m)^root = .*$', ("root = '" + (Join-Path $root 'ProgramData\containerd\root') + "'")
-$toml = $toml -replace '(?m)^state = .*$', ("state = '" + (Join-Path $root 'ProgramData\containerd\state') + "'")
+# The configuration, whole: containerd decodes it onto its own defaults (so
+# what is not written keeps the default of this version), and nothing depends
+# on editing the output of `containerd config default` with patterns that can
+# silently match nothing. TOML literal strings ('...') take Windows paths
+# without escaping. scripts/engines/containerd checks the rendered file with
+# containerd's own loader (`npm test`).
 $sandboxImage = Get-WinfleetVariable -Name 'CONTAINERD_SANDBOX_IMAGE'
-if ($sandboxImage -ne '') {
-    if ($sandboxImage -notmatch '^[A-Za-z0-9][A-Za-z0-9./:@_-]*$') {
-        throw 'variable CONTAINERD_SANDBOX_IMAGE is not an image reference'
-    }
-    $toml = $toml -replace '(?m)^(\s*)sandbox_image = .*$', "`$1sandbox_image = '$sandboxImage'"
+if ($sandboxImage -notmatch '^[A-Za-z0-9][A-Za-z0-9./:@_-]*$') {
+    throw 'variable CONTAINERD_SANDBOX_IMAGE is not an image reference'
 }
+$stateRoot = Join-Path $root 'ProgramData\containerd\root'
+$stateDirectory = Join-Path $root 'ProgramData\containerd\state'
+$toml = @"
+version = 2
+root = '$stateRoot'
+state = '$stateDirectory'
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = '$sandboxImage'
+
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = '$cniBin'
+    conf_dir = '$cniConf'
+"@
 $configChanged = Set-WinfleetFileContent -Path $configFile -Content ($toml + "`n")
 
-$logFile = Join-Path $root 'var\log\containerd\containerd.log'
-$binaryPath = '"{0}" --run-service --config "{1}" --log-file "{2}" --log-level {3}' -f $containerd, $configFile, $logFile, (Get-WinfleetVariable -Name 'CONTAINERD_LOG_LEVEL' -Default 'info')
-$service = Set-WinfleetService -Name 'containerd' -BinaryPath $binaryPath -DisplayName 'containerd' -Description 'winfleet: containerd container runtime' -StartupType 'Automatic' -RestartDelaysSeconds @(5, 10, 30)
+# Under NSSM, not as its own service with --log-file: containerd never rotates
+# the file it opens, while NSSM rotates what it writes (10 MB) and the
+# log-retention task deletes the rotated logs past their age.
+$arguments = '--config "{0}" --log-level {1}' -f $configFile, (Get-WinfleetVariable -Name 'CONTAINERD_LOG_LEVEL' -Default 'info')
+$service = Set-WinfleetHostedService -Name 'containerd' -Program $containerd -Arguments $arguments -WorkingDirectory $installDirectory -LogFile (Join-Path $root 'var\log\containerd\containerd.log') -Environment (Get-WinfleetProxyEnvironment) -DisplayName 'containerd' -Description 'winfleet: containerd container runtime' -StartupType 'Automatic'
 $null = Add-WinfleetPathEntry -Path $installDirectory
 # Image pulls go through the proxy prereqs set, from the next start on, with no reboot.
-$proxyChanged = Set-WinfleetServiceProxyEnvironment -Name 'containerd'
+$proxyChanged = Set-WinfleetServiceProxyEnvironment -Name 'containerd' -Hosted
 
 if (($configChanged -or $service.Changed -or $proxyChanged) -and (Get-Service -Name 'containerd').Status -eq 'Running') {
     Restart-WinfleetService -Name 'containerd'

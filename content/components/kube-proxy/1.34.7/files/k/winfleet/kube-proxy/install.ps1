@@ -1,9 +1,10 @@
 # kube-proxy install (and post_upgrade): kube-proxy.exe from the pinned
 # Kubernetes node release, kube-proxy's own credentials (checked by
 # SelfSubjectAccessReview before anything starts it) and the kube-proxy
-# service (under NSSM, depending on the kubelet, restarted on failure). The service runs
-# kube-proxy-service.ps1, which waits for the CNI's HNS network and passes
-# kube-proxy the overlay's source VIP, a value only known at run time.
+# service (under NSSM, depending on the kubelet, restarted on failure, started
+# automatically at boot). The service runs kube-proxy-service.ps1, which waits
+# for this boot's HNS reset and the CNI's HNS network and writes kube-proxy's
+# configuration with the overlay's source VIP, a value only known at run time.
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot
@@ -101,10 +102,11 @@ if ($clusterCidr -ne '') {
 if ($featureGates -ne '') {
     $environment.KUBE_PROXY_FEATURE_GATES = $featureGates
 }
-if ((Get-WinfleetVariable -Name 'KUBE_PROXY_ENABLE_DSR' -Default 'false') -eq 'true') {
-    $environment.KUBE_PROXY_ENABLE_DSR = 'true'
-}
-$service = Set-WinfleetHostedService -Name 'kube-proxy' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $wrapper + '"') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kube-proxy\kube-proxy.log') -Environment $environment -DisplayName 'kube-proxy' -Description 'winfleet: Kubernetes service proxy (HNS load balancers)' -StartupType 'Manual' -DependsOn @('kubelet')
+# Direct server return: Calico's policy sees a Service's real client only with
+# it, and a pod reaches itself through its own Service only with it. 'auto'
+# (the default) turns it on wherever the build supports it.
+$environment.KUBE_PROXY_ENABLE_DSR = ([string](Resolve-WinfleetDsr -Name 'KUBE_PROXY_ENABLE_DSR' -Value (Get-WinfleetVariable -Name 'KUBE_PROXY_ENABLE_DSR' -Default 'auto'))).ToLowerInvariant()
+$service = Set-WinfleetHostedService -Name 'kube-proxy' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $wrapper + '"') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kube-proxy\kube-proxy.log') -Environment $environment -DisplayName 'kube-proxy' -Description 'winfleet: Kubernetes service proxy (HNS load balancers)' -StartupType 'Automatic' -DependsOn @('kubelet')
 
 if (Test-Path -LiteralPath (Join-Path $root 'etc\kubernetes\kubelet.conf')) {
     if (($binaryChanged -or $kubeconfigChanged -or $service.Changed) -and (Get-Service -Name 'kube-proxy').Status -eq 'Running') {

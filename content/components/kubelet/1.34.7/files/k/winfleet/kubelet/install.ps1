@@ -2,11 +2,11 @@
 # node release, its KubeletConfiguration (cluster DNS, the node taint when
 # asked, Windows settings: no cgroups, no node allocatable enforcement, the
 # containerd pipe) and the kubelet service (under NSSM for its logs), which
-# depends on containerd and restarts on failure. The kubelet starts once the
-# node has credentials (join-kubeadm writes them); before that it is only
-# registered. It starts on demand (Manual): after a reboot the node-reset task
-# starts it once HNS is reset and the CNI has initialised, and
-# Start-WinfleetService waits for the CNI wherever it is started.
+# depends on containerd and restarts on failure. The service starts
+# automatically at boot and runs kubelet-service.ps1, which waits for what the
+# kubelet needs (containerd's pipe, this boot's HNS reset, the CNI initialised
+# since it, the node's credentials) before it runs the kubelet, so it may
+# start in any order and a failed start is retried by the SCM.
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot
@@ -41,6 +41,14 @@ if ($nodeIp -ne '' -and $nodeIp -notmatch '^[0-9a-fA-F.:]+(,[0-9a-fA-F.:]+)?$') 
 $clusterDns = Assert-WinfleetVariable -Name 'KUBE_CLUSTER_DNS' -Pattern '^[0-9a-fA-F.:]+(,[0-9a-fA-F.:]+)*$' -Expected 'a comma-separated list of IP addresses'
 $clusterDomain = Assert-WinfleetVariable -Name 'KUBE_CLUSTER_DOMAIN' -Pattern '^[A-Za-z0-9.-]+$' -Expected 'a DNS domain'
 $verbosity = Assert-WinfleetVariable -Name 'KUBELET_LOG_VERBOSITY' -Pattern '^[0-9]$' -Expected 'a digit'
+# Calico IPAM gives the node's HNS network one block: at most its size less 4
+# pods fit (Calico's Windows requirements: 60 for the default /26).
+$maxPods = [int](Assert-WinfleetVariable -Name 'KUBELET_MAX_PODS' -Pattern '^[0-9]{1,4}$' -Expected 'a number of pods')
+$blockSize = [int](Assert-WinfleetVariable -Name 'CALICO_IPAM_BLOCK_SIZE' -Pattern '^(2[0-9]|3[0-2])$' -Expected 'a prefix length from 20 to 32')
+$podsPerBlock = [int][Math]::Pow(2, 32 - $blockSize) - 4
+if ($maxPods -lt 1 -or $maxPods -gt $podsPerBlock) {
+    throw "variable KUBELET_MAX_PODS is $maxPods, but a /$blockSize IPAM block holds $podsPerBlock pods (its size less 4): pods past that fail IPAM on this node"
+}
 
 $artifact = Get-WinfleetArtifact -Manifest (Join-Path $root 'k\winfleet\kubelet\artifacts.json') -Name 'kubernetes-node'
 $staging = Expand-WinfleetArtifact -Artifact $artifact -Destination (Join-Path $root 'k\winfleet\staging\kubelet')
@@ -53,10 +61,13 @@ if (-not (Test-WinfleetFileCurrent -Source $source -Destination $kubelet)) {
 }
 $null = Remove-WinfleetItem -Path $staging
 
-# The kubelet's state and configuration: writable by SYSTEM and Administrators
-# only; its client key (pki) readable by them alone.
+# The kubelet's configuration: writable by SYSTEM and Administrators only; its
+# client key (pki) readable by them alone. var\lib\kubelet itself keeps the
+# ACL C:\ hands down: emptyDir volumes live under it (pods\) and inherit its
+# ACL, and containers running as ContainerUser (a member of Users) must write
+# to them. An earlier version restricted it: that is taken back here.
 $null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'etc\kubernetes')
-$null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'var\lib\kubelet')
+$null = Reset-WinfleetDirectoryAcl -Path (Join-Path $root 'var\lib\kubelet')
 $null = Set-WinfleetDirectoryAcl -Path (Join-Path $root 'var\lib\kubelet\pki') -Private
 foreach ($directory in @('var\lib\kubelet\pki', 'etc\kubernetes\manifests', 'etc\kubernetes\pki')) {
     New-Item -ItemType Directory -Force -Path (Join-Path $root $directory) | Out-Null
@@ -89,7 +100,9 @@ $configuration = [ordered]@{
     enforceNodeAllocatable         = @()
     resolvConf                     = ''
     systemReserved                 = [ordered]@{ cpu = '500m'; memory = '2Gi'; 'ephemeral-storage' = '1Gi' }
-    evictionHard                   = [ordered]@{ 'nodefs.available' = '10%'; 'imagefs.available' = '15%' }
+    # evictionHard replaces the kubelet's defaults as a whole: memory stays in.
+    evictionHard                   = [ordered]@{ 'memory.available' = '100Mi'; 'nodefs.available' = '10%'; 'imagefs.available' = '15%' }
+    maxPods                        = $maxPods
     registerWithTaints             = $taints
 }
 $configChanged = Set-WinfleetFileContent -Path $configFile -Content (ConvertTo-Json -InputObject $configuration -Depth 6)
@@ -113,12 +126,21 @@ $extra = Get-WinfleetVariable -Name 'KUBELET_EXTRA_ARGS'
 if ($extra -ne '') {
     $arguments += $extra
 }
-$service = Set-WinfleetHostedService -Name 'kubelet' -Program $kubelet -Arguments ($arguments -join ' ') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kubelet\kubelet.log') -Environment (Get-WinfleetProxyEnvironment) -DisplayName 'kubelet' -Description 'winfleet: Kubernetes node agent' -StartupType 'Manual' -DependsOn @('containerd')
+# The wrapper reads the kubelet's arguments from a file, so a change of them is
+# a change of the service's configuration (the service is restarted below).
+$argumentsFile = Join-Path $root 'k\winfleet\kubelet\kubelet-arguments.json'
+$argumentsChanged = Set-WinfleetFileContent -Path $argumentsFile -Content (ConvertTo-Json -InputObject @($arguments))
+$environment = Get-WinfleetProxyEnvironment
+$environment.WINFLEET_ROOT = $root
+$environment.KUBELET_ARGUMENTS_FILE = $argumentsFile
+$powershell = Join-Path $env:SystemRoot 'System32\WindowsPowerShell\v1.0\powershell.exe'
+$wrapper = Join-Path $root 'k\winfleet\kubelet\kubelet-service.ps1'
+$service = Set-WinfleetHostedService -Name 'kubelet' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $wrapper + '"') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kubelet\kubelet.log') -Environment $environment -DisplayName 'kubelet' -Description 'winfleet: Kubernetes node agent' -StartupType 'Automatic' -DependsOn @('containerd')
 $null = Add-WinfleetPathEntry -Path (Join-Path $root 'k')
 
 $joined = (Test-Path -LiteralPath $kubeconfig) -or (Test-Path -LiteralPath $bootstrapKubeconfig)
 if ($joined) {
-    if (($binaryChanged -or $configChanged -or $service.Changed) -and (Get-Service -Name 'kubelet').Status -eq 'Running') {
+    if (($binaryChanged -or $configChanged -or $argumentsChanged -or $service.Changed) -and (Get-Service -Name 'kubelet').Status -eq 'Running') {
         Restart-WinfleetService -Name 'kubelet'
     }
     Resume-WinfleetService -Name 'kubelet'

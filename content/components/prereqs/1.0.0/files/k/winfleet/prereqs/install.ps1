@@ -77,7 +77,7 @@ foreach ($name in @('HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY')) {
 $null = Set-WinfleetFileContent -Path $stateFile -Content (ConvertTo-Json -InputObject $applied)
 # Services started in this boot do not see a new machine environment: put the
 # proxy into the environment of those that exist, and restart the running ones.
-foreach ($service in @(@('containerd', $false), @('rke2', $false), @('kubelet', $true))) {
+foreach ($service in @(@('containerd', $true), @('rke2', $false), @('kubelet', $true))) {
     $changed = Set-WinfleetServiceProxyEnvironment -Name $service[0] -Hosted:$service[1]
     if ($changed -and (Get-Service -Name $service[0] -ErrorAction SilentlyContinue).Status -eq 'Running') {
         Restart-WinfleetService -Name $service[0]

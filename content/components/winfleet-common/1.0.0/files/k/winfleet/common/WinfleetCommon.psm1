@@ -25,6 +25,7 @@ $script:LibDirectory = Join-Path $PSScriptRoot 'lib'
 . (Join-Path $script:LibDirectory 'HostSettings.ps1')
 . (Join-Path $script:LibDirectory 'Cluster.ps1')
 . (Join-Path $script:LibDirectory 'Network.ps1')
+. (Join-Path $script:LibDirectory 'Boot.ps1')
 
 Export-ModuleMember -Function @(
     'Get-WinfleetRoot',
@@ -78,5 +79,13 @@ Export-ModuleMember -Function @(
     'Reset-WinfleetCalicoBootMarker',
     'Enter-WinfleetNodeLock',
     'Exit-WinfleetNodeLock',
-    'Stop-WinfleetProcessTree'
+    'Stop-WinfleetProcessTree',
+    'Set-WinfleetHnsResetDone',
+    'Test-WinfleetHnsResetDone',
+    'Test-WinfleetDsrSupported',
+    'Resolve-WinfleetDsr',
+    'Wait-WinfleetServiceNeeds',
+    'Start-WinfleetNodeServices',
+    'Reset-WinfleetDirectoryAcl',
+    'Remove-WinfleetOldLogs'
 )

@@ -140,6 +140,59 @@ function Set-WinfleetDirectoryAcl {
     return $true
 }
 
+function Reset-WinfleetDirectoryAcl {
+    # Gives directory Path back the ACL its parent hands down: inheritance on,
+    # the explicit entries an earlier Set-WinfleetDirectoryAcl made removed.
+    # What a directory needs whose files containers write through volumes.
+    # Returns whether the ACL changed.
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Path
+    )
+    New-Item -ItemType Directory -Force -Path $Path | Out-Null
+    $acl = Get-Acl -LiteralPath $Path
+    $explicit = @($acl.Access | Where-Object { -not $_.IsInherited })
+    if (-not $acl.AreAccessRulesProtected -and $explicit.Count -eq 0) {
+        return $false
+    }
+    $acl.SetAccessRuleProtection($false, $false)
+    foreach ($rule in $explicit) {
+        $null = $acl.RemoveAccessRule($rule)
+    }
+    Set-Acl -LiteralPath $Path -AclObject $acl
+    Write-WinfleetLog "gave $Path its inherited ACL back"
+    return $true
+}
+
+function Remove-WinfleetOldLogs {
+    # Deletes the rotated logs under Directory (and its subdirectories) older
+    # than Days, and beyond the newest Keep of each service's log directory.
+    # The live log (no rotation suffix) stays. Returns how many it deleted.
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Directory,
+        [int]$Days = 7,
+        [int]$Keep = 10
+    )
+    if (-not (Test-Path -LiteralPath $Directory -PathType Container)) {
+        return 0
+    }
+    $cutoff = (Get-Date).AddDays(-$Days)
+    $deleted = 0
+    $folders = @(Get-Item -LiteralPath $Directory) + @(Get-ChildItem -LiteralPath $Directory -Directory -Recurse)
+    foreach ($folder in $folders) {
+        # NSSM names a rotated log <name>-<yyyymmddThhmmss.mmm>.log; others end in a number or a date.
+        $rotated = @(Get-ChildItem -LiteralPath $folder.FullName -File | Where-Object { $_.Name -match '(-\d{8}T\d{6}(\.\d+)?\.log|\.log\.\d+|\.\d{4}-\d{2}-\d{2}(\.log)?)$' } | Sort-Object -Property LastWriteTime -Descending)
+        for ($i = 0; $i -lt $rotated.Count; $i++) {
+            if ($i -ge $Keep -or $rotated[$i].LastWriteTime -lt $cutoff) {
+                Remove-Item -LiteralPath $rotated[$i].FullName -Force -ErrorAction SilentlyContinue
+                $deleted++
+            }
+        }
+    }
+    return $deleted
+}
+
 function Set-WinfleetSecretFile {
     # Writes a file that holds a secret: the ACL is restricted before the
     # secret is written, and nothing of Content is ever printed. Returns

@@ -327,33 +327,48 @@ function Remove-WinfleetDefenderExclusion {
 }
 
 function Set-WinfleetScheduledTask {
-    # Ensures task \winfleet\Name runs ScriptPath (with Arguments) as SYSTEM
-    # at every startup.
+    # Ensures task \winfleet\Name runs ScriptPath (with Arguments) as SYSTEM at
+    # every startup, or every day at DailyAt when it is given. A run that fails
+    # (a non-zero exit) is started again, RestartCount times, RestartMinutes
+    # apart.
     [CmdletBinding()]
     param(
         [Parameter(Mandatory = $true)][string]$Name,
         [Parameter(Mandatory = $true)][string]$ScriptPath,
         [string]$Arguments = '',
-        [string]$Description = ''
+        [string]$Description = '',
+        [string]$DailyAt = '',
+        [int]$RestartCount = 3,
+        [int]$RestartMinutes = 1
     )
     $powershell = Join-Path $env:SystemRoot 'System32\WindowsPowerShell\v1.0\powershell.exe'
     $argument = ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "{0}" {1}' -f $ScriptPath, $Arguments).TrimEnd()
+    $triggerClass = 'MSFT_TaskBootTrigger'
+    if ($DailyAt -ne '') {
+        $triggerClass = 'MSFT_TaskDailyTrigger'
+    }
+    $interval = 'PT{0}M' -f $RestartMinutes
     $existing = Get-ScheduledTask -TaskName $Name -TaskPath '\winfleet\' -ErrorAction SilentlyContinue
     if ($null -ne $existing) {
         $action = @($existing.Actions)[0]
         $trigger = @($existing.Triggers)[0]
-        if ($action.Execute -eq $powershell -and $action.Arguments -eq $argument -and $null -ne $trigger -and $trigger.CimClass.CimClassName -eq 'MSFT_TaskBootTrigger' -and $existing.Principal.UserId -match 'SYSTEM$') {
+        $settings = $existing.Settings
+        if ($action.Execute -eq $powershell -and $action.Arguments -eq $argument -and $null -ne $trigger -and $trigger.CimClass.CimClassName -eq $triggerClass -and $existing.Principal.UserId -match 'SYSTEM$' -and $settings.RestartCount -eq $RestartCount -and $settings.RestartInterval -eq $interval) {
             return [pscustomobject]@{ Name = $Name; Changed = $false }
         }
     }
-    Write-WinfleetLog "registering the startup task \winfleet\$Name"
+    Write-WinfleetLog "registering the task \winfleet\$Name"
+    $when = New-ScheduledTaskTrigger -AtStartup
+    if ($DailyAt -ne '') {
+        $when = New-ScheduledTaskTrigger -Daily -At $DailyAt
+    }
     $task = @{
         TaskName    = $Name
         TaskPath    = '\winfleet\'
         Action      = New-ScheduledTaskAction -Execute $powershell -Argument $argument
-        Trigger     = New-ScheduledTaskTrigger -AtStartup
+        Trigger     = $when
         Principal   = New-ScheduledTaskPrincipal -UserId 'NT AUTHORITY\SYSTEM' -LogonType ServiceAccount -RunLevel Highest
-        Settings    = New-ScheduledTaskSettingsSet -AllowStartIfOnBatteries -DontStopIfGoingOnBatteries -StartWhenAvailable -MultipleInstances IgnoreNew -ExecutionTimeLimit (New-TimeSpan -Minutes 30)
+        Settings    = New-ScheduledTaskSettingsSet -AllowStartIfOnBatteries -DontStopIfGoingOnBatteries -StartWhenAvailable -MultipleInstances IgnoreNew -ExecutionTimeLimit (New-TimeSpan -Minutes 30) -RestartCount $RestartCount -RestartInterval (New-TimeSpan -Minutes $RestartMinutes)
         Description = $Description
         Force       = $true
     }
