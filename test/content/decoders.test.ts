@@ -81,10 +81,16 @@ describe("the generated files under their programs' decoders", { skip: "skip" in
   });
 
   it("each decoder accepts each file", () => {
+    const refused: string[] = [];
     for (const f of files) {
+      if (f.error) {
+        refused.push(`${f.template} on ${f.release}, ${f.component}: not rendered: ${f.error}`);
+        continue;
+      }
       const r = run(f.kind, [place(f)]);
-      assert.equal(r.status, 0, `${f.template} on ${f.release}, ${f.component}: ${r.output}`);
+      if (r.status !== 0) refused.push(`${f.template} on ${f.release}, ${f.component}: ${r.output.trim()}`);
     }
+    assert.deepEqual(refused, []);
   });
 
   it("containerd loads the CNI directory its config names, with the generated CNI configuration in it", () => {
@@ -107,8 +113,8 @@ describe("the generated files under their programs' decoders", { skip: "skip" in
     for (const f of files.filter((x) => x.kind === "cni")) {
       const r = run("cni", ["-print", place(f)]);
       assert.equal(r.status, 0, r.output);
-      const [conf] = JSON.parse(r.stdout) as { WindowsLoopbackDSR: boolean }[];
-      assert.equal(conf?.WindowsLoopbackDSR, true, `${f.template} on ${f.release}`);
+      const [conf] = JSON.parse(r.stdout) as { windows_loopback_DSR?: boolean }[];
+      assert.equal(conf?.windows_loopback_DSR, true, `${f.template} on ${f.release}`);
     }
     for (const f of files.filter((x) => x.kind === "kube-proxy")) {
       const r = run("kube-proxy", ["-print", place(f)]);

@@ -5,8 +5,8 @@
  * (agent/content/powershell-literal.ts) with the values a node of the given
  * template and Windows build would give its variables — the template's
  * variables, then each component's defaults, then the values a node computes
- * (the content root C:\, the node name, DSR by build, the run-time source
- * VIP). The script's own assignments (`$x = Get-WinfleetVariable -Name 'X'`,
+ * (the content root C:\, the node name, DSR by build as Resolve-WinfleetDsr
+ * decides it, the run-time source VIP). The script's own assignments (`$x = Get-WinfleetVariable -Name 'X'`,
  * `$y = Join-Path $root '…'`) are followed in order, so a renamed variable or
  * a changed path shows up here as it would on the node. What this does not
  * run: the commands around the expression (a throw on a bad value, the file
@@ -47,6 +47,8 @@ export interface GeneratedFile {
   /** Its name on the node. */
   readonly name: string;
   readonly text: string;
+  /** Why it could not be rendered (the script no longer holds it as data); its text is then empty. */
+  readonly error?: string;
 }
 
 /** Where a generated file comes from: the script, the variable holding it, how it is written. */
@@ -120,6 +122,7 @@ async function evaluate(
   variable: string,
   values: (name: string) => string | undefined,
   computed: ReadonlyMap<string, PsValue>,
+  dsrSupported: boolean,
 ): Promise<PsValue> {
   const { tree } = await parsePowerShell(source);
   const vars = new Map<string, PsValue>(computed);
@@ -139,7 +142,11 @@ async function evaluate(
     if (!right || !/^[a-z0-9_]+$/.test(left)) continue;
     if (computed.has(left)) continue;
     const read = variableRead(right);
-    if (read) {
+    if (read && /Resolve-WinfleetDsr/i.test(right.text)) {
+      // Resolve-WinfleetDsr: 'auto' is what the build supports.
+      const v = values(read.name) ?? read.default ?? "";
+      vars.set(left, v === "auto" ? dsrSupported : v === "true");
+    } else if (read) {
       const v = values(read.name) ?? read.default ?? "";
       vars.set(left, /^\s*\[int\]/i.test(right.text) ? Number(v) : v);
     } else {
@@ -172,7 +179,7 @@ export async function generatedFiles(catalog: Catalog, releases = WINDOWS_RELEAS
           template.variables[name] ?? c.metadata.variables?.[name]?.default ?? NODE_VALUES[name];
         const computed = new Map<string, PsValue>([
           ["root", "C:"],
-          ["dsr", dsr],
+          // kube-proxy's install resolves KUBE_PROXY_ENABLE_DSR and hands the wrapper true or false.
           ["enabledsr", dsr],
           ["sourcevip", "10.244.1.2"],
           ["featuregates", {}],
@@ -183,16 +190,20 @@ export async function generatedFiles(catalog: Catalog, releases = WINDOWS_RELEAS
           ["clustercidr", ""],
         ]);
         const file = join(CONTENT, "components", c.name, c.version, "files", "k", "winfleet", s.component, s.script);
-        const value = await evaluate(readFileSync(file, "utf8"), s.variable, values, computed);
-        if (s.format === "text" && typeof value !== "string") throw new Error(`${s.variable} in ${file} is not text`);
-        out.push({
+        const at = {
           template: `${template.name}-${template.version}`,
           release: release.name,
           component: `${c.name} ${c.version}`,
           kind: s.kind,
           name: s.name,
-          text: typeof value === "string" ? value : JSON.stringify(value, null, 2),
-        });
+        };
+        try {
+          const value = await evaluate(readFileSync(file, "utf8"), s.variable, values, computed, dsr);
+          if (s.format === "text" && typeof value !== "string") throw new Error(`${s.variable} is not text`);
+          out.push({ ...at, text: typeof value === "string" ? value : JSON.stringify(value, null, 2) });
+        } catch (e) {
+          out.push({ ...at, text: "", error: `${s.script}: ${e instanceof Error ? e.message : String(e)}` });
+        }
       }
     }
   }

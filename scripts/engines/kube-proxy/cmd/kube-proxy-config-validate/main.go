@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -109,7 +110,7 @@ func check(data []byte) (*kubeproxyconfig.KubeProxyConfiguration, []string, erro
 		problems = append(problems, fmt.Sprintf("featureGates: %v", err))
 	}
 	for _, e := range validation.Validate(config) {
-		if e.Field == "KubeProxyConfiguration.Mode" && config.Mode == kubeproxyconfig.ProxyModeKernelspace {
+		if strings.HasPrefix(e.Field, "KubeProxyConfiguration.Mode") && config.Mode == kubeproxyconfig.ProxyModeKernelspace {
 			continue // the Linux rule; Windows takes kernelspace (below)
 		}
 		problems = append(problems, e.Error())
