@@ -44,6 +44,24 @@ export interface ByoWindowsHostArgs {
 /** Where uploads land on the host. */
 export const UPLOAD_DIR = `${DEFAULT_INSTALL_DIR}\\upload`;
 
+/** icacls arguments that leave the upload directory (and anything in it) to SYSTEM and Administrators. */
+export const UPLOAD_ACL = [
+  "/setowner '*S-1-5-32-544'",
+  "/inheritance:r /grant:r '*S-1-5-18:(OI)(CI)F' '*S-1-5-32-544:(OI)(CI)F'",
+] as const;
+
+/**
+ * The upload directory made and restricted, before anything is written there: ProgramData hands
+ * Users create rights, so a local user could otherwise place (or swap) the bootstrap an
+ * administrator runs next. Owner and ACL are set on the directory and whatever is already in it.
+ */
+export function uploadDirScript(): string {
+  const acl = UPLOAD_ACL.map(
+    (a) => `icacls.exe '${UPLOAD_DIR}' ${a} /T /C /Q | Out-Null\nif ($LASTEXITCODE -ne 0) { exit $LASTEXITCODE }`,
+  );
+  return `New-Item -ItemType Directory -Force -Path '${UPLOAD_DIR}' | Out-Null\n${acl.join("\n")}\nexit 0`;
+}
+
 /** The commands run over SSH (cmd.exe or PowerShell as the login shell both run them). */
 export function byoCommands(contentSha256: string): {
   prepare: string;
@@ -53,7 +71,8 @@ export function byoCommands(contentSha256: string): {
 } {
   const ps = "powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass";
   return {
-    prepare: `${ps} -Command "New-Item -ItemType Directory -Force -Path '${UPLOAD_DIR}' | Out-Null"`,
+    // Encoded, so neither login shell (cmd.exe or PowerShell) reads its quotes or variables.
+    prepare: `${ps} -EncodedCommand ${Buffer.from(uploadDirScript(), "utf16le").toString("base64")}`,
     // The script arrives on stdin, so no quoting of its text is ever needed.
     writeBootstrap: `${ps} -Command "[Console]::In.ReadToEnd() | Set-Content -Encoding UTF8 -NoNewline -LiteralPath '${UPLOAD_DIR}\\bootstrap.ps1'"`,
     run: `${ps} -File "${UPLOAD_DIR}\\bootstrap.ps1" -SecretsFromStdin`,

@@ -1,8 +1,8 @@
 # containerd install (and post_upgrade): the pinned containerd release, its
 # config (CNI binaries in \opt\cni\bin, CNI configs in \etc\cni\net.d, what
-# kubelet and Calico expect), and the containerd Windows service with restart
-# on failure. A binary or config change restarts containerd and whatever ran
-# on top of it.
+# kubelet and Calico expect), and the containerd service (under NSSM, which
+# rotates its log; started automatically, restarted on failure). A binary or
+# config change restarts containerd and whatever ran on top of it.
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot

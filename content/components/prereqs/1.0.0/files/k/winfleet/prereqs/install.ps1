@@ -8,23 +8,45 @@ Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.ps
 $root = Get-WinfleetRoot
 $restart = $false
 
+# The oldest build of each Windows Server release the node's CNI supports
+# (Calico's Windows requirements): below it, pods would start without what
+# Calico needs (DSR, the HNS fixes), so the node is refused here, first.
+$floor = Test-WinfleetOsBuildFloor
+if ($floor -ne '') {
+    throw $floor
+}
+
 if ((Enable-WinfleetFeature -Name 'Containers').RestartNeeded) {
     $restart = $true
 }
 
 # Scanning image layers and container scratch space on every access slows
 # containers down and can break layer extraction (AKS and WMCO exclude these).
-$null = Add-WinfleetDefenderExclusion -Path @(
-    (Join-Path $root 'ProgramData\containerd'),
-    (Join-Path $root 'Program Files\containerd'),
-    (Join-Path $root 'var\lib\kubelet'),
-    (Join-Path $root 'opt\cni'),
-    (Join-Path $root 'etc\cni'),
-    (Join-Path $root 'k')
-) -Process @(
-    (Join-Path $root 'Program Files\containerd\containerd.exe'),
-    (Join-Path $root 'Program Files\containerd\containerd-shim-runhcs-v1.exe')
-)
+# Where the runtime keeps them depends on the template: containerd's own
+# install, or RKE2's agent (its containerd state under var\lib\rancher\rke2).
+if ((Get-WinfleetVariable -Name 'PREREQS_RUNTIME' -Default 'containerd') -eq 'rke2') {
+    # RKE2's containerd binary sits under a data directory named by its hash: the directory is excluded whole.
+    $null = Add-WinfleetDefenderExclusion -Path @(
+        (Join-Path $root 'var\lib\rancher\rke2'),
+        (Join-Path $root 'var\lib\kubelet'),
+        (Join-Path $root 'opt\cni'),
+        (Join-Path $root 'etc\cni'),
+        (Join-Path $root 'k')
+    )
+}
+else {
+    $null = Add-WinfleetDefenderExclusion -Path @(
+        (Join-Path $root 'ProgramData\containerd'),
+        (Join-Path $root 'Program Files\containerd'),
+        (Join-Path $root 'var\lib\kubelet'),
+        (Join-Path $root 'opt\cni'),
+        (Join-Path $root 'etc\cni'),
+        (Join-Path $root 'k')
+    ) -Process @(
+        (Join-Path $root 'Program Files\containerd\containerd.exe'),
+        (Join-Path $root 'Program Files\containerd\containerd-shim-runhcs-v1.exe')
+    )
+}
 
 # The API server reaches the kubelet on 10250 (logs, exec, metrics); Calico's
 # VXLAN overlay carries pod traffic between nodes on UDP 4789.
@@ -87,6 +109,12 @@ foreach ($service in @(@('containerd', $true), @('rke2', $false), @('kubelet', $
 foreach ($directory in @('containerd', 'kubelet', 'kube-proxy', 'calico', 'csi-proxy', 'windows-exporter', 'node-reset', 'rke2')) {
     New-Item -ItemType Directory -Force -Path (Join-Path $root "var\log\$directory") | Out-Null
 }
+
+# The node services' logs rotate by size (NSSM); this daily task bounds how
+# many rotated logs stay, and for how long.
+$days = Assert-WinfleetVariable -Name 'LOG_RETENTION_DAYS' -Pattern '^[1-9][0-9]{0,2}$' -Expected 'a number of days from 1 to 999'
+$keep = Assert-WinfleetVariable -Name 'LOG_RETENTION_FILES' -Pattern '^[1-9][0-9]{0,2}$' -Expected 'a number of files from 1 to 999'
+$null = Set-WinfleetScheduledTask -Name 'winfleet-log-retention' -ScriptPath (Join-Path $root 'k\winfleet\prereqs\log-retention.ps1') -Arguments "-Days $days -Keep $keep" -DailyAt '03:00' -Description 'winfleet: delete rotated node service logs past their retention'
 
 if ($restart) {
     Write-WinfleetLog 'Windows needs a restart to finish; the agent restarts the host and continues'

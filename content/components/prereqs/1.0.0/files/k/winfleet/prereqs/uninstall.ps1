@@ -8,12 +8,15 @@ $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot
 
+$null = Remove-WinfleetScheduledTask -Name 'winfleet-log-retention'
 $null = Remove-WinfleetFirewallRule -Name 'winfleet-kubelet'
 $null = Remove-WinfleetFirewallRule -Name 'winfleet-cni-vxlan'
 
+# Both runtimes' exclusions: removing one that is not there changes nothing.
 $null = Remove-WinfleetDefenderExclusion -Path @(
     (Join-Path $root 'ProgramData\containerd'),
     (Join-Path $root 'Program Files\containerd'),
+    (Join-Path $root 'var\lib\rancher\rke2'),
     (Join-Path $root 'var\lib\kubelet'),
     (Join-Path $root 'opt\cni'),
     (Join-Path $root 'etc\cni'),

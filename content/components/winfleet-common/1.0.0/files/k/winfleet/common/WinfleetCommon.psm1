@@ -87,5 +87,7 @@ Export-ModuleMember -Function @(
     'Wait-WinfleetServiceNeeds',
     'Start-WinfleetNodeServices',
     'Reset-WinfleetDirectoryAcl',
-    'Remove-WinfleetOldLogs'
+    'Remove-WinfleetOldLogs',
+    'Test-WinfleetOsBuildFloor',
+    'Test-WinfleetServiceNeed'
 )

@@ -170,3 +170,28 @@ function Start-WinfleetNodeServices {
     }
     return , $pending
 }
+
+# The oldest build of each Windows Server release Calico for Windows supports
+# (its requirements: 1809 from 17763.1432, 2022 from 20348.169); a release not
+# listed (2025) has no floor here.
+$script:OsBuildFloors = @{ 17763 = 1432; 20348 = 169 }
+
+function Test-WinfleetOsBuildFloor {
+    # Why this Windows build is too old for the node's CNI, naming the build
+    # found and the one needed; empty when it is new enough.
+    [CmdletBinding()]
+    param(
+        [int]$Build = -1,
+        [int]$Revision = -1
+    )
+    if ($Build -lt 0) {
+        $Build = [Environment]::OSVersion.Version.Build
+    }
+    if ($Revision -lt 0) {
+        $Revision = [int](Get-ItemProperty -LiteralPath 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion' -Name 'UBR' -ErrorAction SilentlyContinue).UBR
+    }
+    if ($script:OsBuildFloors.ContainsKey($Build) -and $Revision -lt $script:OsBuildFloors[$Build]) {
+        return "this host runs Windows build $Build.$Revision; the node's CNI (Calico) needs $Build.$($script:OsBuildFloors[$Build]) or later: install the Windows updates first"
+    }
+    return ''
+}

@@ -72,12 +72,15 @@ function Write-WinfleetLog {
 function Invoke-WinfleetNative {
     # Runs a native program and fails unless its exit code is one of
     # SuccessExitCodes: PowerShell never fails a step on a native exit code by
-    # itself. Returns the program's output lines (stdout and stderr).
+    # itself. Returns the program's output lines (stdout and stderr; with
+    # StdoutOnly, stdout alone: what a caller parses, which a warning on
+    # stderr must not end up in). A failure's message holds both.
     [CmdletBinding()]
     param(
         [Parameter(Mandatory = $true)][string]$FilePath,
         [string[]]$ArgumentList = @(),
-        [int[]]$SuccessExitCodes = @(0)
+        [int[]]$SuccessExitCodes = @(0),
+        [switch]$StdoutOnly
     )
     foreach ($argument in $ArgumentList) {
         # Windows PowerShell 5.1 mangles embedded quotes and drops empty
@@ -102,6 +105,9 @@ function Invoke-WinfleetNative {
     if ($SuccessExitCodes -notcontains $code) {
         $tail = ($lines | Select-Object -Last 20) -join [Environment]::NewLine
         throw "$FilePath exited with $code`n$tail"
+    }
+    if ($StdoutOnly) {
+        return @($raw | Where-Object { $_ -isnot [System.Management.Automation.ErrorRecord] } | ForEach-Object { "$_" })
     }
     return $lines
 }
