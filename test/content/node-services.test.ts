@@ -237,6 +237,24 @@ describe("the node services' start order", () => {
     }
   });
 
+  it("each component declares the services it registers (what serve's re-verify brings back), all started automatically", () => {
+    for (const c of shipped.content.components) {
+      const registered = c.scripts
+        .flatMap((sc) => sc.facts.commands)
+        .filter((x) => /^Set-Winfleet(Hosted)?Service$/i.test(x.name) && x.inFunction === undefined)
+        .map((x) => ({
+          name: x.args.find((a) => a.parameter === "name")?.strings[0] ?? "",
+          start: x.args.find((a) => a.parameter === "startuptype")?.strings[0] ?? "Automatic",
+        }));
+      assert.deepEqual(
+        [...(c.metadata.services ?? [])].sort(),
+        registered.map((r) => r.name).sort(),
+        `${c.key} declares what it registers`,
+      );
+      for (const r of registered) assert.equal(r.start, "Automatic", `${c.key}: ${r.name}`);
+    }
+  });
+
   it("the boot task starts every service, goes past one that fails, retries it, and fails the run while one still fails", () => {
     const boot = libFacts("Boot.ps1");
     const inStart = (re: RegExp): number[] => inFunction(boot, "Start-WinfleetNodeServices", re);

@@ -7,7 +7,7 @@
 # an RKE2 cluster loses anything else kept there. It runs as a child
 # PowerShell through Invoke-WinfleetNative, so a native tool's stderr line
 # inside it cannot stop it half-way (with ErrorActionPreference Stop, Windows
-# PowerShell turns one into a terminating error in this session).
+# PowerShell turns one into a terminating error in the calling PowerShell).
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot
