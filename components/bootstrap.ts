@@ -61,6 +61,8 @@ export interface BootstrapArgs {
   readonly vaultSecret?: string;
   /** @default "C:\\ProgramData\\winfleet" */
   readonly installDir?: string;
+  /** Where NSSM is fetched (a stack's mirror); its digest stays pinned. @default AGENT_NSSM.url */
+  readonly nssmUrl?: string;
 }
 
 /** Where the bootstrap installs the agent. */
@@ -268,7 +270,7 @@ if (-not (Test-Path -LiteralPath $configPath) -or -not ([IO.File]::ReadAllText($
     $changed = $true
 }
 
-${agentNssmInstall()}${agentServiceRegistration()}Write-Output "winfleet agent ${args.agent.version} bootstrapped"
+${agentNssmInstall(args.nssmUrl)}${agentServiceRegistration()}Write-Output "winfleet agent ${args.agent.version} bootstrapped"
 `;
 }
 

@@ -275,6 +275,12 @@ const fleetShape = z.strictObject({
     .optional(),
   pools: z.array(z.discriminatedUnion("kind", [azurePool, byoPool, localPool])).min(1),
   upgrader: upgraderSchema.optional(),
+  /**
+   * An internal mirror every node download goes through (air-gapped fleets): the Node runtime, NSSM and every
+   * artifact of the content are fetched from `<url>/<host>/<path>` of their pinned URLs, their digests checked all the
+   * same. The agent and content bundles come from where `agent.bundle` and `content.publish` say.
+   */
+  mirror: z.strictObject({ url: z.url({ protocol: /^https$/, message: "an https:// URL" }) }).optional(),
 });
 
 /** The whole `winfleet:fleet` value. */

@@ -14,7 +14,16 @@ import { AgentUpgrader } from "../components/agent-upgrader";
 import { ByoWindowsHost } from "../components/byo-windows-host";
 import { ClusterJoin } from "../components/cluster-join";
 import { ContentBundle, buildArchive } from "../components/content-bundle";
-import { DEFAULT_NODE_RUNTIME, type NodeConfigArgs, POOL_LABEL } from "../components";
+import {
+  AGENT_NSSM,
+  DEFAULT_NODE_RUNTIME,
+  MIRROR_VARIABLE,
+  mirroredUrl,
+  type NodeConfigArgs,
+  type NodeRuntime,
+  type PinnedArtifact,
+  POOL_LABEL,
+} from "../components";
 import { WindowsNodePool } from "../components/windows-node-pool";
 import { WinsUpgrader } from "../components/wins-upgrader";
 import { loadCatalog } from "../agent/content";
@@ -51,10 +60,26 @@ export function nodeConfigOf(fleet: FleetConfig): NodeConfigArgs {
   return {
     template: fleet.content.template,
     templateVersion: fleet.content.templateVersion,
-    variables: fleet.content.variables,
+    variables: { ...fleet.content.variables, ...(fleet.mirror ? { [MIRROR_VARIABLE]: fleet.mirror.url } : {}) },
     agentVersion: fleet.agent?.version ?? "",
     ...(fleet.agent?.publicKey ? { publicKey: fleet.agent.publicKey } : {}),
     joinMethod: fleet.cluster?.join.method ?? "kubeadm",
+  };
+}
+
+/**
+ * What the bootstrap downloads: the Node runtime and NSSM through the stack's mirror when it has one (their digests
+ * pinned all the same), the agent bundle from where the stack says.
+ */
+export function bootstrapDownloadsOf(
+  agent: NonNullable<FleetConfig["agent"]>,
+  mirror: string | undefined,
+): { node: NodeRuntime; agent: PinnedArtifact & { version: string }; nssmUrl?: string } {
+  const runtime = agent.node ? { ...agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME;
+  return {
+    node: { ...runtime, url: mirroredUrl(runtime.url, mirror) },
+    agent: { ...agent.bundle, version: agent.version },
+    ...(mirror ? { nssmUrl: mirroredUrl(AGENT_NSSM.url, mirror) } : {}),
   };
 }
 
@@ -107,10 +132,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     { archive, publish: fleet.content.publish, namespace: ns },
     { dependsOn: [join] },
   );
-  const bootstrap = {
-    node: fleet.agent.node ? { ...fleet.agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME,
-    agent: { ...fleet.agent.bundle, version: fleet.agent.version },
-  };
+  const bootstrap = bootstrapDownloadsOf(fleet.agent, fleet.mirror?.url);
   // The node's secret variables: the cluster side's (the join token, kube-proxy's token), and the content secrets.
   const secrets: Record<string, pulumi.Output<string>> = { ...join.secrets };
   for (const [variable, key] of Object.entries(fleet.content.secrets)) secrets[variable] = config.requireSecret(key);

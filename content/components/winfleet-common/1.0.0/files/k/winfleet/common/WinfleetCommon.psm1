@@ -38,6 +38,7 @@ Export-ModuleMember -Function @(
     'Test-WinfleetFileHash',
     'Save-WinfleetDownload',
     'Get-WinfleetArtifact',
+    'Resolve-WinfleetArtifactUrl',
     'Expand-WinfleetArtifact',
     'Test-WinfleetFileCurrent',
     'Install-WinfleetFile',

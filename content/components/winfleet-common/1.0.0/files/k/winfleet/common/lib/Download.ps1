@@ -152,6 +152,26 @@ function Save-WinfleetDownload {
     return $target
 }
 
+function Resolve-WinfleetArtifactUrl {
+    # Where a download is fetched from: Url itself, or, with the stack's mirror
+    # (variable WINFLEET_ARTIFACT_MIRROR, a base URL), <mirror>/<host>/<path>
+    # of Url: one mirror holds every upstream side by side. The digest pinned
+    # for the download is checked all the same.
+    [CmdletBinding()]
+    param(
+        [Parameter(Mandatory = $true)][string]$Url
+    )
+    $mirror = Get-WinfleetVariable -Name 'WINFLEET_ARTIFACT_MIRROR'
+    if ($mirror -eq '') {
+        return $Url
+    }
+    if (-not $mirror.StartsWith('https://')) {
+        throw 'variable WINFLEET_ARTIFACT_MIRROR is not an https:// URL'
+    }
+    $uri = [Uri]$Url
+    return ('{0}/{1}{2}' -f $mirror.TrimEnd('/'), $uri.Authority, $uri.PathAndQuery)
+}
+
 function Get-WinfleetArtifact {
     # Reads one entry of a component's artifacts.json (url, version, and a
     # pinned sha256/sha512, or sha256Variable naming the variable the stack
@@ -180,11 +200,12 @@ function Get-WinfleetArtifact {
     else {
         throw "artifact $Name in $Manifest pins no hash"
     }
-    $path = Save-WinfleetDownload -Url ([string]$entry.url) -Hash $hash -Algorithm $algorithm
+    $url = Resolve-WinfleetArtifactUrl -Url ([string]$entry.url)
+    $path = Save-WinfleetDownload -Url $url -Hash $hash -Algorithm $algorithm
     return [pscustomobject]@{
         Name      = $Name
         Version   = [string]$entry.version
-        Url       = [string]$entry.url
+        Url       = $url
         Algorithm = $algorithm
         Hash      = $hash.ToLowerInvariant()
         Path      = $path
