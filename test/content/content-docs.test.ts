@@ -52,7 +52,10 @@ describe("docs/content.md", () => {
     ]) {
       assert.ok(text.includes(`### ${c}`), c);
     }
-    assert.match(text, /\| service \| `kubelet` \| under NSSM, runs kubelet\.exe; after containerd;/);
+    assert.match(
+      text,
+      /\| service \| `kubelet` \| under NSSM, runs powershell\.exe kubelet-service\.ps1; after containerd; start Automatic;/,
+    );
     assert.match(text, /\| firewall rule \| `winfleet-kubelet` \| inbound TCP 10250 \|/);
     assert.match(text, /\| scheduled task \| `winfleet-node-reset` \| runs reset\.ps1 at startup as SYSTEM \|/);
     assert.match(text, /\| `KUBE_BOOTSTRAP_TOKEN` \| yes \| yes \|/);
