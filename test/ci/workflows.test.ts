@@ -171,6 +171,17 @@ describe("the GitHub workflows", () => {
     assert.match(parser, /\[System\.Management\.Automation\.Language\.Parser\]::ParseFile\(/);
   });
 
+  it("decodes every generated file with the node programs' decoders beside the Windows checks, required in CI", () => {
+    const doc = parseYaml(readFileSync(join(DIR, "windows.yml"), "utf8")) as Workflow;
+    const steps = doc.jobs.decoders?.steps ?? [];
+    const build = steps.findIndex((s) =>
+      /node scripts\/engines\/build\.mjs --only kubernetes,kube-proxy,containerd,calico/.test(s.run ?? ""),
+    );
+    const run = steps.findIndex((s) => /test\/content\/decoders\.test\.ts/.test(s.run ?? ""));
+    assert.ok(build >= 0 && run > build);
+    assert.equal((steps[run] as { env?: Record<string, string> }).env?.CI, "true");
+  });
+
   it("builds the kubelet's configuration validator for the content tests, which require it in CI", () => {
     const doc = parseYaml(readFileSync(join(DIR, "pr.yml"), "utf8")) as Workflow;
     const steps = doc.jobs.test?.steps ?? [];
