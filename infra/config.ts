@@ -40,6 +40,9 @@ export const JOIN_VARIABLES = {
   KUBE_REGISTER_TAINT: "the pool's registerTaint",
 } as const;
 
+/** The cluster's service CIDR when the stack names none: kubeadm's default. */
+export const DEFAULT_SERVICE_CIDR = "10.96.0.0/12";
+
 /** How nodes join the cluster. */
 const joinSchema = z.discriminatedUnion("method", [
   z.strictObject({
@@ -199,7 +202,32 @@ const upgraderSchema = z
 
 const fleetShape = z.strictObject({
   /** Required when any pool is not `local`. */
-  cluster: z.strictObject({ name, namespace: name.default("winfleet-system"), join: joinSchema }).optional(),
+  cluster: z
+    .strictObject({
+      name,
+      namespace: name.default("winfleet-system"),
+      join: joinSchema,
+      /**
+       * kubeadm clusters whose template has a calico component: Calico for Windows turned on in the cluster's
+       * Tigera operator (its Installation and the API server endpoint it reads; see docs/deploying.md), with the
+       * cluster's service CIDRs (the kube-apiserver's --service-cluster-ip-range) and the VXLAN adapter (absent:
+       * the primary one). One stack per cluster does it: a second stack of the same cluster sets false. Ignored
+       * for RKE2, which brings its own CNI.
+       */
+      calicoWindows: z
+        .union([
+          z.literal(false),
+          z.strictObject({
+            serviceCidrs: z
+              .array(z.string().regex(/^[0-9a-fA-F.:]+\/[0-9]{1,3}$/, "a CIDR"))
+              .min(1)
+              .default([DEFAULT_SERVICE_CIDR]),
+            vxlanAdapter: text(z.string()).optional(),
+          }),
+        ])
+        .default({ serviceCidrs: [DEFAULT_SERVICE_CIDR] }),
+    })
+    .optional(),
   content: z.strictObject({
     /** Directory of content sources, built into the bundle at deploy time. @default "content" */
     dir: z.string().default("content"),

@@ -12,6 +12,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { ValidationError, formatIssues } from "../agent/common";
 import { AgentUpgrader } from "../components/agent-upgrader";
 import { ByoWindowsHost } from "../components/byo-windows-host";
+import { CalicoWindows, type CalicoWindowsArgs } from "../components/calico-windows";
 import { ClusterJoin } from "../components/cluster-join";
 import { ContentBundle, buildArchive } from "../components/content-bundle";
 import {
@@ -91,6 +92,22 @@ export function contentAccountOf(
   return publish.to === "blob" ? { resourceGroup: publish.resourceGroup, name: publish.storageAccount } : undefined;
 }
 
+/**
+ * What turns on Calico for Windows in the cluster's operator: the API server the nodes join and the stack's
+ * `cluster.calicoWindows`; undefined where the stack does not: its template (`packages`) has no calico component,
+ * it joins RKE2, or says `cluster.calicoWindows: false`.
+ */
+export function calicoWindowsOf(fleet: FleetConfig, packages: readonly string[]): CalicoWindowsArgs | undefined {
+  const cluster = fleet.cluster;
+  if (!cluster || cluster.join.method !== "kubeadm" || cluster.calicoWindows === false) return undefined;
+  if (!packages.some((p) => p.startsWith("calico_"))) return undefined;
+  return {
+    apiServer: cluster.join.apiServer,
+    serviceCidrs: cluster.calicoWindows.serviceCidrs,
+    ...(cluster.calicoWindows.vxlanAdapter ? { vxlanAdapter: cluster.calicoWindows.vxlanAdapter } : {}),
+  };
+}
+
 /** The program. */
 export async function fleetProgram(): Promise<FleetOutputs> {
   const config = new pulumi.Config("winfleet");
@@ -117,7 +134,13 @@ export async function fleetProgram(): Promise<FleetOutputs> {
       `winfleet:fleet.content: template ${fleet.content.template} ${fleet.content.templateVersion} is not in ${fleet.content.dir} (it has: ${have || "no templates"})`,
     );
   }
-  const missing = missingContentVariables(fleet, await loadCatalog(stackPath(fleet.content.dir)), {
+  const catalog = await loadCatalog(stackPath(fleet.content.dir));
+  const template = catalog.templates.find(
+    (t) => t.name === fleet.content.template && t.version === fleet.content.templateVersion,
+  );
+  const calico = calicoWindowsOf(fleet, template?.packages ?? []);
+  if (calico) new CalicoWindows("calico-windows", calico, { dependsOn: [join] });
+  const missing = missingContentVariables(fleet, catalog, {
     join: [...Object.keys(join.variables), ...Object.keys(join.secrets)],
     pool: Object.fromEntries(
       deployed.map((p) => [p.name, ["KUBE_NODE_LABELS", ...(p.registerTaint ? ["KUBE_REGISTER_TAINT"] : [])]]),
