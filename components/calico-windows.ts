@@ -39,7 +39,7 @@ export class CalicoWindows extends pulumi.ComponentResource {
     });
     const withForce = (o: typeof endpoint): typeof endpoint => ({
       ...o,
-      metadata: { ...o.metadata, annotations: { ...((o.metadata.annotations as object) ?? {}), ...FORCE } },
+      metadata: { ...o.metadata, annotations: { ...(o.metadata.annotations ?? {}), ...FORCE } },
     });
     const configMap = new k8s.core.v1.ConfigMapPatch(
       kubeResourceName(name, endpoint),
@@ -48,7 +48,7 @@ export class CalicoWindows extends pulumi.ComponentResource {
     );
     const patch = new k8s.apiextensions.CustomResourcePatch(
       `${kubeResourceName(name, installation)}-windows`,
-      withForce(installation) as unknown as k8s.apiextensions.CustomResourcePatchArgs,
+      withForce(installation),
       { parent: this, dependsOn: [existing, configMap] },
     );
     this.installation = patch.metadata.apply((m) => m.name);
