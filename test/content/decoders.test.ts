@@ -2,12 +2,14 @@
  * Every configuration file the Windows content generates, for every template
  * and Windows Server release (test/content/generated.ts renders them from the
  * scripts' parse trees), read by the decoder of the program that reads it on
- * the node, built from that program's Go module (scripts/engines): Calico's
- * CNI configuration by Calico's plugin decode and libcni, containerd's
+ * the node, built from that program's Go module (scripts/engines): containerd's
  * config.toml by containerd 1.7's loader and its CRI plugin (which also loads
  * the CNI directory with go-cni), the kubelet's KubeletConfiguration by the
  * kubelet's, kube-proxy's KubeProxyConfiguration by kube-proxy's. Each decoder
- * is also shown to refuse what its program refuses.
+ * is also shown to refuse what its program refuses. Calico's CNI configuration
+ * is written on the node by the operator's containers since Calico 3.31; the
+ * one the content wrote up to 1.0.0 (test/fixtures/content-1.0.0) goes through
+ * Calico's plugin decode and libcni, which refuse it as every pod sandbox did.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -19,6 +21,9 @@ import { loadCatalog } from "../../agent/content";
 import { scratchDir } from "../support";
 import { type GeneratedFile, type GeneratedKind, WINDOWS_RELEASES, generatedFiles } from "./generated";
 import { CONTENT } from "./shipped";
+
+/** The content as 1.0.0 shipped it, whose calico component wrote the CNI configuration itself. */
+const CONTENT_1_0_0 = join(__dirname, "..", "fixtures", "content-1.0.0");
 
 /** Each decoder: its engine and binary. */
 const DECODERS: Readonly<Record<GeneratedKind, { engine: string; binary: string }>> = {
@@ -55,8 +60,10 @@ function run(kind: GeneratedKind, args: readonly string[]): { status: number | n
 }
 
 let files: GeneratedFile[] = [];
+let shipped: GeneratedFile[] = [];
 before(async () => {
   files = await generatedFiles(await loadCatalog(CONTENT));
+  shipped = await generatedFiles(await loadCatalog(CONTENT_1_0_0), undefined, CONTENT_1_0_0);
 });
 
 /** Writes a generated file where its decoder reads it; the CNI configuration in a directory of its own. */
@@ -69,13 +76,13 @@ function place(f: GeneratedFile): string {
 }
 
 describe("the generated files under their programs' decoders", { skip: "skip" in found ? found.skip : false }, () => {
-  it("renders all four for every kubeadm template on 2019, 2022 and 2025", () => {
+  it("renders the three the content writes for every kubeadm template on 2019, 2022 and 2025", () => {
     for (const template of ["win2019", "win2022", "win2025"]) {
       for (const r of WINDOWS_RELEASES) {
         const kinds = files
           .filter((f) => f.template.startsWith(`${template}-`) && f.release === r.name)
           .map((f) => f.kind);
-        assert.deepEqual(kinds.sort(), ["cni", "containerd", "kube-proxy", "kubelet"], `${template} on ${r.name}`);
+        assert.deepEqual(kinds.sort(), ["containerd", "kube-proxy", "kubelet"], `${template} on ${r.name}`);
       }
     }
   });
@@ -93,12 +100,14 @@ describe("the generated files under their programs' decoders", { skip: "skip" in
     assert.deepEqual(refused, []);
   });
 
-  it("containerd loads the CNI directory its config names, with the generated CNI configuration in it", () => {
+  it("containerd loads the CNI directory its config names, with a Calico CNI configuration in it", () => {
+    // What Calico's CNI configuration looked like when the content wrote it: containerd's loading of the
+    // directory does not depend on which program wrote the file.
+    const cni = shipped.find((x) => x.kind === "cni" && x.template === "win2022-1.0.0" && x.release === "2022");
+    assert.ok(cni, "1.0.0's CNI configuration");
     for (const f of files.filter((x) => x.kind === "containerd")) {
-      const cni = files.find((x) => x.kind === "cni" && x.template === f.template && x.release === f.release);
-      assert.ok(cni, `${f.template} has a CNI configuration`);
       const confDir = join(scratch, f.template, f.release, "cni");
-      place(cni);
+      place({ ...cni, template: f.template, release: f.release, text: cni.text.replace('"false"', "true") });
       const r = run("containerd", ["-print", "-cni-conf-dir", confDir, place(f)]);
       assert.equal(r.status, 0, r.output);
       const resolved = JSON.parse(r.stdout) as Record<string, unknown>;
@@ -109,13 +118,7 @@ describe("the generated files under their programs' decoders", { skip: "skip" in
     }
   });
 
-  it("DSR is on for the CNI and kube-proxy on every release the templates target (17763.1432 and later)", () => {
-    for (const f of files.filter((x) => x.kind === "cni")) {
-      const r = run("cni", ["-print", place(f)]);
-      assert.equal(r.status, 0, r.output);
-      const [conf] = JSON.parse(r.stdout) as { windows_loopback_DSR?: boolean }[];
-      assert.equal(conf?.windows_loopback_DSR, true, `${f.template} on ${f.release}`);
-    }
+  it("DSR is on for kube-proxy on every release the templates target (17763.1432 and later)", () => {
     for (const f of files.filter((x) => x.kind === "kube-proxy")) {
       const r = run("kube-proxy", ["-print", place(f)]);
       assert.equal(r.status, 0, r.output);
@@ -133,18 +136,40 @@ describe("the decoders refuse what their programs refuse", { skip: "skip" in fou
   const broken = (kind: GeneratedKind, edit: (text: string) => string): string =>
     place({ ...one(kind), template: "broken", text: edit(one(kind).text) });
 
-  it("Calico: windows_loopback_DSR as a string (what every pod sandbox failed on)", () => {
-    const r = run("cni", [
-      broken("cni", (t) => t.replace('"windows_loopback_DSR": true', '"windows_loopback_DSR": "false"')),
+  it("Calico: windows_loopback_DSR as a string, as 1.0.0's calico component wrote it (every pod sandbox failed on it)", () => {
+    const released = shipped.filter((x) => x.kind === "cni");
+    assert.equal(released.length, 9, "three kubeadm templates on three releases");
+    for (const f of released) {
+      const r = run("cni", [place(f)]);
+      assert.equal(r.status, 1, `${f.template} on ${f.release}: ${r.output}`);
+      assert.match(
+        r.output,
+        /failed to load netconf: json: cannot unmarshal string into Go struct field NetConf\.windows_loopback_DSR of type bool/,
+      );
+    }
+    const fixed = (t: string): string =>
+      t.replace(/"windows_loopback_DSR": "(true|false)"/, '"windows_loopback_DSR": true');
+    const one = released[0] as GeneratedFile;
+    const ok = run("cni", [place({ ...one, template: "fixed", text: fixed(one.text) })]);
+    assert.equal(ok.status, 0, `the same configuration with a boolean decodes: ${ok.output}`);
+    const typo = run("cni", [
+      place({ ...one, template: "typo", text: fixed(one.text).replace('"vxlan_vni"', '"vxlanVNI"') }),
     ]);
-    assert.equal(r.status, 1, r.output);
-    assert.match(
-      r.output,
-      /failed to load netconf: json: cannot unmarshal string into Go struct field NetConf\.windows_loopback_DSR of type bool/,
-    );
-    const typo = run("cni", [broken("cni", (t) => t.replace('"vxlan_vni"', '"vxlanVNI"'))]);
     assert.equal(typo.status, 1, typo.output);
     assert.match(typo.output, /key "vxlanVNI": no decoder on the node reads it/);
+  });
+
+  it("Calico: the decode is the plugin's, not a string check (the same file, any string value, refused)", () => {
+    const one = shipped.find((x) => x.kind === "cni") as GeneratedFile;
+    const r = run("cni", [
+      place({
+        ...one,
+        template: "broken",
+        text: one.text.replace(/"windows_loopback_DSR": "(true|false)"/, '"windows_loopback_DSR": "yes"'),
+      }),
+    ]);
+    assert.equal(r.status, 1, r.output);
+    assert.match(r.output, /cannot unmarshal string into Go struct field NetConf\.windows_loopback_DSR of type bool/);
   });
 
   it("containerd: a containerd 2.x key 1.7 ignores, and a config version it refuses", () => {

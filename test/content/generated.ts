@@ -14,7 +14,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Catalog } from "../../agent/content";
+import { type Catalog, compareVersions } from "../../agent/content";
 import { parsePowerShell } from "../../agent/content/powershell-syntax";
 import { NotLiteral, type PsValue, literalValue } from "../../agent/content/powershell-literal";
 import { pickTemplate, resolveTarget } from "../../agent/lifecycle";
@@ -59,6 +59,8 @@ interface Source {
   readonly kind: GeneratedKind;
   readonly name: string;
   readonly format: "json" | "text";
+  /** Only versions of the component before this one write the file (a later one leaves it to another program). */
+  readonly before?: string;
 }
 
 const SOURCES: readonly Source[] = [
@@ -69,6 +71,8 @@ const SOURCES: readonly Source[] = [
     kind: "cni",
     name: "10-calico.conf",
     format: "json",
+    // From 3.31 the operator's containers write Calico's CNI configuration, not the content.
+    before: "3.31",
   },
   {
     component: "containerd",
@@ -164,8 +168,12 @@ async function evaluate(
   return result;
 }
 
-/** Every configuration file the content generates, for each template and Windows release. */
-export async function generatedFiles(catalog: Catalog, releases = WINDOWS_RELEASES): Promise<GeneratedFile[]> {
+/** Every configuration file the content (in `dir`) generates, for each template and Windows release. */
+export async function generatedFiles(
+  catalog: Catalog,
+  releases = WINDOWS_RELEASES,
+  dir = CONTENT,
+): Promise<GeneratedFile[]> {
   const out: GeneratedFile[] = [];
   for (const template of catalog.templates) {
     if (template.name.startsWith("sandbox")) continue;
@@ -174,7 +182,7 @@ export async function generatedFiles(catalog: Catalog, releases = WINDOWS_RELEAS
       const dsr = release.build > 17763 || release.revision >= 1432;
       for (const s of SOURCES) {
         const c = resolved.components.find((x) => x.name === s.component);
-        if (!c) continue;
+        if (!c || (s.before !== undefined && compareVersions(c.version, s.before) >= 0)) continue;
         const values = (name: string): string | undefined =>
           template.variables[name] ?? c.metadata.variables?.[name]?.default ?? NODE_VALUES[name];
         const computed = new Map<string, PsValue>([
@@ -189,7 +197,7 @@ export async function generatedFiles(catalog: Catalog, releases = WINDOWS_RELEAS
           ["kubeconfig", "C:\\etc\\kubernetes\\kube-proxy.conf"],
           ["clustercidr", ""],
         ]);
-        const file = join(CONTENT, "components", c.name, c.version, "files", "k", "winfleet", s.component, s.script);
+        const file = join(dir, "components", c.name, c.version, "files", "k", "winfleet", s.component, s.script);
         const at = {
           template: `${template.name}-${template.version}`,
           release: release.name,

@@ -28,7 +28,7 @@ const INSTALL = join(
   "content",
   "components",
   "kubelet",
-  "1.34.7",
+  "1.34.7-1",
   "files",
   "k",
   "winfleet",

@@ -29,7 +29,7 @@ describe("the Windows build", () => {
     const floors = boot.assignments.find((a) => a.variable === "osbuildfloors");
     assert.deepEqual(floors?.literal, { "17763": 1432, "20348": 169 }, "Calico's Windows requirements");
     assert.match(
-      source("winfleet-common", "1.0.0", "files", "k", "winfleet", "common", "lib", "Boot.ps1"),
+      source("winfleet-common", "1.1.0", "files", "k", "winfleet", "common", "lib", "Boot.ps1"),
       /this host runs Windows build \$Build\.\$Revision; the node's CNI \(Calico\) needs \$Build\.\$\(\$script:OsBuildFloors\[\$Build\]\) or later/,
     );
   });
@@ -108,7 +108,7 @@ describe("pods per node", () => {
     assert.equal(vars.KUBELET_MAX_PODS?.default, "60");
     assert.equal(vars.CALICO_IPAM_BLOCK_SIZE?.default, "26");
     assert.match(
-      source("kubelet", "1.34.7", "files", "k", "winfleet", "kubelet", "install.ps1"),
+      source("kubelet", "1.34.7-1", "files", "k", "winfleet", "kubelet", "install.ps1"),
       /\$podsPerBlock = \[int\]\[Math\]::Pow\(2, 32 - \$blockSize\) - 4\s+if \(\$maxPods -lt 1 -or \$maxPods -gt \$podsPerBlock\) \{\s+throw/,
     );
   });

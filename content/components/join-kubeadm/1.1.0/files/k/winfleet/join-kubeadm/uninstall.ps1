@@ -9,7 +9,7 @@ $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot
 
-Stop-WinfleetService -Name 'kube-proxy'
+Stop-WinfleetService -Name 'winfleet-kube-proxy'
 Stop-WinfleetService -Name 'kubelet'
 $ctr = Join-Path $root 'Program Files\containerd\ctr.exe'
 $containerd = Get-Service -Name 'containerd' -ErrorAction SilentlyContinue

@@ -1,8 +1,11 @@
 # kube-proxy install (and post_upgrade): kube-proxy.exe from the pinned
 # Kubernetes node release, kube-proxy's own credentials (checked by
-# SelfSubjectAccessReview before anything starts it) and the kube-proxy
-# service (under NSSM, depending on the kubelet, restarted on failure, started
-# automatically at boot). The service runs kube-proxy-service.ps1, which waits
+# SelfSubjectAccessReview before anything starts it) and the
+# winfleet-kube-proxy service (under NSSM, depending on the kubelet, restarted
+# on failure, started automatically at boot). Not named kube-proxy: Calico's
+# operator install removes any service of that name each time its
+# calico-node-windows pod starts (its uninstall-calico init container), so an
+# earlier content's kube-proxy service is replaced by this one. The service runs kube-proxy-service.ps1, which waits
 # for this boot's HNS reset and the CNI's HNS network and writes kube-proxy's
 # configuration with the overlay's source VIP, a value only known at run time.
 $ErrorActionPreference = 'Stop'
@@ -27,7 +30,7 @@ $source = Join-Path $staging 'kubernetes\node\bin\kube-proxy.exe'
 $kubectl = Join-Path $staging 'kubernetes\node\bin\kubectl.exe'
 $binaryChanged = $false
 if (-not (Test-WinfleetFileCurrent -Source $source -Destination $kubeProxy)) {
-    Suspend-WinfleetService -Name 'kube-proxy'
+    Suspend-WinfleetService -Name 'winfleet-kube-proxy'
     $binaryChanged = Install-WinfleetFile -Source $source -Destination $kubeProxy
     Write-WinfleetLog "installed kube-proxy $($artifact.Version)"
 }
@@ -106,13 +109,17 @@ if ($featureGates -ne '') {
 # it, and a pod reaches itself through its own Service only with it. 'auto'
 # (the default) turns it on wherever the build supports it.
 $environment.KUBE_PROXY_ENABLE_DSR = ([string](Resolve-WinfleetDsr -Name 'KUBE_PROXY_ENABLE_DSR' -Value (Get-WinfleetVariable -Name 'KUBE_PROXY_ENABLE_DSR' -Default 'auto'))).ToLowerInvariant()
-$service = Set-WinfleetHostedService -Name 'kube-proxy' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $wrapper + '"') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kube-proxy\kube-proxy.log') -Environment $environment -DisplayName 'kube-proxy' -Description 'winfleet: Kubernetes service proxy (HNS load balancers)' -StartupType 'Automatic' -DependsOn @('kubelet')
+# The service an earlier content version registered under Calico's name, and
+# what its pre_upgrade recorded of it: this service takes its place.
+$null = Remove-WinfleetService -Name 'kube-proxy'
+$null = Remove-WinfleetItem -Path (Join-Path $root 'k\winfleet\state\suspended-kube-proxy.json')
+$service = Set-WinfleetHostedService -Name 'winfleet-kube-proxy' -Program $powershell -Arguments ('-NoProfile -NonInteractive -ExecutionPolicy Bypass -File "' + $wrapper + '"') -WorkingDirectory (Join-Path $root 'k') -LogFile (Join-Path $root 'var\log\kube-proxy\kube-proxy.log') -Environment $environment -DisplayName 'kube-proxy' -Description 'winfleet: Kubernetes service proxy (HNS load balancers)' -StartupType 'Automatic' -DependsOn @('kubelet')
 
 if (Test-Path -LiteralPath (Join-Path $root 'etc\kubernetes\kubelet.conf')) {
-    if (($binaryChanged -or $kubeconfigChanged -or $service.Changed) -and (Get-Service -Name 'kube-proxy').Status -eq 'Running') {
-        Restart-WinfleetService -Name 'kube-proxy'
+    if (($binaryChanged -or $kubeconfigChanged -or $service.Changed) -and (Get-Service -Name 'winfleet-kube-proxy').Status -eq 'Running') {
+        Restart-WinfleetService -Name 'winfleet-kube-proxy'
     }
-    Resume-WinfleetService -Name 'kube-proxy'
+    Resume-WinfleetService -Name 'winfleet-kube-proxy'
 }
 else {
     Write-WinfleetLog 'kube-proxy is registered; it starts once the node has joined'

@@ -4,6 +4,8 @@
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 
+$null = Remove-WinfleetService -Name 'winfleet-kube-proxy'
+# An earlier content version's name for it.
 $null = Remove-WinfleetService -Name 'kube-proxy'
 Import-WinfleetHns
 Get-HnsPolicyList | Remove-HnsPolicyList

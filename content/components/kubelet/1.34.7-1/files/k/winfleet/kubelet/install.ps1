@@ -59,6 +59,12 @@ if (-not (Test-WinfleetFileCurrent -Source $source -Destination $kubelet)) {
     $binaryChanged = Install-WinfleetFile -Source $source -Destination $kubelet
     Write-WinfleetLog "installed kubelet $($artifact.Version)"
 }
+# kubectl from the same release, run with the node's own credentials: the calico
+# component labels the node with it.
+$kubectlSource = Join-Path $staging 'kubernetes\node\bin\kubectl.exe'
+if (-not (Test-WinfleetFileCurrent -Source $kubectlSource -Destination (Join-Path $root 'k\kubectl.exe'))) {
+    $null = Install-WinfleetFile -Source $kubectlSource -Destination (Join-Path $root 'k\kubectl.exe')
+}
 $null = Remove-WinfleetItem -Path $staging
 
 # The kubelet's configuration: writable by SYSTEM and Administrators only; its

@@ -22,7 +22,7 @@ $failed = @()
 $lock = Enter-WinfleetNodeLock
 try {
     # Dependents first when stopping; the reverse when starting.
-    $order = @('kube-proxy', 'kubelet', 'CalicoFelix', 'CalicoNode', 'csi-proxy')
+    $order = @('winfleet-kube-proxy', 'kubelet', 'csi-proxy')
     $present = @($order | Where-Object { $null -ne (Get-Service -Name $_ -ErrorAction SilentlyContinue) })
     foreach ($name in $present) {
         Stop-WinfleetService -Name $name
@@ -39,7 +39,7 @@ try {
     [array]::Reverse($present)
     # Before the node has joined, join-kubeadm starts the kubelet (and kube-proxy's install kube-proxy).
     $joined = Test-Path -LiteralPath (Join-Path $root 'etc\kubernetes\kubelet.conf')
-    $start = @($present | Where-Object { $joined -or ($_ -ne 'kubelet' -and $_ -ne 'kube-proxy') })
+    $start = @($present | Where-Object { $joined -or ($_ -ne 'kubelet' -and $_ -ne 'winfleet-kube-proxy') })
     # Start-WinfleetService holds the kubelet and kube-proxy until the CNI is ready.
     $failed = @(Start-WinfleetNodeServices -Names $start -Attempts 3 -DelaySeconds 30 -TimeoutSeconds 120)
     if ($failed.Count -eq 0) {

@@ -5,7 +5,7 @@
 # The services that must not start before the CNI has initialised: pods they
 # sandbox earlier get a broken adapter (Calico's kubelet-service.ps1 waits the
 # same way), and kube-proxy programs load balancers on a network about to go.
-$script:NetworkServices = @('kubelet', 'kube-proxy')
+$script:NetworkServices = @('kubelet', 'winfleet-kube-proxy')
 $script:NodeLockName = 'Global\winfleet-node-services'
 $script:CalicoRegistryKey = 'HKLM:\SOFTWARE\Tigera\Calico'
 
