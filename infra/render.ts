@@ -21,6 +21,8 @@ export interface Registered {
   readonly type: string;
   readonly name: string;
   readonly inputs: Record<string, unknown>;
+  /** An existing resource the program reads (`X.get`), not one it deploys: listed in index.json, no file of its own. */
+  readonly read?: true;
 }
 
 /** A render: the resources and the files they become. */
@@ -59,11 +61,13 @@ function slug(s: string): string {
 /** The files a set of resources becomes. */
 export function renderFiles(resources: readonly Registered[]): Map<string, string> {
   const files = new Map<string, string>();
-  const index: { type: string; name: string; file?: string }[] = [];
+  const index: { type: string; name: string; file?: string; read?: boolean }[] = [];
   for (const r of resources) {
     const inputs = scrub(r.inputs) as Record<string, unknown>;
     let file: string | undefined;
-    if (r.type.startsWith("kubernetes:")) {
+    if (r.read) {
+      // Nothing to show: the program only requires that it exists.
+    } else if (r.type.startsWith("kubernetes:")) {
       const meta = (inputs.metadata ?? {}) as { name?: string; namespace?: string };
       file = `kubernetes/${slug(typeof inputs.kind === "string" ? inputs.kind : r.type)}-${meta.namespace ? `${slug(meta.namespace)}-` : ""}${slug(meta.name ?? r.name)}.yaml`;
       files.set(file, toYaml(JSON.parse(canonicalJson(inputs)) as unknown, { lineWidth: 0 }));
@@ -73,7 +77,7 @@ export function renderFiles(resources: readonly Registered[]): Map<string, strin
       files.set(file, `${canonicalJson({ type: r.type, name: r.name, inputs })}\n`);
     }
     for (const script of bootstraps(r)) files.set(`bootstrap/${slug(r.name)}.ps1`, script);
-    index.push({ type: r.type, name: r.name, ...(file ? { file } : {}) });
+    index.push({ type: r.type, name: r.name, ...(file ? { file } : {}), ...(r.read ? { read: true } : {}) });
   }
   files.set(
     "index.json",
@@ -140,6 +144,7 @@ export async function renderStack(stackName: string, options: RenderOptions = {}
       type: r.type,
       name: r.name,
       inputs: maskSecrets(r.inputs, other.inputs, false, `${r.type} ${r.name}`) as Record<string, unknown>,
+      ...(r.read ? { read: r.read } : {}),
     };
   });
   return { stack, resources, raw: a.resources, outputs: a.outputs, files: renderFiles(resources) };
@@ -156,7 +161,14 @@ async function runProgram(
   await pulumi.runtime.setMocks(
     {
       newResource: (args) => {
-        resources.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
+        resources.push({
+          type: args.type,
+          name: args.name,
+          inputs: args.inputs as Record<string, unknown>,
+          // A read (`X.get`) comes with the id of what it reads; a registration with its import id, which the
+          // program never sets.
+          ...(args.id ? { read: true as const } : {}),
+        });
         // Outputs a provider would compute, so the program's references resolve.
         const inputs = args.inputs as Record<string, unknown>;
         // A service-account token Secret comes back filled by the cluster's token controller,
