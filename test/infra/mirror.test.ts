@@ -16,7 +16,7 @@ import { renderBootstrap } from "../../components/bootstrap";
 import { parseFleetConfig } from "../../infra/config";
 import { bootstrapDownloadsOf, nodeConfigOf } from "../../infra/program";
 
-const COMMON = join(__dirname, "..", "..", "content", "components", "winfleet-common", "1.0.0");
+const COMMON = join(__dirname, "..", "..", "content", "components", "winfleet-common", "1.1.0");
 
 const fleet = (mirror?: string) =>
   parseFleetConfig({
