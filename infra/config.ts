@@ -237,8 +237,8 @@ const fleetShape = z.strictObject({
     variables: variables.default({}),
     /**
      * Secret values for content commands: variable name → the secure config key
-     * holding its value (`CALICO_KUBECONFIG: calicoKubeconfig` reads
-     * `winfleet:calicoKubeconfig`). They reach nodes only as Pulumi secrets and
+     * holding its value (`KUBE_PROXY_KUBECONFIG: kubeProxyKubeconfig` reads
+     * `winfleet:kubeProxyKubeconfig`). They reach nodes only as Pulumi secrets and
      * land in the agent config's `secrets`.
      */
     secrets: z.record(variableName, secretRef).default({}),
