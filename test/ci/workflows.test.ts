@@ -154,7 +154,7 @@ describe("the GitHub workflows", () => {
       assert.ok(by(/Test-PowerShellParse\.ps1/, shell), `parse in ${shell}`);
       assert.ok(
         by(
-          /Import-Module \.\/content\/components\/winfleet-common\/1\.0\.0\/files\/k\/winfleet\/common\/WinfleetCommon\.psm1/,
+          /Import-Module \.\/content\/components\/winfleet-common\/1\.1\.0\/files\/k\/winfleet\/common\/WinfleetCommon\.psm1/,
           shell,
         ),
         `import in ${shell}`,

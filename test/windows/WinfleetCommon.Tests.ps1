@@ -8,7 +8,7 @@ BeforeAll {
     $repository = (Resolve-Path -LiteralPath (Join-Path $PSScriptRoot '..\..')).Path
     $env:WINFLEET_ROOT = Join-Path ([System.IO.Path]::GetTempPath()) ('winfleet-pester-' + [guid]::NewGuid().ToString('N'))
     New-Item -ItemType Directory -Force -Path $env:WINFLEET_ROOT | Out-Null
-    Import-Module (Join-Path $repository 'content\components\winfleet-common\1.0.0\files\k\winfleet\common\WinfleetCommon.psm1') -Force
+    Import-Module (Join-Path $repository 'content\components\winfleet-common\1.1.0\files\k\winfleet\common\WinfleetCommon.psm1') -Force
     $script:Run = [guid]::NewGuid().ToString('N').Substring(0, 8)
     $script:System = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-18'
     $script:Administrators = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-32-544'
@@ -210,7 +210,7 @@ Describe 'the agent service the bootstrap registers' {
         # The registration the bootstrap renders (AgentService.ps1 is kept equal to it), run
         # with NSSM from the content's pinned artifact and a stand-in agent on the runner's Node.js.
         . (Join-Path $PSScriptRoot 'AgentService.ps1')
-        $artifact = Get-WinfleetArtifact -Manifest (Join-Path $repository 'content\components\winfleet-common\1.0.0\files\k\winfleet\common\artifacts.json') -Name 'nssm'
+        $artifact = Get-WinfleetArtifact -Manifest (Join-Path $repository 'content\components\winfleet-common\1.1.0\files\k\winfleet\common\artifacts.json') -Name 'nssm'
         $staging = Expand-WinfleetArtifact -Artifact $artifact -Destination (Join-Path $env:WINFLEET_ROOT 'nssm')
         $script:AgentName = "winfleet-pester-agent-$($script:Run)"
         $script:AgentDir = Join-Path $env:WINFLEET_ROOT 'agent'
