@@ -15,10 +15,11 @@ import { AGENT_NODE_FLAGS } from "../agent/common";
 export const AGENT_SERVICE = "winfleet-agent";
 
 /**
- * NSSM 2.24, pinned: the hash the content's winfleet-common pins (Calico's packaging and Chocolatey publish the same).
+ * NSSM 2.24, pinned: the hash the content's winfleet-common pins (Calico's packaging and Chocolatey publish the same),
+ * fetched from the Kubernetes project's mirror sig-windows-tools installs it from (nssm.cc itself is often down).
  */
 export const AGENT_NSSM = {
-  url: "https://nssm.cc/release/nssm-2.24.zip",
+  url: "https://k8stestinfrabinaries.blob.core.windows.net/nssm-mirror/nssm-2.24.zip",
   sha256: "727d1e42275c605e0f04aba98095c38a8e1e46def453cdffce42869428aa6743",
   /** nssm.exe inside the archive. */
   exe: "nssm-2.24\\win64\\nssm.exe",
@@ -206,12 +207,12 @@ export function agentNssmPathExpression(rootVariable: string): string {
 
 /**
  * PowerShell that downloads (pinned) and unpacks NSSM for the bootstrap, setting `$nssm`; uses the bootstrap's
- * Get-Pinned and Expand-Once.
+ * Get-Pinned and Expand-Once. `url` is where NSSM is fetched (a stack's mirror); the digest stays pinned.
  */
-export function agentNssmInstall(): string {
+export function agentNssmInstall(url: string = AGENT_NSSM.url): string {
   const archive = `"$root\\downloads\\nssm-${AGENT_NSSM.sha256.slice(0, 12)}.zip"`;
   // Windows' tar.exe is bsdtar, which reads zip archives (and ignores -z when extracting).
-  return `Get-Pinned -Url ${q(AGENT_NSSM.url)} -ExpectedHash ${q(AGENT_NSSM.sha256.toUpperCase())} -Path ${archive}
+  return `Get-Pinned -Url ${q(url)} -ExpectedHash ${q(AGENT_NSSM.sha256.toUpperCase())} -Path ${archive}
 Expand-Once -Archive ${archive} -Destination "$root\\nssm\\${AGENT_NSSM.sha256.slice(0, 12)}"
 $nssm = ${agentNssmPathExpression("$root")}
 `;

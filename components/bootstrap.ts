@@ -73,6 +73,8 @@ export interface BootstrapArgs {
   readonly vaultSecret?: string;
   /** @default "C:\\ProgramData\\winfleet" */
   readonly installDir?: string;
+  /** Where NSSM is fetched (a stack's mirror); its digest stays pinned. @default AGENT_NSSM.url */
+  readonly nssmUrl?: string;
 }
 
 /** Where the bootstrap installs the agent. */
@@ -380,7 +382,7 @@ if (-not (Test-Path -LiteralPath $configPath) -or -not ([IO.File]::ReadAllText($
     $changed = $true
 }
 
-${agentNssmInstall()}${agentServiceRegistration()}Write-Output "winfleet agent bootstrapped: $((Get-Item -LiteralPath $current).Target)"
+${agentNssmInstall(args.nssmUrl)}${agentServiceRegistration()}Write-Output "winfleet agent bootstrapped: $((Get-Item -LiteralPath $current).Target)"
 `;
 }
 

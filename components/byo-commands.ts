@@ -14,6 +14,8 @@ export type ByoPlatform = "windows" | "posix";
 
 /** The paths and commands of one platform. */
 export interface ByoCommands {
+  /** Makes the upload directory, open to no one but the administrators (or the SSH user), before anything lands. */
+  readonly prepare: string;
   /** Where SFTP writes the content archive. */
   readonly contentRemotePath: string;
   /** Where the bootstrap reads it (the same file, as the host's shell names it). */
@@ -29,6 +31,24 @@ export interface ByoCommands {
 /** Where uploads land on a Windows host. */
 export const UPLOAD_DIR = `${DEFAULT_INSTALL_DIR}\\upload`;
 const POWERSHELL = "powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass";
+
+/** icacls arguments that leave the upload directory (and anything in it) to SYSTEM and Administrators. */
+export const UPLOAD_ACL = [
+  "/setowner '*S-1-5-32-544'",
+  "/inheritance:r /grant:r '*S-1-5-18:(OI)(CI)F' '*S-1-5-32-544:(OI)(CI)F'",
+] as const;
+
+/**
+ * The upload directory made and restricted, before anything is written there: ProgramData hands
+ * Users create rights, so a local user could otherwise place (or swap) the bootstrap an
+ * administrator runs next. Owner and ACL are set on the directory and whatever is already in it.
+ */
+export function uploadDirScript(): string {
+  const acl = UPLOAD_ACL.map(
+    (a) => `icacls.exe '${UPLOAD_DIR}' ${a} /T /C /Q | Out-Null\nif ($LASTEXITCODE -ne 0) { exit $LASTEXITCODE }`,
+  );
+  return `New-Item -ItemType Directory -Force -Path '${UPLOAD_DIR}' | Out-Null\n${acl.join("\n")}\nexit 0`;
+}
 
 /** What removing a Windows host runs (PowerShell): what stays on the host is listed in docs/deploying.md. */
 export function windowsUninstallScript(nodeExe: string): string {
@@ -57,6 +77,7 @@ export function byoCommands(platform: ByoPlatform, contentSha256: string, nodeEx
   if (platform === "posix")
     return {
       // SFTP and the login shell both start in the user's home: relative paths name the same file.
+      prepare: "umask 077 && mkdir -p winfleet/upload && chmod 700 winfleet winfleet/upload",
       contentRemotePath: `winfleet/upload/${content}`,
       contentPath: `winfleet/upload/${content}`,
       bootstrapRemotePath: "winfleet/upload/bootstrap.sh",
@@ -65,6 +86,8 @@ export function byoCommands(platform: ByoPlatform, contentSha256: string, nodeEx
     };
   const encoded = Buffer.from(windowsUninstallScript(nodeExe), "utf16le").toString("base64");
   return {
+    // Encoded, so neither login shell (cmd.exe or PowerShell) reads its quotes or variables.
+    prepare: `${POWERSHELL} -EncodedCommand ${Buffer.from(uploadDirScript(), "utf16le").toString("base64")}`,
     contentRemotePath: `${UPLOAD_DIR}\\${content}`.replace(/\\/g, "/"),
     contentPath: `${UPLOAD_DIR}\\${content}`,
     bootstrapRemotePath: `${UPLOAD_DIR}\\bootstrap.ps1`.replace(/\\/g, "/"),

@@ -159,6 +159,10 @@ export class ByoWindowsHost extends pulumi.ComponentResource {
     );
 
     const held = { parent: this, ignoreChanges: HELD };
+    // The upload directory, restricted before anything is copied into it (another local user must not swap the
+    // bootstrap an administrator runs next).
+    const prepare = new command.remote.Command(`${name}-prepare`, { connection, create: commands.prepare }, held);
+    const copied = { ...held, dependsOn: [prepare] };
     const content = new command.remote.CopyToRemote(
       `${name}-content`,
       {
@@ -166,12 +170,12 @@ export class ByoWindowsHost extends pulumi.ComponentResource {
         source: new pulumi.asset.FileAsset(args.content.archivePath),
         remotePath: commands.contentRemotePath,
       },
-      held,
+      copied,
     );
     const upload = new command.remote.CopyToRemote(
       `${name}-bootstrap-${epoch}-file`,
       { connection, source: new pulumi.asset.StringAsset(script), remotePath: commands.bootstrapRemotePath },
-      held,
+      copied,
     );
     this.bootstrapRun = new command.remote.Command(
       `${name}-bootstrap-${epoch}`,

@@ -47,6 +47,9 @@ export const JOIN_VARIABLES = {
   KUBE_REGISTER_TAINT: "the pool's registerTaint",
 } as const;
 
+/** The cluster's service CIDR when the stack names none: kubeadm's default. */
+export const DEFAULT_SERVICE_CIDR = "10.96.0.0/12";
+
 /** How nodes join the cluster. */
 const joinSchema = z.discriminatedUnion("method", [
   z.strictObject({
@@ -308,6 +311,25 @@ const fleetShape = z.strictObject({
        * `winfleet preflight` says so.
        */
       kubeContext: z.string().min(1).optional(),
+      /**
+       * kubeadm clusters whose template has a calico component: Calico for Windows turned on in the cluster's
+       * Tigera operator (its Installation and the API server endpoint it reads; see docs/deploying.md), with the
+       * cluster's service CIDRs (the kube-apiserver's --service-cluster-ip-range) and the VXLAN adapter (absent:
+       * the primary one). One stack per cluster does it: a second stack of the same cluster sets false. Ignored
+       * for RKE2, which brings its own CNI.
+       */
+      calicoWindows: z
+        .union([
+          z.literal(false),
+          z.strictObject({
+            serviceCidrs: z
+              .array(z.string().regex(/^[0-9a-fA-F.:]+\/[0-9]{1,3}$/, "a CIDR"))
+              .min(1)
+              .default([DEFAULT_SERVICE_CIDR]),
+            vxlanAdapter: text(z.string()).optional(),
+          }),
+        ])
+        .default({ serviceCidrs: [DEFAULT_SERVICE_CIDR] }),
     })
     .optional(),
   content: z.strictObject({
@@ -319,8 +341,8 @@ const fleetShape = z.strictObject({
     variables: variables.default({}),
     /**
      * Secret values for content commands: variable name → the secure config key
-     * holding its value (`CALICO_KUBECONFIG: calicoKubeconfig` reads
-     * `winfleet:calicoKubeconfig`). They reach nodes only as Pulumi secrets and
+     * holding its value (`KUBE_PROXY_KUBECONFIG: kubeProxyKubeconfig` reads
+     * `winfleet:kubeProxyKubeconfig`). They reach nodes only as Pulumi secrets and
      * land in the agent config's `secrets`.
      */
     secrets: z.record(variableName, secretRef).default({}),
@@ -390,6 +412,12 @@ const fleetShape = z.strictObject({
     .optional(),
   pools: z.array(z.discriminatedUnion("kind", [azurePool, byoPool, localPool])).min(1),
   upgrader: upgraderSchema.optional(),
+  /**
+   * An internal mirror every node download goes through (air-gapped fleets): the Node runtime, NSSM and every
+   * artifact of the content are fetched from `<url>/<host>/<path>` of their pinned URLs, their digests checked all the
+   * same. The agent and content bundles come from where `agent.bundle` and `content.publish` say.
+   */
+  mirror: z.strictObject({ url: z.url({ protocol: /^https$/, message: "an https:// URL" }) }).optional(),
 });
 
 /** The whole `winfleet:fleet` value. */

@@ -14,15 +14,21 @@ import * as pulumi from "@pulumi/pulumi";
 import { ValidationError, formatIssues } from "../agent/common";
 import { AgentUpgrader } from "../components/agent-upgrader";
 import { ByoWindowsHost } from "../components/byo-windows-host";
+import { CalicoWindows, type CalicoWindowsArgs } from "../components/calico-windows";
 import { ClusterJoin } from "../components/cluster-join";
 import { ContentBundle, buildArchive } from "../components/content-bundle";
 import {
+  AGENT_NSSM,
   batchSize,
   computerNames,
   DEFAULT_NODE_RUNTIME,
   defaultNamespace,
   localHostNames,
+  MIRROR_VARIABLE,
+  mirroredUrl,
   type NodeConfigArgs,
+  type NodeRuntime,
+  type PinnedArtifact,
   POOL_LABEL,
   type PoolNodes,
   scaleSetPrefix,
@@ -67,10 +73,26 @@ export function nodeConfigOf(fleet: FleetConfig): NodeConfigArgs {
   return {
     template: fleet.content.template,
     templateVersion: fleet.content.templateVersion,
-    variables: fleet.content.variables,
+    variables: { ...fleet.content.variables, ...(fleet.mirror ? { [MIRROR_VARIABLE]: fleet.mirror.url } : {}) },
     agentVersion: fleet.agent?.version ?? "",
     ...(fleet.agent?.publicKey ? { publicKey: fleet.agent.publicKey } : {}),
     joinMethod: fleet.cluster?.join.method ?? "kubeadm",
+  };
+}
+
+/**
+ * What the bootstrap downloads: the Node runtime and NSSM through the stack's mirror when it has one (their digests
+ * pinned all the same), the agent bundle from where the stack says.
+ */
+export function bootstrapDownloadsOf(
+  agent: NonNullable<FleetConfig["agent"]>,
+  mirror: string | undefined,
+): { node: NodeRuntime; agent: PinnedArtifact & { version: string }; nssmUrl?: string } {
+  const runtime = agent.node ? { ...agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME;
+  return {
+    node: { ...runtime, url: mirroredUrl(runtime.url, mirror) },
+    agent: { ...agent.bundle, version: agent.version },
+    ...(mirror ? { nssmUrl: mirroredUrl(AGENT_NSSM.url, mirror) } : {}),
   };
 }
 
@@ -113,6 +135,22 @@ export function after(deps: pulumi.Resource[], providers: pulumi.ProviderResourc
       ? undefined
       : { props: a.props, opts: pulumi.mergeOptions(a.opts, { dependsOn: deps }) };
   return { providers, ...(deps.length > 0 ? { dependsOn: deps, transformations: [wait] } : {}) };
+}
+
+/**
+ * What turns on Calico for Windows in the cluster's operator: the API server the nodes join and the stack's
+ * `cluster.calicoWindows`; undefined where the stack does not: its template (`packages`) has no calico component,
+ * it joins RKE2, or says `cluster.calicoWindows: false`.
+ */
+export function calicoWindowsOf(fleet: FleetConfig, packages: readonly string[]): CalicoWindowsArgs | undefined {
+  const cluster = fleet.cluster;
+  if (!cluster || cluster.join.method !== "kubeadm" || cluster.calicoWindows === false) return undefined;
+  if (!packages.some((p) => p.startsWith("calico_"))) return undefined;
+  return {
+    apiServer: cluster.join.apiServer,
+    serviceCidrs: cluster.calicoWindows.serviceCidrs,
+    ...(cluster.calicoWindows.vxlanAdapter ? { vxlanAdapter: cluster.calicoWindows.vxlanAdapter } : {}),
+  };
 }
 
 /** The program. */
@@ -161,7 +199,13 @@ export async function fleetProgram(): Promise<FleetOutputs> {
       `winfleet:fleet.content: template ${fleet.content.template} ${fleet.content.templateVersion} is not in ${fleet.content.dir} (it has: ${have || "no templates"})`,
     );
   }
-  const missing = missingContentVariables(fleet, await loadCatalog(stackPath(fleet.content.dir)), {
+  const catalog = await loadCatalog(stackPath(fleet.content.dir));
+  const template = catalog.templates.find(
+    (t) => t.name === fleet.content.template && t.version === fleet.content.templateVersion,
+  );
+  const calico = calicoWindowsOf(fleet, template?.packages ?? []);
+  if (calico) new CalicoWindows("calico-windows", calico, { dependsOn: [join], providers });
+  const missing = missingContentVariables(fleet, catalog, {
     join: [...Object.keys(join.variables), join.tokenVariable, ...Object.keys(join.secrets)],
     pool: Object.fromEntries(
       deployed.map((p) => [p.name, ["KUBE_NODE_LABELS", ...(p.registerTaint ? ["KUBE_REGISTER_TAINT"] : [])]]),
@@ -176,10 +220,7 @@ export async function fleetProgram(): Promise<FleetOutputs> {
     { archive, publish: fleet.content.publish, namespace: ns },
     after([join], providers),
   );
-  const bootstrap = {
-    node: fleet.agent.node ? { ...fleet.agent.node, exe: DEFAULT_NODE_RUNTIME.exe } : DEFAULT_NODE_RUNTIME,
-    agent: { ...fleet.agent.bundle, version: fleet.agent.version },
-  };
+  const bootstrap = bootstrapDownloadsOf(fleet.agent, fleet.mirror?.url);
   // A node's secret variables: the cluster side's (its own join token, kube-proxy's token), and the content secrets.
   const contentSecrets: Record<string, pulumi.Output<string>> = {};
   for (const [variable, key] of Object.entries(fleet.content.secrets))

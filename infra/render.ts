@@ -23,6 +23,8 @@ export interface Registered {
   readonly inputs: Record<string, unknown>;
   /** The provider it is registered with (`<URN>::<id>`), when an explicit one. */
   readonly provider?: string;
+  /** An existing resource the program reads (`X.get`), not one it deploys: listed in index.json, no file of its own. */
+  readonly read?: true;
 }
 
 /** A render: the resources and the files they become. */
@@ -61,11 +63,13 @@ function slug(s: string): string {
 /** The files a set of resources becomes. */
 export function renderFiles(resources: readonly Registered[]): Map<string, string> {
   const files = new Map<string, string>();
-  const index: { type: string; name: string; file?: string }[] = [];
+  const index: { type: string; name: string; file?: string; read?: boolean }[] = [];
   for (const r of resources) {
     const inputs = scrub(r.inputs) as Record<string, unknown>;
     let file: string | undefined;
-    if (r.type.startsWith("kubernetes:")) {
+    if (r.read) {
+      // Nothing to show: the program only requires that it exists.
+    } else if (r.type.startsWith("kubernetes:")) {
       const meta = (inputs.metadata ?? {}) as { name?: string; namespace?: string };
       file = `kubernetes/${slug(typeof inputs.kind === "string" ? inputs.kind : r.type)}-${meta.namespace ? `${slug(meta.namespace)}-` : ""}${slug(meta.name ?? r.name)}.yaml`;
       files.set(file, toYaml(JSON.parse(canonicalJson(inputs)) as unknown, { lineWidth: 0 }));
@@ -76,7 +80,7 @@ export function renderFiles(resources: readonly Registered[]): Map<string, strin
     }
     for (const script of bootstraps(r))
       files.set(`bootstrap/${slug(r.name)}.${script.startsWith("#!/bin/sh") ? "sh" : "ps1"}`, script);
-    index.push({ type: r.type, name: r.name, ...(file ? { file } : {}) });
+    index.push({ type: r.type, name: r.name, ...(file ? { file } : {}), ...(r.read ? { read: true } : {}) });
   }
   files.set(
     "index.json",
@@ -144,6 +148,7 @@ export async function renderStack(stackName: string, options: RenderOptions = {}
       name: r.name,
       inputs: maskSecrets(r.inputs, other.inputs, false, `${r.type} ${r.name}`) as Record<string, unknown>,
       ...(r.provider ? { provider: r.provider } : {}),
+      ...(r.read ? { read: r.read } : {}),
     };
   });
   return { stack, resources, raw: a.resources, outputs: a.outputs, files: renderFiles(resources) };
@@ -165,6 +170,9 @@ async function runProgram(
           name: args.name,
           inputs: machineFree(args.type, args.inputs as Record<string, unknown>),
           ...(args.provider ? { provider: args.provider } : {}),
+          // A read (`X.get`) comes with the id of what it reads; a registration with its import id, which the
+          // program never sets.
+          ...(args.id ? { read: true as const } : {}),
         });
         // Outputs a provider would compute, so the program's references resolve.
         const inputs = args.inputs as Record<string, unknown>;

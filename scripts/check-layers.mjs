@@ -68,6 +68,7 @@ const HEAVY_ENTRIES = new Set([
   "infra/render.ts",
   "components/agent-upgrader.ts",
   "components/byo-windows-host.ts",
+  "components/calico-windows.ts",
   "components/cluster-join.ts",
   "components/content-bundle.ts",
   "components/windows-node-pool.ts",

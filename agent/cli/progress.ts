@@ -90,6 +90,8 @@ export function ttyProgress(out: ProgressOut): Progress {
         case "apply-converged":
         case "drift-found":
         case "drift-corrected":
+        case "service-down":
+        case "service-restored":
         case "state":
           return;
       }

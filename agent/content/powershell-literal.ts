@@ -135,7 +135,11 @@ export function literalValue(node: Node, vars: PsVariables = new Map()): PsValue
       const operand = named.find((c) => c.type !== "type_literal");
       if (!operand || !["[ordered]", "[string]", "[int]", "[bool]", "[string[]]", "[object[]]"].includes(type ?? ""))
         throw new NotLiteral(node.text);
-      return literalValue(operand, vars);
+      const value = literalValue(operand, vars);
+      // A conversion changes what ConvertTo-Json writes: "4096" becomes 4096 (a placeholder stays as it is).
+      if (type === "[int]" && typeof value === "string" && /^-?\d+$/.test(value.trim())) return Number(value);
+      if (type === "[string]" && (typeof value === "number" || typeof value === "boolean")) return String(value);
+      return value;
     }
     case "comparison_expression": {
       if (named.length === 1) return literalValue(named[0] as Node, vars);

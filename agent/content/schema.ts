@@ -128,6 +128,12 @@ export const metadataSchema = z.strictObject({
    * Optional, not defaulted, so components without it compile exactly as before; absent, nothing but a reboot.
    */
   disrupts: disruptsSchema.optional(),
+  /**
+   * winfleet: the services this component keeps running (each started automatically at boot). `serve`'s re-verify
+   * finds one stopped or disabled and brings it back. Optional, not defaulted, so components without it compile
+   * exactly as before.
+   */
+  services: z.array(z.string().regex(/^[A-Za-z0-9_.-]+$/, "a service name")).optional(),
 });
 
 /** Parsed component metadata. */

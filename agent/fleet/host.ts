@@ -265,6 +265,12 @@ export class Host {
       case "drift-corrected":
         note("drift", `corrected ${e.components.join(", ")}`);
         break;
+      case "service-down":
+        note("services", e.items.map((i) => `${i.service} ${i.problem}`).join(", "));
+        break;
+      case "service-restored":
+        note("services", `started ${e.services.join(", ")} again`);
+        break;
       case "downgrade-allowed":
         note("downgrade", `${e.kind} ${e.to ?? "(unversioned)"} accepted over ${e.from}`);
         break;

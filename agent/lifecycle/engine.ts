@@ -16,6 +16,7 @@ import { type Journal, type Run, readJournal, remember, writeJournal } from "./j
 import { type ProcessProbe, acquireLock } from "./lock";
 import type { InstalledComponent, Plan } from "./model";
 import { planLifecycle } from "./planner";
+import type { ServiceProbe } from "./services";
 import { installedComponents, record } from "./store";
 import { type Target, pickTemplate, resolveTarget, windowsBuild } from "./target";
 
@@ -42,6 +43,8 @@ export interface EngineDeps extends ExecutorDeps {
    * them, so a bundle changed after the check is refused, not applied.
    */
   readonly verifyContent?: (dir: string) => Promise<Readonly<Record<string, string>>>;
+  /** The host's services, for `serve`'s re-verify of the node services (Windows only). */
+  readonly services?: ServiceProbe;
 }
 
 /** What `plan` shows. */

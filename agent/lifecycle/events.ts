@@ -109,6 +109,23 @@ export type LifecycleEvent =
   | { readonly type: "drift-found"; readonly at: string; readonly items: readonly DriftItem[] }
   | { readonly type: "drift-corrected"; readonly at: string; readonly components: readonly string[] }
   | {
+      /** Node services an installed component keeps running, found stopped, disabled or gone. */
+      readonly type: "service-down";
+      readonly at: string;
+      readonly items: readonly {
+        readonly component: string;
+        readonly service: string;
+        readonly problem: "stopped" | "disabled" | "missing";
+      }[];
+    }
+  | {
+      /** Node services the agent started again (and set to start automatically); those it could not, with why. */
+      readonly type: "service-restored";
+      readonly at: string;
+      readonly services: readonly string[];
+      readonly failed: readonly { readonly service: string; readonly error: string }[];
+    }
+  | {
       /**
        * A signed bundle older than the one accepted before (or unversioned) was accepted because the operator allowed
        * it.

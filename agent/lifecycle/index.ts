@@ -30,4 +30,6 @@ export { windowsRebootExecutor } from "./reboot.win32";
 export { readStatus, statusOf, type StatusReport } from "./status";
 export { pickTemplate, resolveTarget } from "./target";
 export { verifyHost } from "./verify";
+export { checkServices, type ServiceCheck, type ServiceIssue, type ServiceProbe } from "./services";
+export { windowsServiceProbe } from "./services.win32";
 export { ledgerPath } from "./files";

@@ -18,6 +18,8 @@ export const REASONS = {
   converged: "Converged",
   driftFound: "DriftFound",
   driftCorrected: "DriftCorrected",
+  serviceDown: "NodeServiceDown",
+  serviceRestored: "NodeServiceRestored",
   downgradeAllowed: "DowngradeAllowed",
   drainStarted: "DrainStarted",
   podEvicted: "PodEvicted",
@@ -129,6 +131,23 @@ export function eventReport(e: LifecycleEvent): EventReport | undefined {
       return r("Warning", REASONS.driftFound, driftText(e.items));
     case "drift-corrected":
       return r("Normal", REASONS.driftCorrected, `Re-applied ${e.components.join(", ")}`);
+    case "service-down":
+      return r(
+        "Warning",
+        REASONS.serviceDown,
+        `Node services down: ${e.items.map((i) => `${i.service} ${i.problem} (${i.component})`).join(", ")}`,
+      );
+    case "service-restored":
+      return r(
+        e.failed.length > 0 ? "Warning" : "Normal",
+        REASONS.serviceRestored,
+        [
+          e.services.length > 0 ? `Started ${e.services.join(", ")} again` : "",
+          ...e.failed.map((f) => `could not start ${f.service}: ${f.error}`),
+        ]
+          .filter((x) => x !== "")
+          .join("; "),
+      );
     case "downgrade-allowed":
       return r(
         "Warning",

@@ -82,6 +82,11 @@ export const agentConfigSchema = z.strictObject({
   /** Re-apply the affected components when verification finds drift. @default false */
   autoCorrect: z.boolean().default(false),
   /**
+   * Start again (and set to start automatically) a node service an installed component keeps running (its metadata's
+   * `services`) that re-verification finds stopped or disabled, reporting it as an Event. @default true
+   */
+  restoreServices: z.boolean().default(true),
+  /**
    * The wins-compatible broker `serve` runs in the same process: a wins config file (relative to this file) or the
    * config inline; absent means none.
    */

@@ -11,6 +11,7 @@ import { AgentError, AgentErrorCode, baseEnvironment, createLogger } from "../co
 import type { ShellKind } from "../content";
 import { rootedMapper } from "../ignition";
 import {
+  windowsServiceProbe,
   WITHHELD,
   type EngineDeps,
   type LifecycleObserver,
@@ -103,6 +104,7 @@ export function resolveWith(config: AgentConfig | undefined, opts: LifecycleOpti
       probe,
       command,
       ...(verifyContent ? { verifyContent: verifyContent(observer, command) } : {}),
+      ...(process.platform === "win32" ? { services: windowsServiceProbe } : {}),
       ...(signal ? { signal } : {}),
     }),
   };

@@ -22,6 +22,7 @@ import {
   stateOf,
   readJournal,
   statusOf,
+  checkServices,
   verifyHost,
 } from "../lifecycle";
 import { AGENT_VERSION } from "../version";
@@ -202,13 +203,17 @@ async function applyOnce(config: AgentConfig, deps: EngineDeps, log: Logger): Pr
   }
 }
 
-/** Verifies the applied files; reports drift and, with autoCorrect, lays the affected components' files down again. */
+/**
+ * Verifies the applied files and the node services; reports drift and, with autoCorrect, lays the affected
+ * components' files down again; reports a node service down and, with restoreServices, starts it again.
+ */
 async function verifyOnce(
   config: AgentConfig,
   deps: EngineDeps,
   observer: LifecycleObserver,
   log: Logger,
 ): Promise<RunOutcome | undefined> {
+  await verifyServices(config, deps, observer, log);
   try {
     const report = await verifyHost(deps.root, deps.mapper);
     if (report.items.length === 0) return undefined;
@@ -227,6 +232,31 @@ async function verifyOnce(
   } catch (e) {
     log.error("cannot verify", { error: errorMessage(e) });
     return undefined;
+  }
+}
+
+/** The node services' part of the re-verify: what is down, reported, and brought back unless turned off. */
+export async function verifyServices(
+  config: Pick<AgentConfig, "restoreServices">,
+  deps: Pick<EngineDeps, "root" | "services">,
+  observer: LifecycleObserver,
+  log: Logger,
+): Promise<void> {
+  if (!deps.services) return;
+  try {
+    const check = await checkServices(deps.root, deps.services, { restore: config.restoreServices });
+    if (check.issues.length === 0) return;
+    observer.event({ type: "service-down", at: new Date().toISOString(), items: check.issues });
+    log.warn("node services down", { services: check.issues.map((i) => `${i.service} ${i.problem}`).join(",") });
+    if (check.restored.length > 0 || check.failed.length > 0)
+      observer.event({
+        type: "service-restored",
+        at: new Date().toISOString(),
+        services: check.restored,
+        failed: check.failed,
+      });
+  } catch (e) {
+    log.error("cannot check the node services", { error: errorMessage(e) });
   }
 }
 

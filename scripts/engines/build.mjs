@@ -130,6 +130,13 @@ function build(engine, out) {
     env,
   });
   if (engine.copyModule) rmSync(join(out, "src"), { recursive: true, force: true });
+  // Data files the upstream module ships that tests read as they are (a CRD's schema), beside the binaries.
+  const data = Object.entries(engine.data ?? {});
+  if (data.length > 0) {
+    const info = JSON.parse(output(go, ["mod", "download", "-json", engine.versionOf], { cwd, env }));
+    if (!info.Dir) throw new BuildError(`\`go mod download ${engine.versionOf}\` gave no directory`);
+    for (const [name, path] of data) copyFileSync(join(info.Dir, path), join(out, "bin", name));
+  }
 }
 
 function installPlugin(engine, dir) {

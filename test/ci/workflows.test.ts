@@ -157,7 +157,7 @@ describe("the GitHub workflows", () => {
       assert.ok(by(/Test-PowerShellParse\.ps1/, shell), `parse in ${shell}`);
       assert.ok(
         by(
-          /Import-Module \.\/content\/components\/winfleet-common\/1\.0\.0\/files\/k\/winfleet\/common\/WinfleetCommon\.psm1/,
+          /Import-Module \.\/content\/components\/winfleet-common\/1\.1\.0\/files\/k\/winfleet\/common\/WinfleetCommon\.psm1/,
           shell,
         ),
         `import in ${shell}`,
@@ -172,6 +172,17 @@ describe("the GitHub workflows", () => {
     );
     const parser = readFileSync(join(__dirname, "..", "windows", "Test-PowerShellParse.ps1"), "utf8");
     assert.match(parser, /\[System\.Management\.Automation\.Language\.Parser\]::ParseFile\(/);
+  });
+
+  it("decodes every generated file with the node programs' decoders beside the Windows checks, required in CI", () => {
+    const doc = parseYaml(readFileSync(join(DIR, "windows.yml"), "utf8")) as Workflow;
+    const steps = doc.jobs.decoders?.steps ?? [];
+    const build = steps.findIndex((s) =>
+      /node scripts\/engines\/build\.mjs --only kubernetes,kube-proxy,containerd,calico/.test(s.run ?? ""),
+    );
+    const run = steps.findIndex((s) => /test\/content\/decoders\.test\.ts/.test(s.run ?? ""));
+    assert.ok(build >= 0 && run > build);
+    assert.equal((steps[run] as { env?: Record<string, string> }).env?.CI, "true");
   });
 
   it("builds the kubelet's configuration validator for the content tests, which require it in CI", () => {

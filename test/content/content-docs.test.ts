@@ -34,45 +34,45 @@ describe("docs/content.md", () => {
 
   it("covers every Windows template and component, with versions, variables, downloads and host changes", () => {
     const text = readFileSync(REFERENCE, "utf8");
-    for (const t of ["win2019 1.0.0", "win2022 1.0.0", "win2025 1.0.0", "rke2-windows 1.0.0"])
+    for (const t of ["win2019 1.1.0", "win2022 1.1.0", "win2025 1.1.0", "rke2-windows 1.1.0"])
       assert.ok(text.includes(`### ${t}`), t);
     for (const c of [
-      "containerd 1.7.25",
-      "kubelet 1.34.7",
-      "kube-proxy 1.34.7",
-      "calico 3.29.2",
-      "join-kubeadm 1.0.0",
-      "join-rke2 1.34.7+rke2r1",
-      "windows-exporter 0.31.8",
-      "csi-proxy 1.1.2-hotfix.20230807",
+      "containerd 1.7.25-1",
+      "kubelet 1.34.7-1",
+      "kube-proxy 1.34.7-1",
+      "calico 3.31.7",
+      "join-kubeadm 1.1.0",
+      "join-rke2 1.34.7+rke2r1-1",
+      "windows-exporter 0.31.8-1",
+      "csi-proxy 1.1.2-hotfix.20230807-1",
       "winfleet-broker 1.0.0",
-      "node-reset 1.0.0",
-      "prereqs 1.0.0",
-      "winfleet-common 1.0.0",
+      "node-reset 1.1.0",
+      "prereqs 1.1.0",
+      "winfleet-common 1.1.0",
     ]) {
       assert.ok(text.includes(`### ${c}`), c);
     }
-    assert.match(text, /\| service \| `kubelet` \| under NSSM, runs kubelet\.exe; after containerd;/);
+    assert.match(
+      text,
+      /\| service \| `kubelet` \| under NSSM, runs powershell\.exe kubelet-service\.ps1; after containerd; start Automatic;/,
+    );
     assert.match(text, /\| firewall rule \| `winfleet-kubelet` \| inbound TCP 10250 \|/);
     assert.match(text, /\| scheduled task \| `winfleet-node-reset` \| runs reset\.ps1 at startup as SYSTEM \|/);
     assert.match(text, /\| `KUBE_BOOTSTRAP_TOKEN` \| yes \| yes \|/);
     assert.match(text, /kubernetes\/kubernetes CHANGELOG\/CHANGELOG-1\.34\.md/);
   });
 
-  it("states each template's cluster prerequisites: Calico's IPAM strictAffinity and VXLAN VNI, kube-proxy's RBAC", () => {
+  it("states each template's cluster prerequisites: Calico installed by the operator, IPAM strictAffinity, VXLAN VNI, kube-proxy's RBAC", () => {
     const text = readFileSync(REFERENCE, "utf8");
     for (const t of ["win2019", "win2022", "win2025"]) {
       const section = text.slice(
-        text.indexOf(`### ${t} 1.0.0`),
-        text.indexOf("### ", text.indexOf(`### ${t} 1.0.0`) + 4),
+        text.indexOf(`### ${t} 1.1.0`),
+        text.indexOf("### ", text.indexOf(`### ${t} 1.1.0`) + 4),
       );
       assert.match(section, /What the cluster must provide:/, t);
+      assert.match(section, /- calico: Calico 3\.31 installed by the Tigera operator/, t);
       assert.match(section, /- calico: Calico IPAM with strictAffinity true/, t);
-      assert.match(
-        section,
-        /- calico: a FelixConfiguration whose vxlanVNI equals CALICO_VXLAN_VNI and is 4096 or more/,
-        t,
-      );
+      assert.match(section, /- calico: a FelixConfiguration whose vxlanVNI is 4096 or more/, t);
       assert.match(
         section,
         /- kube-proxy: RBAC for kube-proxy's own identity: .*winfleet:kube-proxy ClusterRole.*SelfSubjectAccessReviews/,

@@ -28,7 +28,7 @@ const INSTALL = join(
   "content",
   "components",
   "kubelet",
-  "1.34.7",
+  "1.34.7-1",
   "files",
   "k",
   "winfleet",
@@ -48,6 +48,7 @@ async function rendered(source: string, taints: PsValue = []): Promise<Config> {
     ["clusterdns", "10.96.0.10,fd00::a"],
     ["clusterdomain", "cluster.local"],
     ["taints", taints],
+    ["maxpods", 60],
   ]);
   const value = await assignedLiteral(source, "configuration", vars);
   assert.ok(

@@ -21,6 +21,7 @@ import {
   renderCalicoAccess,
   renderKubeProxyAccess,
 } from "../../components/cluster-render";
+import { CALICO_WINDOWS_LABEL, CALICO_WINDOWS_LABEL_VALUE } from "../../components/calico-windows-render";
 import { validateKubernetesObject } from "../support";
 import { CONTENT, shippedContent } from "./shipped";
 
@@ -144,54 +145,59 @@ describe("ClusterJoin's kube-proxy access", () => {
   });
 });
 
-describe("Calico's identity", () => {
-  it("declares its own credentials as secrets, either one enough", () => {
+describe("Calico for Windows on the node", () => {
+  it("has no identity of its own: the operator's containers run as the operator's calico-node (ClusterJoin keeps winfleet-calico-node, schema-valid, for nodes still on a node-side Calico)", () => {
     const vars = component("calico").metadata.variables ?? {};
-    for (const name of ["CALICO_KUBECONFIG", "CALICO_TOKEN"]) {
-      assert.equal(vars[name]?.secret, true, name);
-      assert.equal(vars[name]?.required, false, name);
-    }
-    assert.ok(vars.KUBE_API_SERVER, "KUBE_API_SERVER, which the token's kubeconfig points at");
-  });
-
-  it("writes its kubeconfig from CALICO_TOKEN as a secret file, and refuses to run with neither credential", () => {
-    const f = facts(component("calico"), "install.ps1");
-    const built = f.commands.find((c) => /^ConvertTo-WinfleetKubeconfig$/i.test(c.name));
-    assert.ok(built?.args.some((a) => a.parameter === "token" && a.variables.includes("calicotoken")));
-    assert.ok(
-      f.commands.some(
-        (c) => /^Set-WinfleetSecretFile$/i.test(c.name) && c.args.some((a) => a.variables.includes("kubeconfig")),
-      ),
-    );
-    const refusal = f.emissions.find((e) => e.kind === "throw" && /needs its own identity/.test(e.text));
-    assert.ok(refusal && /CALICO_TOKEN/.test(refusal.text) && /CALICO_KUBECONFIG/.test(refusal.text));
-  });
-
-  it("is provisioned by ClusterJoin: a service account, its token Secret, a ClusterRole and a kube-system Role, all schema-valid", () => {
+    for (const name of ["CALICO_KUBECONFIG", "CALICO_TOKEN"]) assert.equal(vars[name], undefined, name);
     const objects = renderCalicoAccess("winfleet-system", "test");
     for (const o of objects) validateKubernetesObject(o);
     const secret = objects.find((o) => o.kind === "Secret") as unknown as {
       metadata: { name: string; annotations: Record<string, string> };
-      type: string;
     };
     assert.equal(secret.metadata.name, CALICO_TOKEN_SECRET);
     assert.equal(secret.metadata.annotations["kubernetes.io/service-account.name"], CALICO_ACCOUNT);
-    const role = objects.find((o) => o.kind === "Role") as unknown as {
-      metadata: { namespace: string };
-      rules: { resources: string[]; resourceNames?: string[]; verbs: string[] }[];
-    };
-    assert.equal(role.metadata.namespace, "kube-system");
-    assert.deepEqual(role.rules, [
-      { apiGroups: [""], resources: ["configmaps"], resourceNames: ["kubeadm-config"], verbs: ["get"] },
-    ]);
-    for (const binding of objects.filter((o) => o.kind.endsWith("Binding")) as unknown as {
-      subjects: { kind: string; name: string }[];
-    }[]) {
-      assert.deepEqual(
-        binding.subjects.map((s) => `${s.kind}/${s.name}`),
-        [`ServiceAccount/${CALICO_ACCOUNT}`],
+  });
+
+  it("clears the node-side install, then labels the node with what the operator's DaemonSet selects, then waits for Calico's CNI configuration and network", () => {
+    const f = facts(component("calico"), "install.ps1");
+    const label = f.assignments.find((a) => a.variable === "label");
+    assert.deepEqual(label?.strings, [`${CALICO_WINDOWS_LABEL}=${CALICO_WINDOWS_LABEL_VALUE}`]);
+    const line = (re: RegExp, text?: RegExp): number =>
+      Math.min(
+        ...f.commands
+          .filter((c) => re.test(c.name) && (text === undefined || text.test(c.statementText)))
+          .map((c) => c.line),
       );
-    }
+    const script = readFileSync(join(CONTENT, shipped.script(component("calico"), "install.ps1").where), "utf8");
+    assert.match(script, /foreach \(\$service in @\('CalicoConfd', 'CalicoFelix', 'CalicoNode', 'CalicoUpgrade'\)\)/);
+    assert.ok(line(/^Remove-WinfleetService$/i) < line(/^Remove-HnsNetwork$/i));
+    assert.ok(line(/^Remove-HnsNetwork$/i) < line(/^Invoke-WinfleetNative$/i, /'label'/), "the networks go before");
+    assert.ok(line(/^Invoke-WinfleetNative$/i, /'label'/) < line(/^Wait-WinfleetCondition$/i), "then the wait");
+    const wait = f.commands.find((c) => /^Wait-WinfleetCondition$/i.test(c.name));
+    assert.match(wait?.statementText ?? "", /cniConfig/);
+    assert.match(wait?.statementText ?? "", /'Calico'/);
+    assert.ok(wait?.args.some((a) => a.parameter === "timeoutseconds" && a.variables.includes("timeout")));
+    assert.equal(component("calico").metadata.isolated, true, "the vSwitch drop stays inside its isolated step");
+  });
+
+  it("stops the node-side services before the files phase removes what they run from, and keeps the upgrade in place (post_upgrade, after the kubelet's)", () => {
+    const m = component("calico").metadata;
+    assert.equal(m.pre_upgrade.uninstall, false);
+    const pre = m.pre_upgrade.commands.join("\n");
+    for (const name of ["CalicoFelix", "CalicoNode"])
+      assert.match(pre, new RegExp(`Remove-WinfleetService -Name '${name}'`));
+    assert.ok(m.post_upgrade.priority > component("kubelet").metadata.post_upgrade.priority);
+    assert.ok(m.post_upgrade.priority > component("join-kubeadm").metadata.post_upgrade.priority);
+    assert.ok(m.post_upgrade.priority < component("kube-proxy").metadata.post_upgrade.priority);
+  });
+
+  it("its uninstall drops the label before it removes the networks", () => {
+    const f = facts(component("calico"), "uninstall.ps1");
+    const labelled = f.commands.find(
+      (c) => /^Invoke-WinfleetNative$/i.test(c.name) && c.statementText.includes("winfleet.io/calico-windows-"),
+    );
+    const removed = f.commands.find((c) => /^Remove-HnsNetwork$/i.test(c.name));
+    assert.ok(labelled && removed && labelled.line < removed.line);
   });
 });
 
@@ -210,13 +216,69 @@ const inFunction = (f: ScriptFacts, fn: string, name: RegExp): number[] =>
   f.commands.filter((c) => c.inFunction?.toLowerCase() === fn.toLowerCase() && name.test(c.name)).map((c) => c.line);
 
 describe("the node services' start order", () => {
-  it("registers the kubelet, kube-proxy and Calico to start on demand, never by themselves at boot", () => {
-    assert.deepEqual(startupTypes(facts(component("kubelet"), "install.ps1")), { kubelet: "Manual" });
-    assert.deepEqual(startupTypes(facts(component("kube-proxy"), "install.ps1")), { "kube-proxy": "Manual" });
-    assert.deepEqual(startupTypes(facts(component("calico"), "install.ps1")), {
-      CalicoNode: "Manual",
-      CalicoFelix: "Manual",
+  it("registers every node service to start automatically at boot, each waiting for its needs in its own wrapper", () => {
+    assert.deepEqual(startupTypes(facts(component("containerd"), "install.ps1")), { containerd: "Automatic" });
+    assert.deepEqual(startupTypes(facts(component("kubelet"), "install.ps1")), { kubelet: "Automatic" });
+    assert.deepEqual(startupTypes(facts(component("kube-proxy"), "install.ps1")), {
+      "winfleet-kube-proxy": "Automatic",
     });
+    const needs = (c: string, leaf: string): string[] =>
+      facts(component(c), leaf)
+        .commands.filter((x) => /^Wait-WinfleetServiceNeeds$/i.test(x.name))
+        .flatMap((x) => x.args.find((a) => a.parameter === "needs")?.strings ?? []);
+    assert.deepEqual(needs("kubelet", "kubelet-service.ps1"), ["containerd", "hns-reset", "network", "file"]);
+    assert.deepEqual(needs("kube-proxy", "kube-proxy-service.ps1"), ["hns-reset", "network", "file"]);
+    // Each wrapper waits before its program runs.
+    for (const [c, leaf, program] of [
+      ["kubelet", "kubelet-service.ps1", "kubelet"],
+      ["kube-proxy", "kube-proxy-service.ps1", "kubeProxy"],
+    ] as const) {
+      const f = facts(component(c), leaf);
+      const waited = firstLine(f, /^Wait-WinfleetServiceNeeds$/i);
+      const ran = f.commands.find((x) => x.operator === "&" && x.name === `$${program}`);
+      assert.ok(ran && waited < ran.line, `${leaf} waits before it runs ${program}`);
+    }
+  });
+
+  it("each component declares the services it registers (what serve's re-verify brings back), all started automatically", () => {
+    for (const c of shipped.content.components) {
+      const registered = c.scripts
+        .flatMap((sc) => sc.facts.commands)
+        .filter((x) => /^Set-Winfleet(Hosted)?Service$/i.test(x.name) && x.inFunction === undefined)
+        .map((x) => ({
+          name: x.args.find((a) => a.parameter === "name")?.strings[0] ?? "",
+          start: x.args.find((a) => a.parameter === "startuptype")?.strings[0] ?? "Automatic",
+        }));
+      assert.deepEqual(
+        [...(c.metadata.services ?? [])].sort(),
+        registered.map((r) => r.name).sort(),
+        `${c.key} declares what it registers`,
+      );
+      for (const r of registered) assert.equal(r.start, "Automatic", `${c.key}: ${r.name}`);
+    }
+  });
+
+  it("the boot task starts every service, goes past one that fails, retries it, and fails the run while one still fails", () => {
+    const boot = libFacts("Boot.ps1");
+    const inStart = (re: RegExp): number[] => inFunction(boot, "Start-WinfleetNodeServices", re);
+    assert.equal(inStart(/^Start-WinfleetService$/).length, 1);
+    assert.equal(inStart(/^Start-Sleep$/).length, 1, "waits between attempts");
+    const source = readFileSync(
+      join(CONTENT, "components", "winfleet-common", "1.1.0", "files", "k", "winfleet", "common", "lib", "Boot.ps1"),
+      "utf8",
+    );
+    assert.match(source, /try \{\s+Start-WinfleetService -Name \$name[\s\S]*?\}\s+catch \{[\s\S]*?\$failed \+= \$name/);
+    const reset = facts(component("node-reset"), "reset.ps1");
+    const started = reset.commands.find((c) => /^Start-WinfleetNodeServices$/i.test(c.name));
+    assert.ok(started?.args.some((a) => a.parameter === "attempts"));
+    assert.ok(reset.exits.includes(1), "a run with a service still down exits 1");
+    const task = facts(component("node-reset"), "install.ps1").commands.find((c) =>
+      /^Set-WinfleetScheduledTask$/i.test(c.name),
+    );
+    assert.ok(
+      task?.args.some((a) => a.parameter === "restartcount"),
+      "the task runs again after a failed run",
+    );
   });
 
   it("every template that runs them has the boot task that starts them", () => {
@@ -239,7 +301,7 @@ describe("the node services' start order", () => {
     }
     const network = libFacts("Network.ps1");
     const list = network.assignments.find((a) => a.variable === "networkservices");
-    assert.deepEqual(list?.literal, ["kubelet", "kube-proxy"]);
+    assert.deepEqual(list?.literal, ["kubelet", "winfleet-kube-proxy"]);
     const ready = network.functions.find((f) => f.name === "Test-WinfleetCalicoReady");
     assert.ok(ready);
     const readyStrings = network.assignments.filter((a) => a.inFunction === undefined).flatMap((a) => a.strings);
@@ -252,7 +314,7 @@ describe("the node services' start order", () => {
     );
   });
 
-  it("defers the kubelet and kube-proxy while Calico is stopped (an upgrade of both), and Calico's install starts them", () => {
+  it("defers the kubelet and kube-proxy while a node-side Calico is stopped", () => {
     const network = libFacts("Network.ps1");
     const wait = network.functions.find((f) => f.name === "Wait-WinfleetNetworkReady");
     assert.ok(wait?.returnsValue, "Wait-WinfleetNetworkReady says whether the network is ready");
@@ -261,7 +323,7 @@ describe("the node services' start order", () => {
         CONTENT,
         "components",
         "winfleet-common",
-        "1.0.0",
+        "1.1.0",
         "files",
         "k",
         "winfleet",
@@ -275,15 +337,6 @@ describe("the node services' start order", () => {
       services,
       /if \(\(Test-WinfleetNetworkService -Name \$Name\) -and -not \(Wait-WinfleetNetworkReady\)\) \{\s+Write-WinfleetLog [^\n]+\s+return\s+\}/,
     );
-    const calico = facts(component("calico"), "install.ps1");
-    const deferred = calico.assignments.find(
-      (a) => a.variable === "name" && a.strings.includes("kubelet") && a.strings.includes("kube-proxy"),
-    );
-    assert.ok(deferred, "Calico's install starts the kubelet and kube-proxy");
-    const start = calico.commands.find(
-      (c) => /^Start-WinfleetService$/i.test(c.name) && c.args.some((a) => a.variables.includes("name")),
-    );
-    assert.ok(start && start.line > deferred.line);
   });
 
   it("resumes the services that make the pod network before those that wait for it", () => {
@@ -305,20 +358,6 @@ describe("the node services' start order", () => {
         line(/^Reset-WinfleetCalicoBootMarker$/) < line(/^Start-WinfleetService$/),
     );
     assert.ok(f.commands.some((c) => /^Exit-WinfleetNodeLock$/i.test(c.name)));
-  });
-
-  it("keeps the vSwitch drop inside Calico's isolated step, with the kubelet held until Calico is ready", () => {
-    const f = facts(component("calico"), "install.ps1");
-    const line = (re: RegExp, arg?: string): number =>
-      Math.min(
-        ...f.commands
-          .filter((c) => re.test(c.name) && (arg === undefined || c.args.some((a) => a.strings.includes(arg))))
-          .map((c) => c.line),
-      );
-    assert.ok(line(/^Suspend-WinfleetService$/, "kubelet") < line(/^Resume-WinfleetService$/, "CalicoNode"));
-    assert.ok(line(/^Resume-WinfleetService$/, "CalicoNode") < line(/^Wait-WinfleetNetworkReady$/));
-    assert.ok(line(/^Wait-WinfleetNetworkReady$/) < line(/^Resume-WinfleetService$/, "kubelet"));
-    assert.equal(component("calico").metadata.isolated, true);
   });
 
   it("imports the HNS cmdlets wherever a script uses them", () => {
@@ -355,7 +394,6 @@ describe("what the content leaves writable", () => {
     ["containerd", "opt\\cni"],
     ["containerd", "etc\\cni"],
     ["kubelet", "etc\\kubernetes"],
-    ["kubelet", "var\\lib\\kubelet"],
     ["kubelet", "var\\lib\\kubelet\\pki", true],
   ];
 
@@ -364,7 +402,7 @@ describe("what the content leaves writable", () => {
       const calls = component(name)
         .scripts.flatMap((s) => s.facts.commands)
         .filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name));
-      const call = calls.find((c) => c.args.some((a) => a.strings.includes(path)));
+      const call = calls.find((c) => c.args.some((a) => a.strings.includes(path) || a.text === path));
       assert.ok(call, `${name} restricts ${path}`);
       assert.equal(
         call.args.some((a) => a.parameter === "private"),
@@ -372,6 +410,23 @@ describe("what the content leaves writable", () => {
         `${path} private`,
       );
     }
+    // emptyDir volumes live under var\\lib\\kubelet\\pods and inherit its ACL: containers running as
+    // ContainerUser (a member of Users) write there, so it keeps (and gets back) the inherited ACL.
+    const kubelet = facts(component("kubelet"), "install.ps1");
+    assert.ok(
+      !kubelet.commands.some(
+        (c) =>
+          /^Set-WinfleetDirectoryAcl$/i.test(c.name) && c.args.some((a) => a.strings.includes("var\\lib\\kubelet")),
+      ),
+      "var\\lib\\kubelet is not restricted",
+    );
+    assert.ok(
+      kubelet.commands.some(
+        (c) =>
+          /^Reset-WinfleetDirectoryAcl$/i.test(c.name) && c.args.some((a) => a.strings.includes("var\\lib\\kubelet")),
+      ),
+      "an earlier restriction of var\\lib\\kubelet is taken back",
+    );
     const rke2 = component("join-rke2")
       .scripts.flatMap((s) => s.facts.commands)
       .filter((c) => /^Set-WinfleetDirectoryAcl$/i.test(c.name));
@@ -431,11 +486,25 @@ describe("proxy settings reaching the services without a reboot", () => {
     const kubelet = facts(component("kubelet"), "install.ps1").commands.find((c) =>
       /^Set-WinfleetHostedService$/i.test(c.name),
     );
-    assert.ok(kubelet?.args.some((a) => a.parameter === "environment" && /Get-WinfleetProxyEnvironment/.test(a.text)));
+    assert.ok(kubelet?.args.some((a) => a.parameter === "environment" && a.variables.includes("environment")));
+    assert.ok(
+      facts(component("kubelet"), "install.ps1").assignments.some(
+        (a) => a.variable === "environment" && a.valueCommand === "Get-WinfleetProxyEnvironment",
+      ),
+      "the kubelet's environment starts from the machine's proxy",
+    );
     const prereqs = facts(component("prereqs"), "install.ps1");
     const loop = prereqs.commands.find((c) => /^Set-WinfleetServiceProxyEnvironment$/i.test(c.name));
     assert.ok(loop, "prereqs updates the services that exist when the proxy changes");
     const services = prereqs.assignments.find((a) => a.variable === "service" && a.strings.includes("containerd"));
     assert.deepEqual(services?.strings, ["containerd", "rke2", "kubelet"]);
+    // containerd and the kubelet run under NSSM (their environment is NSSM's AppEnvironmentExtra); rke2 is its own.
+    assert.match(
+      readFileSync(
+        join(CONTENT, "components", "prereqs", "1.1.0", "files", "k", "winfleet", "prereqs", "install.ps1"),
+        "utf8",
+      ),
+      /@\('containerd', \$true\), @\('rke2', \$false\), @\('kubelet', \$true\)/,
+    );
   });
 });

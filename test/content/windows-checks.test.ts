@@ -30,11 +30,11 @@ interface Mutation {
   readonly message: RegExp;
 }
 
-const KUBEADM = "join-kubeadm/1.0.0/files/k/winfleet/join-kubeadm/install.ps1";
-const PREREQS_UNINSTALL = "prereqs/1.0.0/files/k/winfleet/prereqs/uninstall.ps1";
-const CSI_INSTALL = "csi-proxy/1.1.2-hotfix.20230807/files/k/winfleet/csi-proxy/install.ps1";
-const KUBELET_INSTALL = "kubelet/1.34.7/files/k/winfleet/kubelet/install.ps1";
-const DOWNLOAD_LIB = "winfleet-common/1.0.0/files/k/winfleet/common/lib/Download.ps1";
+const KUBEADM = "join-kubeadm/1.1.0/files/k/winfleet/join-kubeadm/install.ps1";
+const PREREQS_UNINSTALL = "prereqs/1.1.0/files/k/winfleet/prereqs/uninstall.ps1";
+const CSI_INSTALL = "csi-proxy/1.1.2-hotfix.20230807-1/files/k/winfleet/csi-proxy/install.ps1";
+const KUBELET_INSTALL = "kubelet/1.34.7-1/files/k/winfleet/kubelet/install.ps1";
+const DOWNLOAD_LIB = "winfleet-common/1.1.0/files/k/winfleet/common/lib/Download.ps1";
 const before = (file: string, anchor: string, insert: string): Edit => ({
   file,
   find: anchor,
@@ -48,7 +48,7 @@ const MUTATIONS: readonly Mutation[] = [
     what: "an unclosed block",
     edits: [
       {
-        file: "kube-proxy/1.34.7/files/k/winfleet/kube-proxy/kube-proxy-service.ps1",
+        file: "kube-proxy/1.34.7-1/files/k/winfleet/kube-proxy/kube-proxy-service.ps1",
         find: "if ($hnsNetwork.Type -eq 'Overlay') {",
         replace: "if ($hnsNetwork.Type -eq 'Overlay') { {",
       },
@@ -165,12 +165,12 @@ const MUTATIONS: readonly Mutation[] = [
     what: "the raw fetch exported from the module",
     edits: [
       {
-        file: "winfleet-common/1.0.0/files/k/winfleet/common/WinfleetCommon.psm1",
+        file: "winfleet-common/1.1.0/files/k/winfleet/common/WinfleetCommon.psm1",
         find: "    'Save-WinfleetDownload',",
         replace: "    'Save-WinfleetDownload',\n    'Invoke-WinfleetHttpGet',",
       },
     ],
-    where: /winfleet-common_1\.0\.0/,
+    where: /winfleet-common_1\.1\.0/,
     message: /exports Invoke-WinfleetHttpGet/,
   },
   {
@@ -192,12 +192,12 @@ const MUTATIONS: readonly Mutation[] = [
     what: "a metadata command that drops the script's exit code",
     edits: [
       {
-        file: "node-reset/1.0.0/metadata.json",
+        file: "node-reset/1.1.0/metadata.json",
         find: "install.ps1'); exit $LASTEXITCODE\"]",
         replace: "install.ps1')\"]",
       },
     ],
-    where: /node-reset\/1\.0\.0\/metadata\.json: install\.commands\[0\]/,
+    where: /node-reset\/1\.1\.0\/metadata\.json: install\.commands\[0\]/,
     message: /does not end in `exit \$LASTEXITCODE`/,
   },
   {
@@ -205,7 +205,7 @@ const MUTATIONS: readonly Mutation[] = [
     what: "a helper's result left in the output",
     edits: [
       {
-        file: "kubelet/1.34.7/files/k/winfleet/kubelet/uninstall.ps1",
+        file: "kubelet/1.34.7-1/files/k/winfleet/kubelet/uninstall.ps1",
         find: "$null = Remove-WinfleetService -Name 'kubelet'",
         replace: "Remove-WinfleetService -Name 'kubelet'",
       },
@@ -223,7 +223,7 @@ const MUTATIONS: readonly Mutation[] = [
         replace: "enforceNodeAllocatable         = @('pods')",
       },
     ],
-    where: /kubelet\/1\.34\.7\/.*install\.ps1:\d+/,
+    where: /kubelet\/1\.34\.7-1\/.*install\.ps1:\d+/,
     message:
       /the kubelet refuses this configuration: enforceNodeAllocatable contains "pods", which needs cgroupsPerQOS true/,
   },
@@ -231,7 +231,7 @@ const MUTATIONS: readonly Mutation[] = [
     check: "kubelet-config",
     what: "enforceNodeAllocatable left out (it defaults to ['pods'])",
     edits: [{ file: KUBELET_INSTALL, find: "    enforceNodeAllocatable         = @()\n", replace: "" }],
-    where: /kubelet\/1\.34\.7\/.*install\.ps1:\d+/,
+    where: /kubelet\/1\.34\.7-1\/.*install\.ps1:\d+/,
     message: /an absent enforceNodeAllocatable defaults to \["pods"\]/,
   },
   {
@@ -291,7 +291,7 @@ const MUTATIONS: readonly Mutation[] = [
     what: "a token on a command line",
     edits: [
       atEnd(
-        "join-rke2/1.34.7+rke2r1/files/k/winfleet/join-rke2/install.ps1",
+        "join-rke2/1.34.7+rke2r1-1/files/k/winfleet/join-rke2/install.ps1",
         "$null = Invoke-WinfleetNative -FilePath $rke2 -ArgumentList @('agent', '--token', $token)",
       ),
     ],
@@ -308,16 +308,16 @@ const MUTATIONS: readonly Mutation[] = [
   {
     check: "secrets",
     what: "a secret read straight from the environment and printed",
-    edits: [atEnd("calico/3.29.2/files/k/winfleet/calico/install.ps1", "$env:CALICO_KUBECONFIG")],
-    where: /calico\/.*install\.ps1/,
-    message: /writes to the output the secret CALICO_KUBECONFIG/,
+    edits: [atEnd("kube-proxy/1.34.7-1/files/k/winfleet/kube-proxy/install.ps1", "$env:KUBE_PROXY_KUBECONFIG")],
+    where: /kube-proxy\/.*install\.ps1/,
+    message: /writes to the output the secret KUBE_PROXY_KUBECONFIG/,
   },
   {
     check: "secrets",
     what: "the secret-file helper printing what it writes",
     edits: [
       {
-        file: "winfleet-common/1.0.0/files/k/winfleet/common/lib/Files.ps1",
+        file: "winfleet-common/1.1.0/files/k/winfleet/common/lib/Files.ps1",
         find: "    # Written in place:",
         replace: '    Write-Host "writing $Content"\n    # Written in place:',
       },
@@ -343,7 +343,7 @@ const MUTATIONS: readonly Mutation[] = [
     what: "a service the uninstall forgets",
     edits: [
       {
-        file: "csi-proxy/1.1.2-hotfix.20230807/files/k/winfleet/csi-proxy/uninstall.ps1",
+        file: "csi-proxy/1.1.2-hotfix.20230807-1/files/k/winfleet/csi-proxy/uninstall.ps1",
         find: "$null = Remove-WinfleetService -Name 'csi-proxy'\n",
         replace: "",
       },
@@ -356,7 +356,7 @@ const MUTATIONS: readonly Mutation[] = [
     what: "a PATH entry the uninstall forgets",
     edits: [
       {
-        file: "containerd/1.7.25/files/k/winfleet/containerd/uninstall.ps1",
+        file: "containerd/1.7.25-1/files/k/winfleet/containerd/uninstall.ps1",
         find: "$null = Remove-WinfleetPathEntry -Path (Join-Path $root 'Program Files\\containerd')\n",
         replace: "",
       },
@@ -369,7 +369,7 @@ const MUTATIONS: readonly Mutation[] = [
     what: "a startup task the uninstall forgets",
     edits: [
       {
-        file: "node-reset/1.0.0/files/k/winfleet/node-reset/uninstall.ps1",
+        file: "node-reset/1.1.0/files/k/winfleet/node-reset/uninstall.ps1",
         find: "$null = Remove-WinfleetScheduledTask -Name 'winfleet-node-reset'\n",
         replace: "",
       },
@@ -433,7 +433,7 @@ const MUTATIONS: readonly Mutation[] = [
     what: "a download digest variable not declared",
     edits: [
       {
-        file: "csi-proxy/1.1.2-hotfix.20230807/metadata.json",
+        file: "csi-proxy/1.1.2-hotfix.20230807-1/metadata.json",
         find: '"CSI_PROXY_SHA256": { "description": "SHA-256 of csi-proxy-v1.1.2-hotfix.20230807.tar.gz (no published value was found to pin)" },',
         replace: "",
       },

@@ -210,7 +210,8 @@ describe("lifecycle conventions", () => {
       "Remove-HnsEndpoint",
       "Remove-HnsPolicyList",
       "Stop-WinfleetService",
-      "Start-WinfleetService",
+      "Set-WinfleetHnsResetDone",
+      "Start-WinfleetNodeServices",
     ])
       assert.ok(
         s.facts.commands.some((c) => c.name === cmd),
@@ -224,7 +225,7 @@ describe("downloads", () => {
     const downloading = shipped.content.components.filter((c) =>
       c.scripts.some((s) => s.facts.commands.some((x) => x.name === "Get-WinfleetArtifact")),
     );
-    assert.ok(downloading.length >= 8);
+    assert.ok(downloading.length >= 7);
     for (const c of downloading) {
       assert.ok(c.artifacts.length > 0, `${c.key} downloads but has no artifacts.json`);
       for (const a of c.artifacts) {
@@ -266,7 +267,6 @@ describe("downloads", () => {
     );
     assert.equal(pins["windows-exporter@0.31.8"], "03bb0fe80b8ad0b4e39606b96c4c5cc56b1f766760011ea2b00111157c6ef077");
     assert.equal(pins["nssm@2.24"], "727d1e42275c605e0f04aba98095c38a8e1e46def453cdffce42869428aa6743");
-    assert.equal(pins["calico-windows@3.29.2"], "var:CALICO_WINDOWS_SHA256");
     assert.equal(pins["rke2@1.34.7+rke2r1"], "var:RKE2_SHA256");
   });
 });

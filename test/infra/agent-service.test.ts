@@ -75,7 +75,7 @@ describe("the agent service in the rendered bootstrap", () => {
           "content",
           "components",
           "winfleet-common",
-          "1.0.0",
+          "1.1.0",
           "files",
           "k",
           "winfleet",

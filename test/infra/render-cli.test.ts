@@ -116,12 +116,12 @@ describe("winfleet render", () => {
     assert.equal(readFileSync(join(out, "index.json"), "utf8"), "[] an earlier render\n");
     const missing = render([
       "--stack",
-      badStack((f) => delete (f.content.variables as Record<string, unknown>).CALICO_WINDOWS_SHA256),
+      badStack((f) => delete (f.content.variables as Record<string, unknown>).CSI_PROXY_SHA256),
       "--out",
       join(scratch, "never"),
     ]);
     assert.equal(missing.code, 1);
-    assert.match(missing.stderr, /calico 3\.29\.2 needs CALICO_WINDOWS_SHA256/);
+    assert.match(missing.stderr, /csi-proxy \S+ needs CSI_PROXY_SHA256/);
     assert.doesNotMatch(missing.stderr, /\n\s+at /, "a refusal, not a stack trace");
     assert.ok(!existsSync(join(scratch, "never")));
   });
@@ -226,7 +226,7 @@ describe("bad stack configs, each named by its key path", () => {
     [
       "a template version the content does not have",
       (f) => void (f.content.templateVersion = "9.9.9"),
-      /winfleet:fleet\.content: template win2022 9\.9\.9 is not in .*it has: .*win2022 1\.0\.0/,
+      /winfleet:fleet\.content: template win2022 9\.9\.9 is not in .*it has: .*win2022 1\.1\.0/,
     ],
     [
       "a required content variable left out",
@@ -253,12 +253,15 @@ describe("bad stack configs, each named by its key path", () => {
         void (f.agent.publicKey = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" })),
       /winfleet:fleet\.agent\.publicKey: is a private key: pin the public key/,
     ],
-    // ClusterJoin passes Calico's token, so only content that requires its own kubeconfig needs the stack's.
+    // ClusterJoin passes kube-proxy's token, so only content that requires its own kubeconfig needs the stack's.
     [
       "a content secret left out",
       (f) =>
-        void ((f.content.secrets = {}), (f.content.dir = contentRequiring("calico", "3.29.2", "CALICO_KUBECONFIG"))),
-      /calico 3\.29\.2 needs CALICO_KUBECONFIG.*a secret/,
+        void (
+          (f.content.secrets = {}),
+          (f.content.dir = contentRequiring("kube-proxy", "1.34.7-1", "KUBE_PROXY_KUBECONFIG"))
+        ),
+      /kube-proxy 1\.34\.7-1 needs KUBE_PROXY_KUBECONFIG.*a secret/,
     ],
   ];
   for (const [what, edit, message] of cases) {

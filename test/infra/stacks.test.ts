@@ -15,7 +15,7 @@ import { decodeExtensionCommand } from "../../components/extension-command";
 import { secretKeys } from "../../infra/config";
 import { type Rendered, renderStack } from "../../infra/render";
 import { STACKS_DIR, readStackFile } from "../../infra/stack-file";
-import { realKubeconfig, scratchDir, validateKubernetesObject } from "../support";
+import { scratchDir, validateKubernetesObject } from "../support";
 
 const REPO = join(__dirname, "..", "..");
 // Pulumi's marker for a secret value in resource inputs (the SDK's specialSigKey / specialSecretSig).
@@ -65,8 +65,6 @@ const secrets = new Map<string, Record<string, string>>();
 before(async () => {
   for (const stack of ["dev", "rke2", "byoh", "local"]) {
     const values = await uniqueSecrets(stack);
-    // A real kubeconfig (CA and client certificate inline), too large for the extension's command line.
-    if (stack === "dev") values.calicoKubeconfig = realKubeconfig();
     secrets.set(stack, values);
     rendered.set(stack, await renderStack(stack, { secrets: values }));
   }
@@ -113,7 +111,7 @@ describe("what each stack deploys", () => {
     assert.equal(vmss.identity.type, "UserAssigned");
     assert.deepEqual(
       [vmss.tags["winfleet-template"], vmss.tags["winfleet-template-version"], vmss.tags["winfleet-agent-version"]],
-      ["win2022", "1.0.0", "0.1.0"],
+      ["win2022", "1.1.0", "0.1.0"],
     );
     const ext = vmss.virtualMachineProfile.extensionProfile.extensions[0] as {
       forceUpdateTag: string;
@@ -243,11 +241,25 @@ describe("what the stacks render", () => {
       for (const [file, text] of r.files) {
         if (!file.startsWith("kubernetes/")) continue;
         const object = parseYaml(text) as Record<string, unknown>;
+        // The Tigera operator's Installation has no OpenAPI model here: the API server checks it against the
+        // operator's own CRD in test/cluster/calico-windows.test.ts.
+        if (String(object.apiVersion).startsWith("operator.tigera.io/")) continue;
         assert.doesNotThrow(() => validateKubernetesObject(object), `${stack} ${file}`);
         checked++;
       }
     }
     assert.ok(checked >= 20, `only ${checked} objects`);
+    // What the program only reads (the cluster's Installation, which must exist) is listed, not rendered as an object.
+    const index = JSON.parse(get("dev").files.get("index.json") ?? "[]") as {
+      type: string;
+      file?: string;
+      read?: boolean;
+    }[];
+    const reads = index.filter((e) => e.read === true);
+    assert.deepEqual(
+      reads.map((e) => [e.type, e.file]),
+      [["kubernetes:operator.tigera.io/v1:Installation", undefined]],
+    );
   });
 
   it("parses every rendered PowerShell script (bootstraps and SSH commands) with zero syntax errors", async () => {
@@ -319,23 +331,18 @@ describe("what the stacks render", () => {
     // The scale set's own join token (derived from the stack's secret, which itself travels nowhere).
     assert.match(decodeExtensionCommand(command), /KUBE_BOOTSTRAP_TOKEN\\?":\\?"[a-z0-9]{6}\.[a-z0-9]{16}/);
     assert.ok(!decodeExtensionCommand(command).includes(secrets.get("dev")?.bootstrapTokenSecret ?? "none"));
-    const kubeconfig = secrets.get("dev")?.calicoKubeconfig ?? "none";
-    assert.ok(
-      !decodeExtensionCommand(command).includes(JSON.stringify(kubeconfig).slice(1, -1)),
-      "the kubeconfig does not travel in the command",
-    );
+    // kube-proxy's token (ClusterJoin's, a JWT of about 1 KB on a real cluster) is in the pool's Key Vault secret,
+    // not in the command.
     const vault = get("dev").raw.find((x) => x.type === "azure-native:keyvault:Secret")?.inputs as {
       properties: { value: { value: string } };
     };
-    assert.equal(
-      (JSON.parse(vault.properties.value.value) as Record<string, string>).CALICO_KUBECONFIG,
-      kubeconfig,
-      "but in the pool's Key Vault secret",
-    );
+    const token = (JSON.parse(vault.properties.value.value) as Record<string, string>).KUBE_PROXY_TOKEN ?? "";
+    assert.ok(token.length > 0, "kube-proxy's token is in the pool's Key Vault secret");
+    assert.ok(!decodeExtensionCommand(command).includes(token), "and does not travel in the command");
     const byo = get("byoh").raw.find((x) => /^lab-winlab-02-bootstrap-[0-9a-f]{12}$/.test(x.name))?.inputs as {
       stdin: Record<string, unknown>;
     };
-    assert.match(JSON.stringify(byo.stdin), new RegExp(secrets.get("byoh")?.calicoKubeconfig ?? "none"));
+    assert.match(JSON.stringify(byo.stdin), new RegExp(secrets.get("byoh")?.bootstrapTokenSecret ?? "none"));
   });
 });
 

@@ -239,6 +239,12 @@ describe("nodes that read their content with a managed identity", () => {
 
 describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () => {
   const kubeconfig = realKubeconfig();
+  // A stack that gives kube-proxy a kubeconfig of its own (a content secret), beside the token ClusterJoin passes.
+  const SECRETS = { kubeProxyKubeconfig: kubeconfig };
+  const withKubeconfig = (f: Record<string, unknown>): void =>
+    void ((f.content as { secrets?: Record<string, string> }).secrets = {
+      KUBE_PROXY_KUBECONFIG: "kubeProxyKubeconfig",
+    });
   const commandOf = (r: Rendered, type: string): string => {
     const raw = r.raw.find((x) => x.type === type)?.inputs as Record<string, unknown>;
     const unwrap = (v: unknown): unknown =>
@@ -258,8 +264,8 @@ describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () =
   for (const mode of ["vmss", "vms"] as const) {
     it(`${mode}: leave the command line under ${COMMAND_LIMIT} characters with the join token alone, and wait in the pool's Key Vault secret`, async () => {
       const { rendered } = await renderPool(
-        stackWith("dev", (p) => void (p.mode = mode)),
-        { calicoKubeconfig: kubeconfig },
+        stackWith("dev", (p, f) => void ((p.mode = mode), withKubeconfig(f))),
+        SECRETS,
       );
       const command = commandOf(
         rendered,
@@ -300,7 +306,7 @@ describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () =
       };
       assert.equal(shown.properties.value, "[secret]", "the value is a Pulumi secret");
       assert.deepEqual(JSON.parse((secret.properties.value as { value: string }).value), {
-        CALICO_KUBECONFIG: kubeconfig,
+        KUBE_PROXY_KUBECONFIG: kubeconfig,
         KUBE_PROXY_TOKEN,
       });
       const [machine] = inputsOf(
@@ -320,14 +326,20 @@ describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () =
   }
 
   it("never reach a plain setting or a rendered file", async () => {
-    const { rendered } = await renderPool("dev", { calicoKubeconfig: kubeconfig });
+    const { rendered } = await renderPool(
+      stackWith("dev", (_, f) => withKubeconfig(f)),
+      SECRETS,
+    );
     const lines = kubeconfig.split("\n").filter((l) => l.length > 60);
     for (const [file, text] of rendered.files)
       for (const l of [...lines, KUBE_PROXY_TOKEN]) assert.ok(!text.includes(l.trim()), `${file} holds a secret`);
   });
 
   it("are readable by the pool's identity alone: Key Vault Secrets User scoped to exactly that secret", async () => {
-    const { rendered, options } = await renderPool("dev", { calicoKubeconfig: kubeconfig });
+    const { rendered, options } = await renderPool(
+      stackWith("dev", (_, f) => withKubeconfig(f)),
+      SECRETS,
+    );
     const roles = rendered.resources.filter(
       (x) =>
         x.type === "azure-native:authorization:RoleAssignment" &&
@@ -361,8 +373,9 @@ describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () =
       };
       (f.agent as { bundle: { url: string } }).bundle.url =
         "https://github.com/example/winfleet/releases/download/v0.1.0/winfleet-agent-0.1.0.tgz";
+      withKubeconfig(f);
     });
-    const { rendered } = await renderPool(stack, { calicoKubeconfig: kubeconfig });
+    const { rendered } = await renderPool(stack, SECRETS);
     const roles = rendered.resources
       .filter((x) => x.type === "azure-native:authorization:RoleAssignment")
       .map((x) => String(x.inputs.roleDefinitionId).split("/").pop());

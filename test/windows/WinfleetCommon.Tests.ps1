@@ -8,7 +8,7 @@ BeforeAll {
     $repository = (Resolve-Path -LiteralPath (Join-Path $PSScriptRoot '..\..')).Path
     $env:WINFLEET_ROOT = Join-Path ([System.IO.Path]::GetTempPath()) ('winfleet-pester-' + [guid]::NewGuid().ToString('N'))
     New-Item -ItemType Directory -Force -Path $env:WINFLEET_ROOT | Out-Null
-    Import-Module (Join-Path $repository 'content\components\winfleet-common\1.0.0\files\k\winfleet\common\WinfleetCommon.psm1') -Force
+    Import-Module (Join-Path $repository 'content\components\winfleet-common\1.1.0\files\k\winfleet\common\WinfleetCommon.psm1') -Force
     $script:Run = [guid]::NewGuid().ToString('N').Substring(0, 8)
     $script:System = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-18'
     $script:Administrators = New-Object System.Security.Principal.SecurityIdentifier -ArgumentList 'S-1-5-32-544'
@@ -210,7 +210,7 @@ Describe 'the agent service the bootstrap registers' {
         # The registration the bootstrap renders (AgentService.ps1 is kept equal to it), run
         # with NSSM from the content's pinned artifact and a stand-in agent on the runner's Node.js.
         . (Join-Path $PSScriptRoot 'AgentService.ps1')
-        $artifact = Get-WinfleetArtifact -Manifest (Join-Path $repository 'content\components\winfleet-common\1.0.0\files\k\winfleet\common\artifacts.json') -Name 'nssm'
+        $artifact = Get-WinfleetArtifact -Manifest (Join-Path $repository 'content\components\winfleet-common\1.1.0\files\k\winfleet\common\artifacts.json') -Name 'nssm'
         $staging = Expand-WinfleetArtifact -Artifact $artifact -Destination (Join-Path $env:WINFLEET_ROOT 'nssm')
         $script:AgentName = "winfleet-pester-agent-$($script:Run)"
         $script:AgentDir = Join-Path $env:WINFLEET_ROOT 'agent'
@@ -280,5 +280,119 @@ Describe 'the agent service the bootstrap registers' {
         Start-Sleep -Seconds 2
         [int](Get-Content -Raw -LiteralPath $script:PidFile) | Should -Be $second
         Get-Process -Id $second | Should -Not -BeNullOrEmpty
+    }
+}
+
+Describe 'node services that come back' {
+    It 'starts every service, goes past one that fails, and retries it until it runs' {
+        $script:State = @{ a = 'Stopped'; b = 'Stopped'; c = 'Stopped' }
+        $script:Calls = New-Object System.Collections.Generic.List[string]
+        Mock -ModuleName WinfleetCommon Get-Service {
+            [pscustomobject]@{ Name = $Name; Status = $script:State[$Name]; StartType = 'Automatic' }
+        }
+        Mock -ModuleName WinfleetCommon -CommandName Start-Sleep -MockWith { $null = $Seconds }
+        Mock -ModuleName WinfleetCommon Start-WinfleetService {
+            $script:Calls.Add($Name)
+            if ($Name -eq 'b' -and @($script:Calls | Where-Object { $_ -eq 'b' }).Count -lt 2) {
+                throw 'the first start of b fails'
+            }
+            $script:State[$Name] = 'Running'
+        }
+        $left = Start-WinfleetNodeServices -Names @('a', 'b', 'c') -Attempts 3 -DelaySeconds 1
+        @($left).Count | Should -Be 0
+        ($script:Calls -join ',') | Should -Be 'a,b,c,b'
+        Should -Invoke -ModuleName WinfleetCommon Start-Sleep -Times 1 -Exactly
+    }
+
+    It 'returns what still does not run after the last attempt, and leaves disabled services alone' {
+        $script:Calls = New-Object System.Collections.Generic.List[string]
+        Mock -ModuleName WinfleetCommon Get-Service {
+            $startType = 'Automatic'
+            if ($Name -eq 'off') {
+                $startType = 'Disabled'
+            }
+            [pscustomobject]@{ Name = $Name; Status = 'Stopped'; StartType = $startType }
+        }
+        Mock -ModuleName WinfleetCommon -CommandName Start-Sleep -MockWith { $null = $Seconds }
+        Mock -ModuleName WinfleetCommon Start-WinfleetService { $script:Calls.Add($Name); throw "$Name does not start" }
+        $left = Start-WinfleetNodeServices -Names @('down', 'off') -Attempts 3 -DelaySeconds 1
+        @($left) | Should -Be @('down')
+        ($script:Calls -join ',') | Should -Be 'down,down,down'
+    }
+
+    It 'waits for a need until it comes, and gives up after its timeout' {
+        $file = Join-Path $env:WINFLEET_ROOT 'etc\pester\credentials.conf'
+        { Wait-WinfleetServiceNeeds -Needs @('file') -Paths @($file) -TimeoutSeconds 2 -IntervalSeconds 1 } | Should -Throw '*waited*'
+        $null = Set-WinfleetFileContent -Path $file -Content 'x'
+        Wait-WinfleetServiceNeeds -Needs @('file') -Paths @($file) -TimeoutSeconds 2 -IntervalSeconds 1
+    }
+
+    It 'takes the HNS reset as done where no reset task is registered, and records this boot' {
+        Test-WinfleetHnsResetDone | Should -BeTrue
+        Set-WinfleetHnsResetDone
+        Get-Content -Raw -LiteralPath (Join-Path $env:WINFLEET_ROOT 'k\winfleet\state\hns-reset-boot.txt') | Should -Match '^\d{4}-\d{2}-\d{2}T'
+    }
+
+    It 'registers a task that runs again after a failed run, daily or at startup' {
+        $name = "winfleet-pester-retry-$($script:Run)"
+        $script = Join-Path $env:WINFLEET_ROOT 'k\retry.ps1'
+        $null = Set-WinfleetFileContent -Path $script -Content 'exit 1'
+        (Set-WinfleetScheduledTask -Name $name -ScriptPath $script -RestartCount 3 -RestartMinutes 1).Changed | Should -BeTrue
+        (Set-WinfleetScheduledTask -Name $name -ScriptPath $script -RestartCount 3 -RestartMinutes 1).Changed | Should -BeFalse
+        $task = Get-ScheduledTask -TaskName $name -TaskPath '\winfleet\'
+        $task.Settings.RestartCount | Should -Be 3
+        $task.Settings.RestartInterval | Should -Be 'PT1M'
+        (Set-WinfleetScheduledTask -Name $name -ScriptPath $script -DailyAt '03:00').Changed | Should -BeTrue
+        @((Get-ScheduledTask -TaskName $name -TaskPath '\winfleet\').Triggers)[0].CimClass.CimClassName | Should -Be 'MSFT_TaskDailyTrigger'
+        (Remove-WinfleetScheduledTask -Name $name).Changed | Should -BeTrue
+    }
+}
+
+Describe 'builds, logs and ACLs of the second pass' {
+    It 'supports DSR from 17763.1432 on, and refuses a build below the CNI floor, naming both builds' {
+        Test-WinfleetDsrSupported -Build 17763 -Revision 1431 | Should -BeFalse
+        Test-WinfleetDsrSupported -Build 17763 -Revision 1432 | Should -BeTrue
+        Test-WinfleetDsrSupported -Build 20348 -Revision 1 | Should -BeTrue
+        Test-WinfleetOsBuildFloor -Build 17763 -Revision 1000 | Should -Match '17763\.1000.*17763\.1432'
+        Test-WinfleetOsBuildFloor -Build 20348 -Revision 100 | Should -Match '20348\.100.*20348\.169'
+        Test-WinfleetOsBuildFloor -Build 20348 -Revision 169 | Should -Be ''
+        Test-WinfleetOsBuildFloor -Build 26100 -Revision 1 | Should -Be ''
+    }
+
+    It 'deletes rotated logs past their age or count, and never the live log' {
+        $directory = Join-Path $env:WINFLEET_ROOT 'var\log\pester'
+        New-Item -ItemType Directory -Force -Path $directory | Out-Null
+        $live = Join-Path $directory 'kubelet.log'
+        $null = Set-WinfleetFileContent -Path $live -Content 'live'
+        (Get-Item -LiteralPath $live).LastWriteTime = (Get-Date).AddDays(-30)
+        foreach ($age in 1..5) {
+            $rotated = Join-Path $directory ('kubelet-2026010{0}T000000.000.log' -f $age)
+            $null = Set-WinfleetFileContent -Path $rotated -Content 'old'
+            (Get-Item -LiteralPath $rotated).LastWriteTime = (Get-Date).AddDays(-$age * 3)
+        }
+        # Ages 3, 6, 9, 12, 15 days: with 7 days and 10 files, the three older than a week go.
+        Remove-WinfleetOldLogs -Directory (Join-Path $env:WINFLEET_ROOT 'var\log') -Days 7 -Keep 10 | Should -Be 3
+        # Of the two left, the newest one stays with Keep 1.
+        Remove-WinfleetOldLogs -Directory (Join-Path $env:WINFLEET_ROOT 'var\log') -Days 7 -Keep 1 | Should -Be 1
+        Test-Path -LiteralPath $live | Should -BeTrue
+    }
+
+    It 'gives a directory an earlier restriction took its inherited ACL back, once' {
+        $path = Join-Path $env:WINFLEET_ROOT 'var\lib\kubelet-pester'
+        $null = Set-WinfleetDirectoryAcl -Path $path
+        Reset-WinfleetDirectoryAcl -Path $path | Should -BeTrue
+        Reset-WinfleetDirectoryAcl -Path $path | Should -BeFalse
+        $acl = Get-Acl -LiteralPath $path
+        $acl.AreAccessRulesProtected | Should -BeFalse
+        @($acl.Access | Where-Object { -not $_.IsInherited }).Count | Should -Be 0
+    }
+
+    It 'returns a native program''s stdout alone when asked, both streams otherwise' {
+        $cmd = Join-Path $env:SystemRoot 'System32\cmd.exe'
+        $both = Invoke-WinfleetNative -FilePath $cmd -ArgumentList @('/c', 'echo', 'out&', 'echo', 'err', '1>&2')
+        $only = Invoke-WinfleetNative -FilePath $cmd -ArgumentList @('/c', 'echo', 'out&', 'echo', 'err', '1>&2') -StdoutOnly
+        ($both -join ',') | Should -Match 'err'
+        ($only -join ',') | Should -Not -Match 'err'
+        ($only -join ',') | Should -Match 'out'
     }
 }
