@@ -169,7 +169,8 @@ describe("the agent service in the rendered bootstrap", () => {
       reg,
       /if \(\(Get-Service -Name 'winfleet-agent'\)\.Status -ne 'Running'\) \{\n\s+Start-Service -Name 'winfleet-agent'\n\}/,
     );
-    // The bootstrap's $agentMoved: the current junction made (a node that runs an agent keeps it: the upgrader moves it).
+    // The bootstrap's $agentMoved: the current junction made (a node that runs an agent keeps it: the upgrader
+    // moves it).
     assert.match(s, /\$agentMoved = \$false\n# A node that runs an agent keeps it/);
     assert.match(
       s,
