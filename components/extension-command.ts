@@ -2,7 +2,8 @@
  * What the CustomScriptExtension runs (`protectedSettings.commandToExecute`):
  * PowerShell that reads the bootstrap from the VM's userData (IMDS), refuses it
  * unless its epoch (its SHA-256 with the target line neutral: bootstrap.ts) is
- * the one rendered here, and runs it with the node's
+ * the one rendered here, and runs those checked bytes (a script block, not the
+ * copy it leaves on disk, which another local user could swap) with the node's
  * small secret variables (the join token, as a JSON object), a content SAS
  * when blobs are read with one, and the version of the Key Vault secret that
  * holds the larger ones (kubeconfigs and tokens, which would not fit). It travels as
@@ -51,8 +52,9 @@ $neutral = ([regex]${q(`(?m)${TARGET_LINE.pattern}`)}).Replace([Text.Encoding]::
 $sha = [System.Security.Cryptography.SHA256]::Create()
 $actual = -join ($sha.ComputeHash([Text.Encoding]::UTF8.GetBytes($neutral)) | ForEach-Object { $_.ToString('x2') })
 if ($actual -ne ${q(bootstrapEpoch)}) { throw "the bootstrap in userData has epoch $actual, expected ${bootstrapEpoch}" }
-$script = Join-Path $dir 'bootstrap.ps1'
-[System.IO.File]::WriteAllBytes($script, $bytes)
+# A copy to read; what runs is the bytes just checked, never a file that could change before it ran.
+[System.IO.File]::WriteAllBytes((Join-Path $dir 'bootstrap.ps1'), $bytes)
+$script = [scriptblock]::Create([Text.Encoding]::UTF8.GetString($bytes))
 try {
     & $script -Secrets ${q(secretsLine)}${sas}
 }

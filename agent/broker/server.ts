@@ -16,6 +16,7 @@ import { EnvPolicy, baseEnvironment } from "./environment";
 import { AgentService } from "./generated/winfleet/agent_pb";
 import { type Firewall, noFirewall } from "./firewall";
 import { windowsFirewall } from "./firewall.win32";
+import { type PipeAclResult, securePipe } from "./pipe-acl.win32";
 import { TunnelService } from "./generated/winfleet/proxy_pb";
 import { ApplicationService } from "./generated/wins/application_pb";
 import { HnsService } from "./generated/wins/hns_pb";
@@ -51,6 +52,8 @@ export interface BrokerOptions {
   readonly configFile?: string;
   /** The lifecycle engine's status, for `AgentService.Status` (absent when the broker runs alone). */
   readonly agentStatus?: () => Promise<AgentStatus>;
+  /** Makes a listening pipe private (Windows); the default sets wins's DACL through PowerShell. */
+  readonly securePipe?: (pipe: string) => Promise<PipeAclResult>;
 }
 
 const WINDOWS_ONLY = "is only available on Windows hosts";
@@ -85,25 +88,34 @@ async function prepare(path: string, platform: NodeJS.Platform, log: Logger): Pr
   if (platform !== "win32") await rm(path, { force: true });
 }
 
-async function listenOn(
-  path: string,
-  platform: NodeJS.Platform,
-  log: Logger,
-  listen: () => Promise<void>,
-): Promise<void> {
+/** Where a listener goes and who may reach it: the platform, the log, and how a pipe is made private. */
+interface Listening {
+  readonly platform: NodeJS.Platform;
+  readonly log: Logger;
+  readonly securePipe: (pipe: string) => Promise<PipeAclResult>;
+}
+
+async function listenOn(path: string, on: Listening, listen: () => Promise<void>): Promise<void> {
+  const { platform, log } = on;
   await prepare(path, platform, log);
   const bound = platform === "win32" ? listen() : withPrivateUmask(listen);
   await bound.catch((e: unknown) => {
     throw new AgentError(AgentErrorCode.ApplyFailed, `cannot listen on ${path}: ${errorMessage(e)}`);
   });
-  if (platform !== "win32") await chmod(path, 0o600);
+  if (platform !== "win32") {
+    await chmod(path, 0o600);
+    return;
+  }
+  // Node creates the pipe with the default descriptor; wins's DACL admits only Administrators and SYSTEM.
+  const acl = await on.securePipe(path);
+  if ("unconfirmed" in acl)
+    log.error("cannot confirm the pipe's DACL; it keeps the default one", { pipe: path, why: acl.unconfirmed });
 }
 
-async function bind(server: grpc.Server, path: string, platform: NodeJS.Platform, log: Logger): Promise<void> {
+async function bind(server: grpc.Server, path: string, on: Listening): Promise<void> {
   await listenOn(
     path,
-    platform,
-    log,
+    on,
     () =>
       new Promise<void>((resolve, reject) => {
         server.bindAsync(`unix:${path}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve()));
@@ -223,12 +235,13 @@ export class Broker {
 
     const listenPath = endpointPath(config.listen, platform, options.runDir);
     const proxyPath = endpointPath(config.proxy, platform, options.runDir);
-    await bind(server, listenPath, platform, log);
+    const on: Listening = { platform, log, securePipe: options.securePipe ?? securePipe };
     let proxySocket: ProxySocket | undefined;
     try {
+      await bind(server, listenPath, on);
       // The proxy socket serves gRPC (TunnelService) and the stream tunnel on one listener.
       const injector = proxy.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-      await listenOn(proxyPath, platform, log, async () => {
+      await listenOn(proxyPath, on, async () => {
         proxySocket = await listenProxySocket(proxyPath, {
           ports: () => live.config.whiteList.proxyPorts,
           injectGrpc: (c) => injector.injectConnection(c),
@@ -236,7 +249,10 @@ export class Broker {
         });
       });
     } catch (e) {
+      // Nothing stays bound: a pipe that could not be made private is closed again.
       server.forceShutdown();
+      const bound: ProxySocket | undefined = proxySocket;
+      await bound?.close();
       throw e;
     }
     if (!proxySocket) throw new AgentError(AgentErrorCode.ApplyFailed, `cannot listen on ${proxyPath}`);

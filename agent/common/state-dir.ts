@@ -11,8 +11,9 @@
  * laid down `/.winfleet`, cannot send the agent's writes and removals outside
  * the root. Missing directories are made 0700; one of ours that group or others
  * may read or write is made 0700 (it holds step logs and the lock key). On
- * Windows the state directory's owner and DACL are checked the same way
- * (`state-acl.win32.ts`), once per process.
+ * Windows, where modes mean nothing, the state directory's owner and DACL are
+ * checked the same way and its DACL made private (`state-acl.win32.ts`), once
+ * per process.
  */
 import {
   chmodSync,
@@ -31,6 +32,7 @@ import { join } from "node:path";
 import { type AtomicWriteOptions, writeFileAtomic } from "./atomic-file";
 import { AgentError, AgentErrorCode } from "./errors";
 import { checkBelow, fdPath, openBelow, WalkError, walksByDescriptor } from "./no-follow";
+import { secureStateDir } from "./state-acl.win32";
 
 /** The state directory's name below a root. */
 export const STATE_DIR_NAME = ".winfleet";
@@ -56,7 +58,10 @@ export interface StateDirOptions {
   /** The agent's user (POSIX uid); directories owned by another are refused. @default process.getuid() */
   readonly uid?: number;
   readonly platform?: NodeJS.Platform;
-  /** Windows: checks (and, when it was just made, sets) the state directory's owner and DACL; throws to refuse. */
+  /**
+   * Windows: checks the state directory's owner and DACL, making the DACL private when it was just made or is not;
+   * throws to refuse. @default state-acl.win32.ts's, on Windows
+   */
   readonly secure?: (dir: string, created: boolean) => void;
 }
 
@@ -104,8 +109,9 @@ class PrivateDir implements ConfinedDir {
       throw refuse(at, `is owned by uid ${st.uid}, not by the agent's user (uid ${uid})`);
     // Ours, so ours to make private (one made by an earlier version with 0755, or by hand).
     if (platform !== "win32" && loose(st)) chmodSync(fd >= 0 ? fdPath(fd) : at, 0o700);
-    if (at === join(this.base, STATE_DIR_NAME) && this.options.secure && !secured.has(at)) {
-      this.options.secure(at, created);
+    const secure = this.options.secure ?? (platform === "win32" ? secureStateDir : undefined);
+    if (at === join(this.base, STATE_DIR_NAME) && secure && !secured.has(at)) {
+      secure(at, created);
       secured.add(at);
     }
   }

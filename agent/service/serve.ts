@@ -2,7 +2,8 @@
  * `serve`: the agent as a service. It reads one agent config, resumes or
  * applies on start, re-verifies the applied files on a timer (re-applying the
  * affected components when `autoCorrect` is on), re-applies when the config
- * changes, and serves the broker in the same process. A reboot the content
+ * changes, removes the join token from the config once the node has its own
+ * certificate (join-token.ts), and serves the broker in the same process. A reboot the content
  * asks for ends the process with 3010 (off Windows the supervisor starting it
  * again is the reboot); SIGTERM stops after the running command and journals
  * where it was. Events go to the observer: JSON lines, the Kubernetes reporter.
@@ -27,6 +28,7 @@ import {
 } from "../lifecycle";
 import { AGENT_VERSION } from "../version";
 import { type AgentConfig, loadAgentConfig } from "./config";
+import { forgetJoinToken } from "./join-token";
 
 /** How `serve` ended. */
 export type ServeExit = { readonly code: number; readonly reason: string };
@@ -92,6 +94,35 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
     nudge();
   };
   watchFile(options.configFile, { interval: options.configPollMs ?? 2000 }, onConfig);
+
+  // The join token leaves the node once the node's kubeconfig holds its own certificate: checked after each apply
+  // and whenever that kubeconfig changes (the kubelet writes it when TLS bootstrap ends), one check at a time.
+  let tokenCheck: Promise<void> = Promise.resolve();
+  const dropJoinToken = (): Promise<void> =>
+    (tokenCheck = tokenCheck.then(async () => {
+      try {
+        const removed = await forgetJoinToken(options.configFile, config.kubeconfig);
+        if (removed.length === 0) return;
+        log.info("the node has its own certificate; removed the join token from the agent config", {
+          secrets: removed.join(","),
+        });
+        // What commands get from now on: the config as it is, without a re-apply for this change.
+        config = await loadAgentConfig(options.configFile);
+        deps = options.engine(config, options.observer, abort.signal);
+      } catch (e) {
+        log.error("cannot remove the join token from the agent config", { error: errorMessage(e) });
+      }
+    }));
+  let watchedKubeconfig: string | undefined;
+  const onKubeconfig = (): void => void dropJoinToken();
+  const watchKubeconfig = (): void => {
+    if (watchedKubeconfig === config.kubeconfig) return;
+    if (watchedKubeconfig !== undefined) unwatchFile(watchedKubeconfig, onKubeconfig);
+    watchedKubeconfig = config.kubeconfig;
+    if (watchedKubeconfig !== undefined)
+      watchFile(watchedKubeconfig, { interval: options.configPollMs ?? 2000 }, onKubeconfig);
+  };
+  watchKubeconfig();
   options.stopSignal.addEventListener("abort", nudge, { once: true });
   const onHup = (): void => onConfig();
   process.on("SIGHUP", onHup);
@@ -139,6 +170,7 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
             log.info("agent config changed; applying it", { file: options.configFile });
             config = next;
             deps = options.engine(config, options.observer, abort.signal, supersede.signal);
+            watchKubeconfig();
             needApply = true;
             retry = options.retryMs ?? 30_000;
           }
@@ -148,6 +180,7 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
       }
       if (needApply) {
         const outcome = await applyOnce(config, deps, log);
+        await dropJoinToken();
         await emitState();
         await ensureBroker();
         if (outcome?.kind === "reboot") return { code: 3010, reason: `reboot required: ${outcome.reasons.join("; ")}` };
@@ -178,6 +211,8 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
     return { code: 0, reason: "stopped" };
   } finally {
     unwatchFile(options.configFile, onConfig);
+    if (watchedKubeconfig !== undefined) unwatchFile(watchedKubeconfig, onKubeconfig);
+    await tokenCheck;
     process.off("SIGHUP", onHup);
     await broker?.stop();
   }

@@ -58,7 +58,10 @@ describe("docs/content.md", () => {
     );
     assert.match(text, /\| firewall rule \| `winfleet-kubelet` \| inbound TCP 10250 \|/);
     assert.match(text, /\| scheduled task \| `winfleet-node-reset` \| runs reset\.ps1 at startup as SYSTEM \|/);
-    assert.match(text, /\| `KUBE_BOOTSTRAP_TOKEN` \| yes \| yes \|/);
+    assert.match(
+      text,
+      /\| `KUBE_BOOTSTRAP_TOKEN` \| no \| yes \| {2}\| bootstrap token <id>\.<secret>; needed only until the node has joined/,
+    );
     assert.match(text, /kubernetes\/kubernetes CHANGELOG\/CHANGELOG-1\.34\.md/);
   });
 

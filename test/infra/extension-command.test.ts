@@ -49,6 +49,9 @@ describe("the extension command", () => {
       script,
       /& \$script -Secrets '\{"KUBE_BOOTSTRAP_TOKEN":"abcdef\.0123456789abcdef"\}' -ContentSas 'sv=2024&sig=x' -SecretsVersion '0123456789abcdef0123456789abcdef'\n/,
     );
+    // The bytes whose epoch was checked are what runs, not the copy on disk.
+    assert.match(script, /^\$script = \[scriptblock\]::Create\(\[Text\.Encoding\]::UTF8\.GetString\(\$bytes\)\)$/m);
+    assert.doesNotMatch(script, /& \(?Join-Path|& '.*bootstrap\.ps1'|-File/);
     assert.throws(() => extensionCommand(HASH, "{}", undefined, "latest' ; calc"), /is not a Key Vault secret version/);
   });
 

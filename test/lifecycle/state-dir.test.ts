@@ -20,6 +20,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { AgentError, agentStateDir } from "../../agent/common";
 import { agent, scratchDir, snapshotTree, writeContent } from "../support";
 
 const work = scratchDir("winfleet-state-dir-");
@@ -135,6 +136,15 @@ describe("a state directory that is not the agent's own", () => {
       assert.ok(!existsSync(join(root, "opt")), "nothing was applied");
     },
   );
+
+  it("on Windows, uses no state directory it could not make private (here, where no powershell.exe reads its ACL)", () => {
+    const { root } = layout();
+    // The Windows defaults (state-acl.win32.ts) run for a win32 host; their rules are agent/common/state-acl.test.ts's.
+    assert.throws(
+      () => agentStateDir(root, { platform: "win32" }).useSync(() => assert.fail("used")),
+      (e: unknown) => e instanceof AgentError && /cannot make .*\.winfleet private: .*powershell\.exe/.test(e.message),
+    );
+  });
 
   it("makes a state directory others may read private", async () => {
     const { root } = layout();

@@ -10,17 +10,20 @@
  * Wine differs: its taskkill has no `/T` (a host program's own children
  * outlive it here; the Windows workflow asserts they do not), its powershell.exe
  * is a stub (no process start times, so orphans of a crashed broker are not
- * recognised here; no firewall rules), and it lets a second server create a
- * pipe that already has one (the broker's own check refuses a second broker).
+ * recognised here; no firewall rules, and no pipe DACL set or read back), and
+ * it lets a second server create a pipe that already has one (the broker's own
+ * check refuses a second broker).
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { type AddressInfo, type Socket, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { type TestContext, after, before, describe, it } from "node:test";
 import type * as grpc from "@grpc/grpc-js";
 import { type WaitMessage, call, freePort, runThroughWins, sleep, waitFor, winsProtos } from "../support";
+import { renderPipeAclCheck } from "../../agent/broker/security";
 import { patternByte } from "./pattern";
 import {
   AGENT,
@@ -122,6 +125,34 @@ describe("the broker on \\\\.\\pipe\\rancher_wins", () => {
       client.close();
     },
   );
+
+  it("gives both pipes wins's DACL: only Administrators and SYSTEM may write to them", T, (t) => {
+    const unconfirmed = broker
+      .output()
+      .split("\n")
+      .filter((l) => l.includes("cannot confirm the pipe's DACL"));
+    if (underWine) {
+      // The broker ran its PowerShell, which Wine's stub answers with nothing: it says it cannot confirm.
+      wineDiffers(
+        t,
+        "powershell.exe is a stub and pipe ACLs are not enforced: the Windows workflow reads the DACL back",
+      );
+      for (const pipe of [PIPE, PROXY_PIPE])
+        assert.ok(
+          unconfirmed.some((l) => l.includes(`${pipe}"`)),
+          `the broker reports ${pipe}'s DACL unconfirmed: ${broker.output()}`,
+        );
+      return;
+    }
+    assert.deepEqual(unconfirmed, [], "the broker confirmed each pipe's DACL");
+    for (const pipe of [PIPE, PROXY_PIPE]) {
+      // Read back independently of the broker, by the check the docs give for a node.
+      const script = renderPipeAclCheck(`\\\\.\\pipe\\${pipe}`);
+      execFileSync("powershell.exe", ["-NoLogo", "-NoProfile", "-NonInteractive", "-Command", script], {
+        windowsHide: true,
+      });
+    }
+  });
 
   it("ends the host program when the agent's client process is killed", T, async (t) => {
     const run = start(AGENT, ["cli", "prc", "run", "--path", node, "--args", `${host} tree`]);

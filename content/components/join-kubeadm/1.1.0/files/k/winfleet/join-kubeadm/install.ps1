@@ -3,7 +3,9 @@
 # ConfigMap and is trusted only when its key matches KUBE_CA_CERT_HASH; the
 # bootstrap token goes only into the bootstrap kubeconfig (readable by SYSTEM
 # and Administrators), never into output; the kubelet trades it for its own
-# client certificate, after which the bootstrap kubeconfig is deleted.
+# client certificate, after which the bootstrap kubeconfig is deleted (and the
+# agent removes the token from its config). The token is asked for only while
+# the node has not joined: a joined node upgrades and leaves without it.
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot
