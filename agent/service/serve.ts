@@ -108,7 +108,7 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
         });
         // What commands get from now on: the config as it is, without a re-apply for this change.
         config = await loadAgentConfig(options.configFile);
-        deps = options.engine(config, options.observer, abort.signal);
+        deps = options.engine(config, options.observer, abort.signal, supersede.signal);
       } catch (e) {
         log.error("cannot remove the join token from the agent config", { error: errorMessage(e) });
       }
