@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { powerShellSyntaxErrors } from "../content/powershell-syntax";
 import { pipeAclOutcome } from "./pipe-acl.win32";
 import {
   PIPE_DACL_LINE,
@@ -22,9 +21,8 @@ describe("the pipe ACL (as data)", () => {
     assert.match(renderPipeAclCheck("\\\\.\\pipe\\rancher_wins"), /Get-Acl -LiteralPath '\\\\\.\\pipe\\rancher_wins'/);
   });
 
-  it("the broker sets that DACL on its pipe, protected, and prints what the pipe then has", async () => {
+  it("the broker sets that DACL on its pipe, protected, and prints what the pipe then has", () => {
     const script = renderPipeAclApply("\\\\.\\pipe\\rancher_wins");
-    assert.deepEqual(await powerShellSyntaxErrors(script), [], script);
     assert.match(script, /^\$pipe = '\\\\\.\\pipe\\rancher_wins'$/m);
     assert.match(script, /RawSecurityDescriptor 'D:P\(A;;GA;;;BA\)\(A;;GA;;;SY\)'$/m);
     // DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION, on a file object (a pipe's name).

@@ -10,7 +10,8 @@
  *
  * Nothing it serves is open to another local user: etcd speaks TLS only, to clients and peers
  * holding a certificate of its own CA (the API server's), not the cluster's; the API server admits
- * no anonymous request; the controller manager and scheduler serve nothing. The state directory
+ * no anonymous request but a read of the public cluster-info ConfigMap (kubeadm's discovery); the
+ * controller manager and scheduler serve nothing. The state directory
  * (PKI, kubeconfigs, etcd's data) is private to its owner.
  *
  * Used by the end-to-end tests and by `winfleet local up --cluster`.
@@ -163,6 +164,15 @@ export async function publicKeyPin(caPem: string): Promise<string> {
   return `sha256:${createHash("sha256").update(spki).digest("hex")}`;
 }
 
+/** The API server's authentication config: anonymous requests only for the cluster-info ConfigMap. */
+export const ANONYMOUS_CLUSTER_INFO_ONLY = `apiVersion: apiserver.config.k8s.io/v1beta1
+kind: AuthenticationConfiguration
+anonymous:
+  enabled: true
+  conditions:
+    - path: /api/v1/namespaces/kube-public/configmaps/cluster-info
+`;
+
 /**
  * Starts etcd, kube-apiserver and kube-controller-manager on free loopback ports and resolves
  * once the API server answers `/readyz`. On any failure everything started is stopped.
@@ -206,13 +216,16 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     await stopProcess(etcd);
   };
 
+  // Every request carries a credential (no anonymous reads, not even of /version or /healthz), but one: a joining
+  // node reads the public cluster-info ConfigMap before it has any, as kubeadm's discovery does, and pins the CA in it.
+  const authenticationConfig = join(dir, "authentication.yaml");
+  await writeFile(authenticationConfig, ANONYMOUS_CLUSTER_INFO_ONLY, { mode: 0o600 });
   const apiserverArgs = [
     `--etcd-servers=${etcdUrl}`,
     `--etcd-cafile=${pki.etcdCaCert}`,
     `--etcd-certfile=${pki.etcdClientCert}`,
     `--etcd-keyfile=${pki.etcdClientKey}`,
-    // Every request carries a credential: no anonymous reads, not even of /version or /healthz.
-    "--anonymous-auth=false",
+    `--authentication-config=${authenticationConfig}`,
     "--bind-address=127.0.0.1",
     "--advertise-address=127.0.0.1",
     `--secure-port=${apiPort}`,

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
+import { request } from "node:https";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
 import { KubeClient } from "../../agent/cluster/kube-client";
@@ -47,6 +48,20 @@ describe("throwaway control plane", { skip: typeof engines === "string" ? engine
     );
     // Node's fetch does not trust the throwaway CA: the refusal is TLS's, which is what a stranger meets too.
     assert.ok(anonymous instanceof Error);
+    // Trusting the CA, with no credential: refused everywhere but the public cluster-info ConfigMap, which a joining
+    // node reads before it has a credential (authorized by RBAC only where ClusterJoin binds system:anonymous to it).
+    const status = (path: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(`${cp.server}${path}`, { ca: cp.caPem, timeout: 5000 }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    for (const path of ["/version", "/healthz", "/api/v1/namespaces", "/api/v1/namespaces/kube-public/configmaps"])
+      assert.equal(await status(path), 401, path);
+    assert.equal(await status("/api/v1/namespaces/kube-public/configmaps/cluster-info"), 403, "anonymous, then RBAC's");
   });
 
   it("authorizes with Node and RBAC and admits with NodeRestriction", async () => {
