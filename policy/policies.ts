@@ -76,7 +76,14 @@ export const bootstrapTokenExpires: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   validateResource: (args, report) => {
     if (args.type !== "kubernetes:core/v1:Secret" || args.props.type !== "bootstrap.kubernetes.io/token") return;
-    const data = { ...obj(args.props.data), ...obj(args.props.stringData) };
+    // The provider's check moves stringData into data, base64-encoded as the API has it: that is what a preview sees.
+    const encoded = Object.fromEntries(
+      Object.entries(obj(args.props.data)).map(([k, v]) => [
+        k,
+        typeof v === "string" ? Buffer.from(v, "base64").toString("utf8") : v,
+      ]),
+    );
+    const data = { ...encoded, ...obj(args.props.stringData) };
     const name = obj(args.props.metadata).name;
     const token = typeof name === "string" ? name : "the token";
     if (data.expiration === undefined) {
