@@ -107,8 +107,9 @@ describe("the policy pack over what the program really deploys", () => {
         if ((r.props as { type?: string }).type !== "bootstrap.kubernetes.io/token") return r;
         const plain = { ...(r.props.stringData as Record<string, string>), ...(expiration ? { expiration } : {}) };
         const data = Object.fromEntries(Object.entries(plain).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
-        const { stringData: _, ...props } = r.props;
-        return { ...r, props: { ...props, data } };
+        const props = { ...r.props, data };
+        delete props.stringData;
+        return { ...r, props };
       });
     assert.deepEqual(await mandatory(checked()), [], "the program's tokens expire, read from data");
     const past = await mandatory(checked("2001-01-01T00:00:00Z"));
