@@ -107,7 +107,7 @@ describe("the policy pack over what the program really deploys", () => {
         if ((r.props as { type?: string }).type !== "bootstrap.kubernetes.io/token") return r;
         const plain = { ...(r.props.stringData as Record<string, string>), ...(expiration ? { expiration } : {}) };
         const data = Object.fromEntries(Object.entries(plain).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
-        const props = { ...r.props, data };
+        const props: Record<string, unknown> = { ...r.props, data };
         delete props.stringData;
         return { ...r, props };
       });
