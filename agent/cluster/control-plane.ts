@@ -10,7 +10,9 @@
  *
  * Nothing it serves is open to another local user: etcd speaks TLS only, to clients and peers
  * holding a certificate of its own CA (the API server's), not the cluster's; the API server admits
- * no anonymous request; the controller manager and scheduler serve nothing. The state directory
+ * no anonymous request (with `discovery`, one: kubeadm's, the `cluster-info` ConfigMap of the
+ * cluster's public CA, as a hardened kubeadm cluster allows it and nothing else); the controller
+ * manager and scheduler serve nothing. The state directory
  * (PKI, kubeconfigs, etcd's data) is private to its owner.
  *
  * Used by the end-to-end tests and by `winfleet local up --cluster`.
@@ -41,6 +43,11 @@ export interface ControlPlaneOptions {
   readonly readyTimeoutMs?: number;
   /** Progress lines (e.g. "etcd ready"). */
   readonly log?: (line: string) => void;
+  /**
+   * Lets an anonymous client read `kube-public/cluster-info` and nothing else: kubeadm's discovery, which hosts
+   * joining as Windows nodes do (a caCertHash, no credential yet) need. @default false
+   */
+  readonly discovery?: boolean;
 }
 
 /** A running control plane. */
@@ -206,13 +213,32 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     await stopProcess(etcd);
   };
 
+  let anonymous = "--anonymous-auth=false";
+  if (options.discovery) {
+    // Anonymous requests to this one path alone (structured authentication, as hardened kubeadm clusters set it).
+    const file = join(dir, "authentication.yaml");
+    await writeFile(
+      file,
+      [
+        "apiVersion: apiserver.config.k8s.io/v1",
+        "kind: AuthenticationConfiguration",
+        "anonymous:",
+        "  enabled: true",
+        "  conditions:",
+        "    - path: /api/v1/namespaces/kube-public/configmaps/cluster-info",
+        "",
+      ].join("\n"),
+      { mode: 0o600 },
+    );
+    anonymous = `--authentication-config=${file}`;
+  }
   const apiserverArgs = [
     `--etcd-servers=${etcdUrl}`,
     `--etcd-cafile=${pki.etcdCaCert}`,
     `--etcd-certfile=${pki.etcdClientCert}`,
     `--etcd-keyfile=${pki.etcdClientKey}`,
-    // Every request carries a credential: no anonymous reads, not even of /version or /healthz.
-    "--anonymous-auth=false",
+    // Every request carries a credential: no anonymous reads, not even of /version or /healthz (discovery aside).
+    anonymous,
     "--bind-address=127.0.0.1",
     "--advertise-address=127.0.0.1",
     `--secure-port=${apiPort}`,

@@ -114,6 +114,7 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
     await editFleet((f) => void (f.pools[0] && (f.pools[0].maxUnavailable = 2)));
     ok(await up("adopt 3 hosts"), "pulumi up");
     await converged(names(), "1.0.0");
+    const tokens = new Set<string>();
     for (const h of lab.hosts.hosts) {
       const root = join(h.home, "winfleet");
       const config = JSON.parse(readFileSync(join(root, "agent.json"), "utf8")) as {
@@ -121,7 +122,14 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
         secrets: Record<string, string>;
       };
       assert.equal(config.templateVersion, "1.0.0");
-      assert.match(config.secrets.KUBE_BOOTSTRAP_TOKEN ?? "", /^byolab\.[a-z0-9]{16}$/, "the token came on stdin");
+      // The token the stack derived for this host alone came on stdin: its id names the cluster's token for this node.
+      const token = config.secrets.KUBE_BOOTSTRAP_TOKEN ?? "";
+      assert.match(token, /^[a-z0-9]{6}\.[a-z0-9]{16}$/, "the token came on stdin");
+      const secret = await lab.admin.get<{ metadata: { labels?: Record<string, string> } }>(
+        `/api/v1/namespaces/kube-system/secrets/bootstrap-token-${token.slice(0, 6)}`,
+      );
+      assert.equal(secret.metadata.labels?.["winfleet.io/node"], h.name, `${h.name}'s own token`);
+      tokens.add(token);
       assert.ok(processes(h) >= 4, `${h.name}: the agent and the node, each under its supervisor`);
       for (const service of ["agent", "node"]) {
         const pid = Number(readFileSync(join(root, `${service}.pid`), "utf8"));
@@ -129,6 +137,7 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
       }
       assert.ok(existsSync(join(root, "node", "kubelet.conf")), "the node's own credential, from TLS bootstrap");
     }
+    assert.equal(tokens.size, lab.hosts.hosts.length, "a token per host");
   });
 
   it("a second up with nothing changed touches no host", async () => {
