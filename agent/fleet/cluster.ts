@@ -3,8 +3,10 @@
  * machine. A throwaway control plane starts; the stack's real Pulumi program deploys the
  * cluster side to it through the Automation API (the engines set-up built, a file backend under
  * the fleet's state directory); and each sandbox host joins as a Windows node does — TLS
- * bootstrap with the bootstrap token the program created, then its own credential, which its
- * node stand-in keeps the Node and Lease alive with and its agent reports with.
+ * bootstrap with the bootstrap token the program derived for that host, its CSR approved by
+ * winfleet's node approver (which the fleet runs, as a stack without an approver image runs it
+ * itself), then its own credential, which its node stand-in keeps the Node and Lease alive with
+ * and its agent reports with.
  */
 import { randomInt } from "node:crypto";
 import { copyFile, cp as copyTree, mkdir, readFile, rm } from "node:fs/promises";
@@ -21,6 +23,7 @@ import {
   tlsBootstrap,
   PodRunner,
   pulumiProject,
+  runNodeApprover,
 } from "../cluster";
 import { AgentError, AgentErrorCode } from "../common";
 import { AGENT_VERSION as VERSION } from "../version";
@@ -153,6 +156,22 @@ function random(n: number): string {
 }
 
 /**
+ * The bootstrap token (`<id>.<secret>`) the stack's program derived for `node`, as the cluster holds
+ * it: the fleet is the cluster's administrator, and a local host has no bootstrap to hand it over.
+ */
+export async function nodeToken(admin: KubeClient, stack: string, node: string): Promise<string> {
+  const selector = `${STACK_LABEL}=${stackSlug(stack)},winfleet.io/node=${node}`;
+  const secrets = await admin.get<{ items: { type?: string; data?: Record<string, string> }[] }>(
+    `/api/v1/namespaces/kube-system/secrets?labelSelector=${encodeURIComponent(selector)}`,
+  );
+  const token = secrets.items.find((s) => s.type === "bootstrap.kubernetes.io/token");
+  const field = (k: string) => Buffer.from(token?.data?.[k] ?? "", "base64").toString("utf8");
+  if (!token || field("token-id") === "" || field("token-secret") === "")
+    throw new AgentError(AgentErrorCode.Unavailable, `the stack ${stack} declared no join token for host ${node}`);
+  return `${field("token-id")}.${field("token-secret")}`;
+}
+
+/**
  * The stack's fleet with the cluster section pointing at the control plane (and the agent and
  * upgrader sections a cluster needs, when the stack leaves them out), as stack-file YAML.
  */
@@ -209,7 +228,9 @@ export async function startLocalCluster(
   const nodes = new Map<string, NodeStandIn>();
   const runners = new Map<string, PodRunner>();
   const kubelets: KubeletApi[] = [];
+  const approver = new AbortController();
   const stop = async () => {
+    approver.abort();
     for (const k of kubelets) await k.close();
     for (const r of runners.values()) await r.stop();
     for (const n of nodes.values()) await n.stop();
@@ -273,6 +294,12 @@ export async function startLocalCluster(
       };
       await admin.put(`${path}/approval`, { ...obj, status: { ...obj.status, conditions: [approved] } });
     };
+    // Nothing else approves a node's first certificate: the approver signs each host's own name alone.
+    void runNodeApprover(admin, LOCAL_NAMESPACE, {
+      signal: approver.signal,
+      intervalMs: 500,
+      onError: (e) => log(`node approver: ${String(e)}`),
+    });
     const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool, [STACK_LABEL]: stackSlug(STACK) };
     const joined = new Map<string, string>();
     await Promise.all(
@@ -280,7 +307,7 @@ export async function startLocalCluster(
         const credential = await tlsBootstrap({
           server: cp.server,
           caPem: cp.caPem,
-          bootstrapToken: `${tokenId}.${tokenSecret}`,
+          bootstrapToken: await nodeToken(admin, STACK, name),
           nodeName: name,
           labels,
           dir: join(hostPaths(stateDir, name).dir, "node"),
