@@ -128,7 +128,7 @@ async function existing(client: KubeClient, objects: readonly CreatedObject[], s
       findings.push(
         problem(
           `${describeObject(o)} exists already: the token id is someone else's (kubeadm's, or another stack's), and this stack would take it over and delete it on destroy`,
-          "set cluster.join.tokenId to an id no token in the cluster has",
+          "change cluster.join.tokenId: with the stack's name it seeds the ids of the stack's tokens",
         ),
       );
     else

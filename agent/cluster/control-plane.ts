@@ -316,7 +316,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         // (without it every eviction a budget covers is refused); deployment and replicaset run workloads, and
         // nodelifecycle lifts the not-ready taint a Node registers with once it is Ready (only DaemonSet pods
         // tolerate it) and taints a cordoned one, as on any cluster.
-        "--controllers=daemonset,deployment,replicaset,disruption,nodelifecycle,csrapproving,csrsigning,csrcleaner,tokencleaner,bootstrapsigner,serviceaccount,serviceaccount-token,namespace,garbagecollector",
+        "--controllers=daemonset,deployment,replicaset,disruption,nodelifecycle,podgc,csrapproving,csrsigning,csrcleaner,tokencleaner,bootstrapsigner,serviceaccount,serviceaccount-token,namespace,garbagecollector",
         `--cluster-signing-cert-file=${pki.caCert}`,
         `--cluster-signing-key-file=${pki.caKey}`,
         `--root-ca-file=${pki.caCert}`,

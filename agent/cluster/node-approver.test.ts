@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { describe, it } from "node:test";
-import { type Csr, judge, WINFLEET_TOKEN_GROUP } from "./node-approver";
+import type { KubeClient } from "./kube-client";
+import { type Csr, judge, runNodeApprover, WINFLEET_TOKEN_GROUP } from "./node-approver";
 
 const csr = (id: string): Csr => ({
   metadata: { name: `csr-${id}` },
@@ -27,5 +29,26 @@ describe("the node approver's verdict", () => {
     const verdict = judge(csr("abcdef"), names, () => false);
     assert.equal(verdict?.approve, false);
     assert.match(verdict && !verdict.approve ? verdict.reason : "", /^the request cannot be read/);
+  });
+});
+
+describe("the node approver's loop", () => {
+  it("keeps no listener on its signal from one pass to the next", async () => {
+    let passes = 0;
+    const api = {
+      get: () => {
+        passes += 1;
+        return Promise.resolve({ items: [] });
+      },
+    } as unknown as KubeClient;
+    const stop = new AbortController();
+    const running = runNodeApprover(api, "ns", { signal: stop.signal, intervalMs: 1 });
+    try {
+      while (passes < 30) await new Promise((resolve) => setTimeout(resolve, 5));
+      assert.ok(getEventListeners(stop.signal, "abort").length <= 1, "at most the current wait's");
+    } finally {
+      stop.abort();
+      await running;
+    }
   });
 });

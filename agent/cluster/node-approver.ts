@@ -195,15 +195,14 @@ export async function runNodeApprover(
       options.onError?.(e);
     }
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, options.intervalMs ?? 2000);
-      options.signal.addEventListener(
-        "abort",
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
+      // The listener goes with the wait: one left per pass would pile up on the signal as long as the approver runs.
+      const done = () => {
+        clearTimeout(timer);
+        options.signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, options.intervalMs ?? 2000);
+      options.signal.addEventListener("abort", done, { once: true });
     });
   }
 }

@@ -5,7 +5,10 @@
  * `command` plugin set-up built, the hosts' keys pinned. What `pulumi up` then does is what it
  * does to Windows hosts, with the POSIX twin of the bootstrap: copy the content and the
  * bootstrap over SSH, run it with the secrets on standard input, start the agent as a service,
- * join by TLS bootstrap. The end-to-end tests drive the same lab.
+ * join by TLS bootstrap with the token the stack derived for the host. The lab runs winfleet's
+ * node approver against its control plane, as a stack without an approver image has its
+ * operator run it: nothing else approves a node's first certificate. The end-to-end tests drive
+ * the same lab.
  */
 import { spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
@@ -19,13 +22,14 @@ import {
   KubeClient,
   publishClusterInfo,
   pulumiProject,
+  runNodeApprover,
   startControlPlane,
 } from "../cluster";
 import { projectRoot } from "../common";
 import { buildBundles } from "../release";
 import { type NetworkMode, type SshHosts, startSshHosts } from "../ssh";
 import { AGENT_VERSION } from "../version";
-import { archiveDirectory } from "../../components";
+import { archiveDirectory, defaultNamespace } from "../../components";
 
 /** The engines a lab runs. */
 export const BYO_ENGINES = ["kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes", "pulumi-resource-command"];
@@ -151,6 +155,21 @@ export async function startByoLab(o: ByoLabOptions): Promise<ByoLab> {
   try {
     const admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
     await publishClusterInfo(admin, cp.server, cp.caPem);
+    // It reads the names each token was made for from the stack's namespace (the default: the fleet names none).
+    const approver = new AbortController();
+    const approving = runNodeApprover(admin, defaultNamespace(stack), {
+      signal: approver.signal,
+      intervalMs: 1000,
+      onPass: (p) => {
+        for (const csr of p.approved) log(`node approver: approved ${csr}`);
+        for (const d of p.denied) log(`node approver: denied ${d.csr}: ${d.reason}`);
+      },
+      onError: (e) => log(`node approver: ${String(e)}`),
+    });
+    cleanups.push(() => {
+      approver.abort();
+      return approving;
+    });
     const apiPort = Number(new URL(cp.server).port);
     const hosts = await startSshHosts({
       count: o.hosts,

@@ -3,8 +3,10 @@
  * machine. A throwaway control plane starts; the stack's real Pulumi program deploys the
  * cluster side to it through the Automation API (the engines set-up built, a file backend under
  * the fleet's state directory); and each sandbox host joins as a Windows node does — TLS
- * bootstrap with the bootstrap token the program created, then its own credential, which its
- * node stand-in keeps the Node and Lease alive with and its agent reports with.
+ * bootstrap with the bootstrap token the program derived for that host, its CSR approved by
+ * winfleet's node approver (which the fleet runs, as a stack without an approver image runs it
+ * itself), then its own credential, which its node stand-in keeps the Node and Lease alive with
+ * and its agent reports with.
  */
 import { randomInt } from "node:crypto";
 import { copyFile, cp as copyTree, mkdir, readFile, rm } from "node:fs/promises";
@@ -25,15 +27,7 @@ import {
 } from "../cluster";
 import { AgentError, AgentErrorCode } from "../common";
 import { AGENT_VERSION as VERSION } from "../version";
-import {
-  nodeTokens,
-  parseLifetime,
-  POOL_LABEL,
-  STACK_LABEL,
-  stackSlug,
-  tokenEpoch,
-  tokenSecretOf,
-} from "../../components";
+import { POOL_LABEL, STACK_LABEL, stackSlug } from "../../components";
 import { type FleetSpec, hostNames, hostPaths } from "./spec";
 
 /** What the status page shows of the cluster: the Nodes, the upgrader DaemonSets' rollouts and recent Events. */
@@ -152,25 +146,7 @@ export async function clusterView(api: KubeClient, namespace: string): Promise<C
 
 const ENGINES = ["kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes"] as const;
 const STACK = "local";
-/** The project the checkout's Pulumi.yaml names: with the stack, it seeds the join tokens the program derives. */
-const PROJECT = "winfleet";
 
-/**
- * Each host's join token, as the program derives it for the stack (one per node, this epoch's secret): a host joins
- * with its own, which winfleet's approver honours for its name only.
- */
-export function localJoinTokens(
-  spec: Pick<FleetSpec, "pool" | "hosts">,
-  tokenId: string,
-  tokenSecret: string,
-  now = new Date(),
-): Map<string, string> {
-  const epoch = tokenEpoch(now, { lifetimeSeconds: parseLifetime("7d") });
-  const tokens = nodeTokens(`${PROJECT}/${STACK}\0${tokenId}`, [
-    { pool: spec.pool, names: hostNames(spec.pool, spec.hosts) },
-  ]);
-  return new Map(tokens.map((t) => [t.node ?? "", `${t.id}.${tokenSecretOf(tokenSecret, epoch, t)}`]));
-}
 /** The namespace of the local fleet's cluster side. */
 export const LOCAL_NAMESPACE = "winfleet-system";
 
@@ -178,6 +154,22 @@ export const LOCAL_NAMESPACE = "winfleet-system";
 function random(n: number): string {
   const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
   return Array.from({ length: n }, () => alphabet[randomInt(alphabet.length)]).join("");
+}
+
+/**
+ * The bootstrap token (`<id>.<secret>`) the stack's program derived for `node`, as the cluster holds
+ * it: the fleet is the cluster's administrator, and a local host has no bootstrap to hand it over.
+ */
+export async function nodeToken(admin: KubeClient, stack: string, node: string): Promise<string> {
+  const selector = `${STACK_LABEL}=${stackSlug(stack)},winfleet.io/node=${node}`;
+  const secrets = await admin.get<{ items: { type?: string; data?: Record<string, string> }[] }>(
+    `/api/v1/namespaces/kube-system/secrets?labelSelector=${encodeURIComponent(selector)}`,
+  );
+  const token = secrets.items.find((s) => s.type === "bootstrap.kubernetes.io/token");
+  const field = (k: string) => Buffer.from(token?.data?.[k] ?? "", "base64").toString("utf8");
+  if (!token || field("token-id") === "" || field("token-secret") === "")
+    throw new AgentError(AgentErrorCode.Unavailable, `the stack ${stack} declared no join token for host ${node}`);
+  return `${field("token-id")}.${field("token-secret")}`;
 }
 
 /**
@@ -309,7 +301,6 @@ export async function startLocalCluster(
       intervalMs: 500,
       onError: (e) => log(`node approver: ${String(e)}`),
     });
-    const tokens = localJoinTokens(spec, tokenId, tokenSecret);
     const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool, [STACK_LABEL]: stackSlug(STACK) };
     const joined = new Map<string, string>();
     await Promise.all(
@@ -317,7 +308,7 @@ export async function startLocalCluster(
         const credential = await tlsBootstrap({
           server: cp.server,
           caPem: cp.caPem,
-          bootstrapToken: tokens.get(name) ?? "",
+          bootstrapToken: await nodeToken(admin, STACK, name),
           nodeName: name,
           labels,
           dir: join(hostPaths(stateDir, name).dir, "node"),

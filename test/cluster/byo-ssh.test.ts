@@ -46,6 +46,20 @@ function processes(h: SshHost): number {
   }).length;
 }
 
+/** The command lines of the processes the host's user runs, for a failure's message. */
+function commandsOf(h: SshHost): string[] {
+  const uid = Number(execFileSync("id", ["-u", h.user], { encoding: "utf8" }).trim());
+  return readdirSync("/proc").flatMap((p) => {
+    try {
+      if (!/^\d+$/.test(p)) return [];
+      if (Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, "utf8"))?.[1]) !== uid) return [];
+      return [readFileSync(`/proc/${p}/cmdline`, "utf8").replace(/\0/g, " ").trim()];
+    } catch {
+      return [];
+    }
+  });
+}
+
 /** Sessions a host's sshd accepted (a remote command or a copy each). */
 const sessions = (h: SshHost): number =>
   (readFileSync(h.sshdLog, "utf8").match(new RegExp(`Accepted publickey for ${h.user} `, "g")) ?? []).length;
@@ -114,6 +128,7 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
     await editFleet((f) => void (f.pools[0] && (f.pools[0].maxUnavailable = 2)));
     ok(await up("adopt 3 hosts"), "pulumi up");
     await converged(names(), "1.0.0");
+    const tokens = new Set<string>();
     for (const h of lab.hosts.hosts) {
       const root = join(h.home, "winfleet");
       const config = (): { templateVersion: string; secrets: Record<string, string> } =>
@@ -122,7 +137,13 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
           secrets: Record<string, string>;
         };
       assert.equal(config().templateVersion, "1.0.0");
-      // The token came on stdin and joined the node; once the node has its own certificate the agent drops it.
+      // The stack derived a token for this host alone (its Secret names the node); it came on stdin and joined the
+      // node, and once the node has its own certificate the agent drops it.
+      const own = await lab.admin.get<{ items: { metadata: { name: string } }[] }>(
+        `/api/v1/namespaces/kube-system/secrets?labelSelector=${encodeURIComponent(`winfleet.io/node=${h.name}`)}`,
+      );
+      assert.equal(own.items.length, 1, `${h.name}'s own token`);
+      tokens.add(own.items[0]?.metadata.name ?? "");
       await waitFor(() => config().secrets.KUBE_BOOTSTRAP_TOKEN === undefined, 20_000, `${h.name}'s join token`);
       assert.ok(processes(h) >= 4, `${h.name}: the agent and the node, each under its supervisor`);
       for (const service of ["agent", "node"]) {
@@ -131,6 +152,7 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
       }
       assert.ok(existsSync(join(root, "node", "kubelet.conf")), "the node's own credential, from TLS bootstrap");
     }
+    assert.equal(tokens.size, lab.hosts.hosts.length, "a token per host");
   });
 
   it("a second up with nothing changed touches no host", async () => {
@@ -241,7 +263,13 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
     ok(await up("remove a host"), "pulumi up");
     assert.deepEqual([h1, h2].map(sessions), before);
     assert.ok(!existsSync(join(h3.home, "winfleet")), "its install directory is gone");
-    assert.equal(processes(h3), 0, "its services and their pods are stopped");
+    // Its services and their pods are stopped; the uninstall's own SSH session may take a moment to close.
+    await waitFor(
+      () => processes(h3) === 0,
+      30_000,
+      `${h3.name}'s processes to end (right after the up: ${commandsOf(h3).join("; ")})`,
+      200,
+    );
     assert.ok(!(await nodes()).some((n) => n.metadata.name === h3.name), "its Node is deleted");
   });
 

@@ -128,6 +128,24 @@ describe("throwaway control plane", { skip: typeof engines === "string" ? engine
     },
   );
 
+  it("collects a pod bound to a Node that is gone (pod GC), so its namespace can be deleted", async () => {
+    // What a destroyed stack leaves when its hosts left first: pods of deleted Nodes, which no kubelet will confirm.
+    await kube.post("/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: "orphans" } });
+    await kube.post("/api/v1/namespaces/orphans/pods", {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "left" },
+      spec: { nodeName: "gone", containers: [{ name: "c", image: "none" }] },
+    });
+    await kube.delete("/api/v1/namespaces/orphans");
+    const gone = await kube.waitFor(
+      async () => (await kube.getOrUndefined("/api/v1/namespaces/orphans")) === undefined || undefined,
+      180_000,
+      "the namespace to be gone",
+    );
+    assert.equal(gone, true);
+  });
+
   it("restarts its API server on the same port, with what etcd holds intact", async () => {
     const port = Number(new URL(cp.server).port);
     await cp.stopApiServer();

@@ -92,6 +92,16 @@ describe(
     let admin: KubeClient;
     let project: PulumiProject;
     let objects: CreatedObject[] = [];
+    /** The stack's bootstrap token Secrets (one per host, their ids derived), as the program declares them. */
+    const tokenNames = (): string[] => {
+      const names = objects
+        .filter((o) => o.kind === "Secret" && o.metadata.name.startsWith("bootstrap-token-"))
+        .map((o) => o.metadata.name);
+      assert.equal(names.length, 2, "a token for each host");
+      return names;
+    };
+    /** The bootstrap token Secret another made (the test above). */
+    let takenByAnother = "bootstrap-token-kubead";
     const dir = tempDir("winfleet-creds-");
     // One path, as the workflows write each environment's kubeconfig to one path: the provider records it.
     const KUBECONFIG = join(dir, "kubeconfig");
@@ -169,23 +179,36 @@ describe(
     });
 
     it("finds a bootstrap token whose id another made (kubeadm, another stack)", async () => {
+      const other = join(dir, `Pulumi.other.yaml`);
+      writeFileSync(other, stackYaml(cp, "kubead"));
+      // The ids are derived (the project, the stack, its tokenId and each node): take one the program will declare.
+      const declared = (await renderStack(other)).resources
+        .map((r) => r.inputs as { type?: string; metadata?: { name?: string }; stringData?: Record<string, string> })
+        .filter((r) => r.type === "bootstrap.kubernetes.io/token");
+      assert.equal(declared.length, 2, "a token for each of the stack's hosts");
+      const taken = declared[0]?.stringData?.["token-id"] ?? "";
+      assert.match(taken, /^[a-z0-9]{6}$/);
+      assert.notEqual(taken, "kubead", "the tokenId seeds the ids, it is none of them");
       await admin.post("/api/v1/namespaces/kube-system/secrets", {
         apiVersion: "v1",
         kind: "Secret",
-        metadata: { name: "bootstrap-token-kubead" },
+        metadata: { name: `bootstrap-token-${taken}` },
         type: "bootstrap.kubernetes.io/token",
         stringData: {
-          "token-id": "kubead",
+          "token-id": taken,
           "token-secret": "0123456789abcdef",
           "usage-bootstrap-authentication": "true",
         },
       });
-      const other = join(dir, `Pulumi.other.yaml`);
-      writeFileSync(other, stackYaml(cp, "kubead"));
       as(adminUser(cp));
       const { out } = await preflight(other);
-      assert.match(out, /problem {2}cluster-objects: Secret kube-system\/bootstrap-token-kubead exists already/);
+      assert.match(
+        out,
+        new RegExp(`problem {2}cluster-objects: Secret kube-system/bootstrap-token-${taken} exists already`),
+      );
       assert.doesNotMatch(out, /cluster-permissions: this identity may not/, "the admin may");
+      assert.equal((out.match(/bootstrap-token-[a-z0-9]{6} exists already/g) ?? []).length, 1, "the other is free");
+      takenByAnother = `bootstrap-token-${taken}`;
     });
 
     it("an identity bound to what the program creates deploys the stack through the stack's context, the current one reaching nothing", async () => {
@@ -198,13 +221,14 @@ describe(
       as({ token: await token(DEPLOYER) });
       const up = await pulumi(["up", "--yes", "--skip-preview"]);
       assert.equal(up.code, 0, `${up.stdout.slice(-3000)}\n${up.stderr.slice(-3000)}`);
-      assert.ok(await admin.getOrUndefined(`/api/v1/namespaces/kube-system/secrets/bootstrap-token-${TOKEN_ID}`));
+      for (const name of tokenNames())
+        assert.ok(await admin.getOrUndefined(`/api/v1/namespaces/kube-system/secrets/${name}`), name);
       const { out } = await preflight(join(project.dir, "stacks", `Pulumi.${STACK}.yaml`));
       assert.doesNotMatch(out, /cluster-permissions: this identity may not/, out);
       const user = `system:serviceaccount:${OPS}:${DEPLOYER}`;
       const groups = ["system:serviceaccounts", `system:serviceaccounts:${OPS}`, "system:authenticated"];
       const refused: Record<string, string>[] = [
-        { resource: "secrets", verb: "get", namespace: "kube-system", name: "bootstrap-token-kubead" },
+        { resource: "secrets", verb: "get", namespace: "kube-system", name: takenByAnother },
         { resource: "secrets", verb: "list", namespace: "default" },
         { resource: "secrets", verb: "get", namespace: "default", name: "anything" },
         { resource: "pods", verb: "create", namespace: "kube-system" },
@@ -269,10 +293,8 @@ describe(
         [`${OPS}:${DEPLOYER}`],
         "the deployer's own binding alone, which the program did not make",
       );
-      assert.equal(
-        await admin.getOrUndefined(`/api/v1/namespaces/kube-system/secrets/bootstrap-token-${TOKEN_ID}`),
-        undefined,
-      );
+      for (const name of tokenNames())
+        assert.equal(await admin.getOrUndefined(`/api/v1/namespaces/kube-system/secrets/${name}`), undefined, name);
     });
   },
 );

@@ -2,11 +2,13 @@
  * The Pulumi program through the real engine against a real control plane: the Pulumi CLI
  * with its Node.js language host and the kubernetes resource plugin set-up built, a local
  * file backend, passphrase secrets, no plugin downloads. Every object is accepted (or
- * refused) by the real API server, the bootstrap token is checked against the real
- * authorizer, and its node CSR is approved and signed by the real controllers.
+ * refused) by the real API server, each node's bootstrap token is checked against the real
+ * authorizer, and a node's CSR is approved by winfleet's approver (running with the identity the
+ * stack gives it) and signed by the real controllers.
  *
- * The stack is a `local` pool that names the cluster: the cluster side (namespace, RBAC,
- * bootstrap token, content ConfigMap, upgrader DaemonSet) is what any pool deploys there.
+ * The stack is a `local` pool that names the cluster: the cluster side (namespace, RBAC, a
+ * bootstrap token per host, the approver's names, content ConfigMap, upgrader DaemonSet) is what
+ * any pool deploys there.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -16,7 +18,10 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { ControlPlane } from "../../agent/cluster/control-plane";
 import { KubeClient, KubeError } from "../../agent/cluster/kube-client";
+import { runNodeApprover, WINFLEET_TOKEN_GROUP } from "../../agent/cluster/node-approver";
 import { ecKeyAndCsr } from "../../agent/cluster/pki";
+import { localHostNames } from "../../components";
+import { nodeTokens } from "../../components/node-tokens";
 import {
   enginesOrSkip,
   pulumiProject,
@@ -32,6 +37,15 @@ const NS = "winfleet-e2e";
 const TOKEN_ID = "e2etok";
 const TOKEN_SECRET = "q2w3e4r5t6y7u8i9";
 const STACK = "e2e";
+const HOSTS = localHostNames("local", 3);
+
+/** A bootstrap token Secret as the API returns it. */
+type TokenSecret = {
+  metadata: { name: string; labels?: Record<string, string> };
+  type: string;
+  data: Record<string, string>;
+};
+const field = (t: TokenSecret, key: string) => Buffer.from(t.data[key] ?? "", "base64").toString("utf8");
 
 function stackYaml(cp: ControlPlane, templateVersion: string, maxUnavailable: number | string = 1): string {
   return [
@@ -99,6 +113,20 @@ describe(
       return r;
     };
 
+    /** The stack's bootstrap tokens in the cluster. */
+    const stackTokens = async () =>
+      (
+        await admin.get<{ items: TokenSecret[] }>(
+          `/api/v1/namespaces/kube-system/secrets?labelSelector=${encodeURIComponent(`winfleet.io/stack=${STACK}`)}&fieldSelector=${encodeURIComponent("type=bootstrap.kubernetes.io/token")}`,
+        )
+      ).items;
+    /** The token (`<id>.<secret>`) the stack made for `node`. */
+    const tokenOf = async (node: string) => {
+      const t = (await stackTokens()).find((x) => x.metadata.labels?.["winfleet.io/node"] === node);
+      assert.ok(t, `a token for ${node}`);
+      return { id: field(t, "token-id"), secret: field(t, "token-secret") };
+    };
+
     before(async () => {
       if (typeof engines === "string") return;
       cp = await startTestControlPlane(engines);
@@ -123,11 +151,30 @@ describe(
       await ok(["up", "--yes", "--skip-preview"]);
       const ns = await admin.get<{ metadata: { labels: Record<string, string> } }>(`/api/v1/namespaces/${NS}`);
       assert.equal(ns.metadata.labels["pod-security.kubernetes.io/enforce"], "privileged");
-      const token = await admin.get<{ type: string; data: Record<string, string> }>(
-        `/api/v1/namespaces/kube-system/secrets/bootstrap-token-${TOKEN_ID}`,
+      // One token per host, named by the id derived from the stack (project/stack and tokenId) and the host.
+      const tokens = await stackTokens();
+      assert.deepEqual(tokens.map((t) => t.metadata.labels?.["winfleet.io/node"]).sort(), HOSTS);
+      const derived = nodeTokens(`winfleet/${STACK}\0${TOKEN_ID}`, [{ pool: "local", names: HOSTS }]);
+      for (const t of tokens) {
+        const id = field(t, "token-id");
+        const node = t.metadata.labels?.["winfleet.io/node"];
+        assert.equal(id, derived.find((d) => d.node === node)?.id, `${node}'s token id is derived`);
+        assert.equal(t.metadata.name, `bootstrap-token-${id}`);
+        assert.notEqual(id, TOKEN_ID, "the tokenId seeds the ids; no token has it");
+        assert.match(field(t, "token-secret"), /^[a-z0-9]{16}$/);
+        assert.notEqual(field(t, "token-secret"), TOKEN_SECRET, "each token's secret is derived, not the stack's");
+        assert.equal(field(t, "auth-extra-groups"), WINFLEET_TOKEN_GROUP);
+        assert.ok(Date.parse(field(t, "expiration")) > Date.now(), "it expires, later");
+      }
+      assert.equal(new Set(tokens.map((t) => field(t, "token-secret"))).size, HOSTS.length, "a secret per host");
+      const names = await admin.get<{ data: Record<string, string> }>(
+        `/api/v1/namespaces/${NS}/configmaps/winfleet-node-names`,
       );
-      assert.equal(token.type, "bootstrap.kubernetes.io/token");
-      assert.equal(Buffer.from(token.data["token-secret"] ?? "", "base64").toString(), TOKEN_SECRET);
+      assert.deepEqual(
+        Object.fromEntries(Object.entries(names.data).map(([id, v]) => [id, JSON.parse(v) as unknown])),
+        Object.fromEntries(derived.map((d) => [d.id, { pool: "local", names: [d.node] }])),
+        "the approver reads each token's one name",
+      );
       const ds = await admin.get<{ items: { metadata: { name: string } }[] }>(
         `/apis/apps/v1/namespaces/${NS}/daemonsets`,
       );
@@ -143,27 +190,37 @@ describe(
       await ok(["preview", "--expect-no-changes"]);
     });
 
-    it("the state file holds the bootstrap token secret only encrypted", () => {
+    it("the state file holds neither the stack's token secret nor any node's token secret in plain text", async () => {
       const backend = (project.env.PULUMI_BACKEND_URL ?? "").replace("file://", "");
-      const grep = spawnSync("grep", ["-rl", TOKEN_SECRET, backend], { encoding: "utf8" });
-      assert.equal(grep.status, 1, `no file of the backend holds the token secret in plain text: ${grep.stdout}`);
-      // And the state does hold it, encrypted: the check above is not passing on an empty backend.
-      assert.equal(spawnSync("grep", ["-rlq", "bootstrap-token-e2etok", backend]).status, 0);
+      const tokens = await stackTokens();
+      assert.equal(tokens.length, HOSTS.length);
+      for (const secret of [TOKEN_SECRET, ...tokens.map((t) => field(t, "token-secret"))]) {
+        const grep = spawnSync("grep", ["-rlF", secret, backend], { encoding: "utf8" });
+        assert.equal(grep.status, 1, `no file of the backend holds ${secret} in plain text: ${grep.stdout}`);
+      }
+      // And the state does hold the tokens, encrypted: the check above is not passing on an empty backend.
+      for (const t of tokens) assert.equal(spawnSync("grep", ["-rlqF", t.metadata.name, backend]).status, 0);
     });
 
-    it("the bootstrap token may create a node client CSR and nothing else", async () => {
-      const user = `system:bootstrap:${TOKEN_ID}`;
-      const groups = [
-        "system:bootstrappers",
-        "system:bootstrappers:kubeadm:default-node-token",
-        "system:authenticated",
-      ];
+    it("a node's bootstrap token authenticates in winfleet's token group alone, and may create a CSR and nothing else", async () => {
+      const token = await tokenOf(HOSTS[0] ?? "");
+      // Who the API server takes the token for (not groups the test assumes).
+      const review = await admin
+        .as({ token: `${token.id}.${token.secret}` })
+        .post<{ status: { userInfo: { username: string; groups: string[] } } }>(
+          "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+          { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+        );
+      const { username: user, groups } = review.status.userInfo;
+      assert.equal(user, `system:bootstrap:${token.id}`);
+      assert.deepEqual([...groups].sort(), ["system:authenticated", "system:bootstrappers", WINFLEET_TOKEN_GROUP]);
       const csr = { group: "certificates.k8s.io", resource: "certificatesigningrequests" };
       assert.equal(await admin.allowed(user, groups, { ...csr, verb: "create" }), true);
-      assert.equal(await admin.allowed(user, groups, { ...csr, verb: "create", subresource: "nodeclient" }), true);
       // What a kubelet does while it waits for its certificate: read its own CSR back.
       assert.equal(await admin.allowed(user, groups, { ...csr, verb: "get" }), true);
       const denied: Record<string, string>[] = [
+        // What the csrapproving controller asks before it approves a node client CSR: only winfleet approves these.
+        { ...csr, verb: "create", subresource: "nodeclient" },
         { ...csr, verb: "update", subresource: "approval" },
         { ...csr, verb: "delete" },
         { ...csr, verb: "create", subresource: "selfnodeclient" },
@@ -173,6 +230,7 @@ describe(
         { resource: "nodes", verb: "create" },
         { resource: "pods", verb: "create", namespace: NS },
         { resource: "configmaps", verb: "list", namespace: NS },
+        { resource: "configmaps", verb: "get", namespace: NS, name: "winfleet-node-names" },
         { group: "apps", resource: "daemonsets", verb: "patch", namespace: NS },
         { group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", verb: "create" },
         { resource: "namespaces", verb: "create" },
@@ -185,12 +243,27 @@ describe(
         );
     });
 
-    it("TLS bootstrap end to end: the token's CSR is approved and signed by the controllers, and the node credential works", async () => {
+    it("TLS bootstrap end to end: winfleet's approver, with the identity the stack gives it, approves the node's own name; the controllers sign; the credential works", async () => {
       const dir = tempDir("winfleet-csr-");
+      const approver = new AbortController();
       try {
-        const node = "e2e-node-1";
+        // The approver as its Deployment would run it: the stack's service account and roles, nothing more.
+        const { token: approverToken } = (
+          await admin.post<{ status: { token: string } }>(
+            `/api/v1/namespaces/${NS}/serviceaccounts/winfleet-node-approver/token`,
+            { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
+          )
+        ).status;
+        const errors: unknown[] = [];
+        const approving = runNodeApprover(admin.as({ token: approverToken }), NS, {
+          signal: approver.signal,
+          intervalMs: 300,
+          onError: (e) => errors.push(e),
+        });
+        const node = HOSTS[0] ?? "";
+        const token = await tokenOf(node);
         await ecKeyAndCsr(dir, "node", `/O=system:nodes/CN=system:node:${node}`);
-        const bootstrap = admin.as({ token: `${TOKEN_ID}.${TOKEN_SECRET}` });
+        const bootstrap = admin.as({ token: `${token.id}.${token.secret}` });
         const name = `node-csr-${node}`;
         await bootstrap.post("/apis/certificates.k8s.io/v1/certificatesigningrequests", {
           apiVersion: "certificates.k8s.io/v1",
@@ -202,32 +275,26 @@ describe(
             usages: ["digital signature", "client auth"],
           },
         });
-        const issued = await admin
-          .waitFor(
-            async () =>
-              (
-                await admin.get<{ status: { certificate?: string; conditions?: { type: string }[] } }>(
-                  `/apis/certificates.k8s.io/v1/certificatesigningrequests/${name}`,
-                )
-              ).status,
-            60_000,
-            "the CSR to be signed",
-          )
-          .then(async () =>
-            admin.waitFor(
-              async () => {
-                const s = (
-                  await admin.get<{ status: { certificate?: string; conditions?: { type: string }[] } }>(
-                    `/apis/certificates.k8s.io/v1/certificatesigningrequests/${name}`,
-                  )
-                ).status;
-                return s.certificate && s.conditions?.some((c) => c.type === "Approved") ? s.certificate : undefined;
-              },
-              60_000,
-              "the CSR to be approved and signed",
-            ),
-          );
-        const certPem = Buffer.from(issued, "base64").toString();
+        type Status = { certificate?: string; conditions?: { type: string; reason?: string }[] };
+        const issued = await admin.waitFor(
+          async () => {
+            const s = (
+              await admin.get<{ status: Status }>(`/apis/certificates.k8s.io/v1/certificatesigningrequests/${name}`)
+            ).status;
+            return s.certificate && s.conditions?.some((c) => c.type === "Approved") ? s : undefined;
+          },
+          120_000,
+          `the CSR to be approved and signed (approver errors: ${errors.map(String).join("; ")})`,
+        );
+        approver.abort();
+        await approving;
+        assert.deepEqual(errors, [], "the approver's identity may do what it needs");
+        assert.equal(
+          issued.conditions?.find((c) => c.type === "Approved")?.reason,
+          "WinfleetNodeName",
+          "approved by winfleet's approver, not by the controllers",
+        );
+        const certPem = Buffer.from(issued.certificate ?? "", "base64").toString();
         const cert = new X509Certificate(certPem);
         assert.match(cert.subject, new RegExp(`CN=system:node:${node}`));
         assert.ok(cert.verify(new X509Certificate(cp.caPem).publicKey), "signed by the cluster CA");
@@ -247,6 +314,7 @@ describe(
           `patching another Node is refused: ${String(refused)}`,
         );
       } finally {
+        approver.abort();
         rmSync(dir, { recursive: true, force: true });
       }
     });
@@ -336,10 +404,7 @@ describe(
 
     it("pulumi destroy leaves no winfleet object in the cluster", async () => {
       await ok(["destroy", "--yes", "--skip-preview"]);
-      assert.equal(
-        await admin.getOrUndefined(`/api/v1/namespaces/kube-system/secrets/bootstrap-token-${TOKEN_ID}`),
-        undefined,
-      );
+      assert.deepEqual(await stackTokens(), [], "no bootstrap token of the stack");
       const bindings = await admin.get<{ items: { metadata: { name: string } }[] }>(
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings?labelSelector=app.kubernetes.io%2Fpart-of%3Dwinfleet",
       );

@@ -3,8 +3,9 @@
  * of the same name, joining the same control plane) side by side. Whatever lies outside a
  * stack's namespace carries the stack's name (ClusterRoles, bindings, the Role in kube-system),
  * each stack has a namespace of its own by default, and its upgraders select its own nodes by
- * the stack's label; so destroying one leaves the other exactly as it deployed it, its
- * identities still granted what they need.
+ * the stack's label, and its node tokens' ids are derived from its own name; so destroying one
+ * leaves the other exactly as it deployed it, its identities and node tokens still granted what
+ * they need.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -51,6 +52,13 @@ describe("two stacks in one cluster", { skip: typeof engines === "string" ? engi
   let cp: ControlPlane;
   let admin: KubeClient;
   let project: PulumiProject;
+  /** A stack's bootstrap token Secrets in the cluster. */
+  const tokens = async (stack: string) =>
+    (
+      await admin.get<{ items: (Named & { data: Record<string, string> })[] }>(
+        `/api/v1/namespaces/kube-system/secrets?labelSelector=${encodeURIComponent(`winfleet.io/stack=${stack}`)}&fieldSelector=${encodeURIComponent("type=bootstrap.kubernetes.io/token")}`,
+      )
+    ).items;
   const ok = async (args: string[]) => {
     const r = await project.pulumi(args);
     assert.equal(
@@ -98,9 +106,22 @@ describe("two stacks in one cluster", { skip: typeof engines === "string" ? engi
     assert.deepEqual(roles.sort(), [
       "winfleet:alpha:calico-node",
       "winfleet:alpha:kube-proxy",
+      "winfleet:alpha:node-approver",
       "winfleet:beta:calico-node",
       "winfleet:beta:kube-proxy",
+      "winfleet:beta:node-approver",
     ]);
+    // Hosts of the same names in each stack: each stack's tokens for them have ids of their own.
+    const [alphaIds = [], betaIds = []] = await Promise.all(
+      ["alpha", "beta"].map(async (s) => (await tokens(s)).map((t) => t.metadata.name)),
+    );
+    assert.equal(alphaIds.length, 3, "a token per host");
+    assert.equal(betaIds.length, 3, "a token per host");
+    assert.deepEqual(
+      alphaIds.filter((id) => betaIds.includes(id)),
+      [],
+      "no id shared",
+    );
     for (const ns of ["winfleet-alpha", "winfleet-beta"])
       assert.ok(await admin.getOrUndefined(`/api/v1/namespaces/${ns}`), ns);
     const selectors = await Promise.all(
@@ -132,19 +153,27 @@ describe("two stacks in one cluster", { skip: typeof engines === "string" ? engi
     const groups = ["system:serviceaccounts", "system:serviceaccounts:winfleet-alpha", "system:authenticated"];
     assert.equal(await admin.allowed(sa("winfleet-kube-proxy"), groups, { resource: "services", verb: "list" }), true);
     assert.equal(await admin.allowed(sa("winfleet-calico-node"), groups, { resource: "nodes", verb: "watch" }), true);
-    assert.equal(
-      await admin.allowed(
-        "system:bootstrap:alpha1",
-        ["system:bootstrappers", "system:bootstrappers:kubeadm:default-node-token"],
-        {
-          group: "certificates.k8s.io",
-          resource: "certificatesigningrequests",
-          verb: "create",
+    assert.deepEqual(await tokens("beta"), [], "beta's tokens went with it");
+    // alpha's node token, as the API server authenticates it, may still ask for its certificate; alpha's approver
+    // still reads the name it was made for.
+    const [alpha] = await tokens("alpha");
+    assert.ok(alpha);
+    const field = (k: string) => Buffer.from(alpha.data[k] ?? "", "base64").toString("utf8");
+    const review = await admin
+      .as({ token: `${field("token-id")}.${field("token-secret")}` })
+      .post<{ status: { allowed: boolean } }>("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SelfSubjectAccessReview",
+        spec: {
+          resourceAttributes: { group: "certificates.k8s.io", resource: "certificatesigningrequests", verb: "create" },
         },
-      ),
-      true,
-      "alpha's nodes can still join",
+      });
+    assert.equal(review.status.allowed, true, "alpha's nodes can still join");
+    const names = await admin.get<{ data: Record<string, string> }>(
+      "/api/v1/namespaces/winfleet-alpha/configmaps/winfleet-node-names",
     );
+    const alphaIds = (await tokens("alpha")).map((t) => Buffer.from(t.data["token-id"] ?? "", "base64").toString());
+    assert.deepEqual(Object.keys(names.data).sort(), alphaIds.sort(), "alpha's names, for alpha's tokens alone");
     await ok(["destroy", "-s", "alpha", "--yes", "--skip-preview"]);
     const left = (
       await admin.get<{ items: Named[] }>("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings")

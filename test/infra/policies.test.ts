@@ -117,6 +117,22 @@ describe("the policy pack over what the program really deploys", () => {
     assert.deepEqual(await runPolicies(asProvided), [], "an expiration in data is read decoded");
   });
 
+  it("reads a token's expiration as the engine hands it after the provider's check: in data, base64-encoded", async () => {
+    const dev = await rendered("dev");
+    const checked = (expiration?: string): PolicyResource[] =>
+      dev.map((r) => {
+        if ((r.props as { type?: string }).type !== "bootstrap.kubernetes.io/token") return r;
+        const plain = { ...(r.props.stringData as Record<string, string>), ...(expiration ? { expiration } : {}) };
+        const data = Object.fromEntries(Object.entries(plain).map(([k, v]) => [k, Buffer.from(v).toString("base64")]));
+        const props: Record<string, unknown> = { ...r.props, data };
+        delete props.stringData;
+        return { ...r, props };
+      });
+    assert.deepEqual(await mandatory(checked()), [], "the program's tokens expire, read from data");
+    const past = await mandatory(checked("2001-01-01T00:00:00Z"));
+    assert.match(past[0]?.message ?? "", /expires at 2001-01-01T00:00:00Z, within the hour or before now/);
+  });
+
   it("refuses an upgrader DaemonSet that could take every node at once", async () => {
     const dev = await rendered("dev");
     for (const bad of ["100%", 0, undefined]) {
