@@ -16,7 +16,9 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync,
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { stringify as toYaml } from "yaml";
+import { runNodeApprover } from "../../agent/cluster/node-approver";
 import { type ByoLab, startByoLab } from "../../agent/fleet/byo";
+import { defaultNamespace } from "../../components/stack-names";
 import type { SshHost } from "../../agent/ssh";
 import { enginesOrSkip, skipUnlessInstalled, SOCAT, SSHD, tempDir, waitFor } from "../support";
 
@@ -345,6 +347,10 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
         },
       }),
     );
+    // The lab approves its own stack's nodes; this second stack's tokens are named in its own namespace, which an
+    // approver of its own reads (as two stacks sharing a cluster each run theirs).
+    const approver = new AbortController();
+    void runNodeApprover(lab.admin, defaultNamespace("migrate"), { signal: approver.signal, intervalMs: 500 });
     try {
       ok(await lab.pulumi(["stack", "init", "migrate", "--secrets-provider", "passphrase"]), "stack init");
       ok(
@@ -378,6 +384,7 @@ describe("bring-your-own hosts over SSH, through the real engine", { skip, timeo
       await converged([h1.name], fleet.content.templateVersion);
       ok(await lab.pulumi(["destroy", "--yes", "--skip-preview"]), "pulumi destroy");
     } finally {
+      approver.abort();
       writeFileSync(projectFile, project);
     }
   });
