@@ -61,7 +61,7 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
     dir = tempDir("winfleet-nodes-");
     cp = await startTestControlPlane(engines);
     admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
-    stopApprover = await joinableBy(admin, TOKEN, ["local-1", "local-2", "local-3"]);
+    stopApprover = await joinableBy(admin, TOKEN, ["local-1", "local-2", "local-3", "local-4"]);
   });
 
   after(async () => {
