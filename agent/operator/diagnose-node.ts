@@ -254,14 +254,35 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener("abort", done, { once: true });
   });
 
+/**
+ * The namespace to use and the node's upgrader there: the one asked for, or else the node's stack's default namespace
+ * (`winfleet-<stack>`) and then `winfleet-system`, where a stack naming its namespace (as the local fleet and stacks
+ * older than per-stack namespaces do) runs its upgraders. When neither serves, the refusal that says most is thrown.
+ */
+async function findUpgrader(
+  api: OperatorApi,
+  asked: string | undefined,
+  node: Node,
+): Promise<{ namespace: string; upgrader: Awaited<ReturnType<typeof upgraderFor>> }> {
+  const stack = node.metadata.labels?.[STACK_LABEL];
+  const candidates = asked !== undefined ? [asked] : [...(stack ? [`winfleet-${stack}`] : []), "winfleet-system"];
+  const errors: unknown[] = [];
+  for (const namespace of [...new Set(candidates)]) {
+    try {
+      return { namespace, upgrader: await upgraderFor(api, namespace, node) };
+    } catch (e) {
+      errors.push(e);
+    }
+  }
+  throw errors.find((e) => !(e instanceof AgentError && e.code === AgentErrorCode.NotFound)) ?? errors[0];
+}
+
 /** Fetches the node's archive through the cluster and writes it to `out`. */
 export async function diagnoseNode(o: DiagnoseNodeOptions): Promise<DiagnoseNodeResult> {
   const { api } = o;
   const say = o.progress ?? (() => undefined);
   const node = await readyNode(api, o.node);
-  const stack = node.metadata.labels?.[STACK_LABEL];
-  const namespace = o.namespace ?? (stack ? `winfleet-${stack}` : "winfleet-system");
-  const upgrader = await upgraderFor(api, namespace, node);
+  const { namespace, upgrader } = await findUpgrader(api, o.namespace, node);
   const deadlineAt = Date.now() + o.timeoutMs;
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), o.timeoutMs);
