@@ -173,7 +173,11 @@ describe("what each stack deploys", () => {
   it("byoh: per host the content and the bootstrap copied (CopyToRemote) and run over SSH, pinning the host's key, nothing in Azure", () => {
     const r = get("byoh");
     assert.equal(count(r, "winfleet:index:ByoWindowsHost"), 2);
-    assert.equal(count(r, "command:remote:Command"), 4, "per host: its registration (uninstall) and the bootstrap run");
+    assert.equal(
+      count(r, "command:remote:Command"),
+      6,
+      "per host: its registration (uninstall), the upload directory made private, and the bootstrap run",
+    );
     assert.equal(count(r, "command:remote:CopyToRemote"), 4, "per host: the content archive and the bootstrap");
     assert.equal(count(r, "command:remote:CopyFile"), 0, "the deprecated CopyFile is gone");
     assert.ok(![...typesOf(r)].some((t) => t.startsWith("azure-native:")));
@@ -342,7 +346,9 @@ describe("what the stacks render", () => {
     const byo = get("byoh").raw.find((x) => /^lab-winlab-02-bootstrap-[0-9a-f]{12}$/.test(x.name))?.inputs as {
       stdin: Record<string, unknown>;
     };
-    assert.match(JSON.stringify(byo.stdin), new RegExp(secrets.get("byoh")?.bootstrapTokenSecret ?? "none"));
+    // The host's own derived token on stdin, never the stack's secret it is derived from.
+    assert.match(JSON.stringify(byo.stdin), /KUBE_BOOTSTRAP_TOKEN\\":\\"[a-z0-9]{6}\.[a-z0-9]{16}/);
+    assert.ok(!JSON.stringify(byo.stdin).includes(secrets.get("byoh")?.bootstrapTokenSecret ?? "none"));
   });
 });
 

@@ -356,9 +356,13 @@ describe("a pool's larger secrets (a real kubeconfig, kube-proxy's token)", () =
       principalId: "win-identity-principal",
       principalType: "ServicePrincipal",
       roleDefinitionId: `/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Authorization/roleDefinitions/${SECRETS_USER_ROLE}`,
-      scope:
-        "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-winfleet-dev/providers/Microsoft.KeyVault/vaults/kv-winfleet-dev/secrets/winfleet-dev-win-cfc07",
+      // The pool's own secret, named by stack and pool (azure-names.ts).
+      scope: role.scope,
     });
+    assert.match(
+      role.scope,
+      /^\/subscriptions\/0{8}-0{4}-0{4}-0{4}-0{12}\/resourceGroups\/rg-winfleet-dev\/providers\/Microsoft\.KeyVault\/vaults\/kv-winfleet-dev\/secrets\/winfleet-[a-z0-9]+-win-[0-9a-f]{5}$/,
+    );
     assert.deepEqual(options.get(roles[0]?.name ?? "")?.dependsOn, ["win-secrets"], "assigned once the secret exists");
   });
 
