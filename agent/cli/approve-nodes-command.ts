@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { approveNodeCsrs, KubeClient } from "../cluster";
+import { KubeClient, runNodeApprover } from "../cluster";
 import { AgentError, AgentErrorCode, createLogger } from "../common";
 import { failure } from "./errors";
 
@@ -55,19 +55,15 @@ export function registerApproveNodesCommand(program: Command): void {
         const client = (): KubeClient =>
           opts.kubeconfig !== undefined ? KubeClient.fromKubeconfigFile(opts.kubeconfig) : inCluster();
         log.info(`approving nodes for the tokens named in ${opts.namespace}`);
-        while (!stop.signal.aborted) {
-          try {
-            const pass = await approveNodeCsrs(client(), opts.namespace);
+        await runNodeApprover(client, opts.namespace, {
+          signal: stop.signal,
+          intervalMs: interval,
+          onPass: (pass) => {
             for (const csr of pass.approved) log.info(`approved ${csr}`);
             for (const d of pass.denied) log.warn(`denied ${d.csr}: ${d.reason}`);
-          } catch (e) {
-            log.warn(`pass failed (retrying): ${e instanceof Error ? e.message : String(e)}`);
-          }
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, interval);
-            stop.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
-          });
-        }
+          },
+          onError: (e) => log.warn(`pass failed (retrying): ${e instanceof Error ? e.message : String(e)}`),
+        });
       } catch (e) {
         if (e instanceof AgentError) failure(e);
         else {

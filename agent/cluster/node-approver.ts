@@ -178,7 +178,8 @@ function judgeable(c: Csr): boolean {
 
 /** Runs passes every `intervalMs` until `signal` aborts; a failed pass is reported and retried. */
 export async function runNodeApprover(
-  api: KubeClient,
+  /** The approver's identity, or a way to make it at each pass (an in-cluster token the kubelet rotates). */
+  api: KubeClient | (() => KubeClient),
   namespace: string,
   options: {
     intervalMs?: number;
@@ -189,7 +190,7 @@ export async function runNodeApprover(
 ): Promise<void> {
   while (!options.signal.aborted) {
     try {
-      const pass = await approveNodeCsrs(api, namespace);
+      const pass = await approveNodeCsrs(typeof api === "function" ? api() : api, namespace);
       if (pass.approved.length > 0 || pass.denied.length > 0) options.onPass?.(pass);
     } catch (e) {
       options.onError?.(e);
