@@ -29,6 +29,11 @@ export interface CreatedObject {
   readonly metadata: { readonly name: string; readonly namespace?: string };
   /** A binding's role. */
   readonly roleRef?: { readonly kind: string; readonly name: string };
+  /**
+   * Someone else's object the program only patches (a `...Patch` resource: server-side apply of
+   * some fields) or reads (`X.get`): it is meant to exist already, and a read needs only `get`.
+   */
+  readonly shared?: "patch" | "read";
 }
 
 type Obj = Record<string, unknown>;
@@ -50,21 +55,44 @@ const groupOf = (apiVersion: string): string => (apiVersion.includes("/") ? (api
 const resourceOf = (kind: string): string => `${kind.toLowerCase()}${kind.endsWith("s") ? "es" : "s"}`;
 const sorted = (xs: Iterable<string>): string[] => [...new Set(xs)].sort();
 
-/** Rules that let an identity create these objects and manage them by name; roles it may write and bind. */
+/** The objects' names by `group/resource`, in key order. */
+function byResource(objects: readonly CreatedObject[]): [{ group: string; resource: string }, string[]][] {
+  const groups = new Map<string, { at: { group: string; resource: string }; names: string[] }>();
+  for (const o of objects) {
+    const at = { group: groupOf(o.apiVersion), resource: resourceOf(o.kind) };
+    const key = `${at.group}/${at.resource}`;
+    const entry = groups.get(key) ?? { at, names: [] };
+    entry.names.push(o.metadata.name);
+    groups.set(key, entry);
+  }
+  return [...groups].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, { at, names }]) => [at, sorted(names)]);
+}
+
+/**
+ * Rules that let an identity create these objects and manage them by name, patch and read by name
+ * those that are someone else's (never create or delete them); roles it may write and bind.
+ */
 function namedRules(objects: readonly CreatedObject[], roleKind: "ClusterRole" | "Role"): Rule[] {
   const rules: Rule[] = [];
-  const byResource = new Map<string, { group: string; names: string[] }>();
-  for (const o of objects) {
-    const key = `${groupOf(o.apiVersion)}/${resourceOf(o.kind)}`;
-    const entry = byResource.get(key) ?? { group: groupOf(o.apiVersion), names: [] };
-    entry.names.push(o.metadata.name);
-    byResource.set(key, entry);
-  }
-  for (const [key, { group, names }] of [...byResource].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const resource = key.slice(key.indexOf("/") + 1);
-    rules.push({ apiGroups: [group], resources: [resource], verbs: ["create", ...WATCH] });
-    rules.push({ apiGroups: [group], resources: [resource], verbs: [...NAMED], resourceNames: sorted(names) });
-  }
+  const rule = (at: { group: string; resource: string }, verbs: string[], names?: string[]): Rule => ({
+    apiGroups: [at.group],
+    resources: [at.resource],
+    verbs: [...verbs],
+    ...(names ? { resourceNames: names } : {}),
+  });
+  const created = objects.filter((o) => o.shared === undefined);
+  for (const [at, names] of byResource(created)) rules.push(rule(at, ["create", ...WATCH]), rule(at, NAMED, names));
+  const isCreated = (o: CreatedObject): boolean =>
+    created.some((c) => c.kind === o.kind && c.apiVersion === o.apiVersion && c.metadata.name === o.metadata.name);
+  const patched = objects.filter((o) => o.shared === "patch" && !isCreated(o));
+  for (const [at, names] of byResource(patched)) rules.push(rule(at, ["get", "patch"], names));
+  const read = objects.filter(
+    (o) =>
+      o.shared === "read" &&
+      !isCreated(o) &&
+      !patched.some((p) => p.kind === o.kind && p.metadata.name === o.metadata.name),
+  );
+  for (const [at, names] of byResource(read)) rules.push(rule(at, ["get"], names));
   const written = objects.filter((o) => o.kind === roleKind).map((o) => o.metadata.name);
   if (written.length > 0)
     rules.push({

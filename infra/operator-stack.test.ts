@@ -18,6 +18,7 @@ import { Role } from "kubernetes-models/rbac.authorization.k8s.io/v1/Role";
 import { RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding";
 import { Namespace } from "kubernetes-models/v1/Namespace";
 import type { CreatedObject } from "./deployer-access";
+import { clusterObjects } from "./cluster-objects";
 import { renderDeployerAccess } from "./deployer-access";
 import { operatorStackYaml, renderOperatorStack } from "./operator-stack";
 
@@ -266,5 +267,71 @@ describe("a deployer's access", () => {
         resource,
       );
     assert.deepEqual(verbsOn(own, "pods"), []);
+  });
+
+  it("patches and reads someone else's objects by name only: never creates, lists or deletes them", () => {
+    const shared = clusterObjects([
+      {
+        type: "kubernetes:operator.tigera.io/v1:Installation",
+        name: "calico-installation-default",
+        inputs: {},
+        read: true,
+        id: "default",
+      },
+      {
+        type: "kubernetes:operator.tigera.io/v1:InstallationPatch",
+        name: "calico-windows",
+        inputs: { metadata: { name: "default" } },
+      },
+      {
+        type: "kubernetes:core/v1:ConfigMapPatch",
+        name: "calico-endpoint",
+        inputs: { metadata: { name: "kubernetes-services-endpoint", namespace: "tigera-operator" } },
+      },
+      { type: "kubernetes:core/v1:Namespace", name: "ns", inputs: { metadata: { name: "winfleet-dev" } } },
+      { type: "kubernetes:index:Provider", name: "k8s", inputs: {} },
+    ]);
+    assert.deepEqual(
+      shared.map((o) => `${o.kind} ${o.metadata.name} ${o.shared ?? "created"}`),
+      [
+        "Installation default read",
+        "Installation default patch",
+        "ConfigMap kubernetes-services-endpoint patch",
+        "Namespace winfleet-dev created",
+      ],
+    );
+    const rendered = renderDeployerAccess({
+      account: { name: "d", namespace: "ops" },
+      objects: shared,
+      prefix: "ops:d",
+    });
+    const rulesOf = (kind: string, namespace?: string) =>
+      (
+        rendered.find((o) => o.kind === kind && (o.metadata as { namespace?: string }).namespace === namespace) as {
+          rules: { resources: string[]; verbs: string[]; resourceNames?: string[] }[];
+        }
+      ).rules;
+    assert.deepEqual(
+      rulesOf("ClusterRole").filter((r) => r.resources.includes("installations")),
+      [
+        {
+          apiGroups: ["operator.tigera.io"],
+          resources: ["installations"],
+          verbs: ["get", "patch"],
+          resourceNames: ["default"],
+        },
+      ],
+    );
+    assert.deepEqual(rulesOf("Role", "tigera-operator"), [
+      {
+        apiGroups: [""],
+        resources: ["configmaps"],
+        verbs: ["get", "patch"],
+        resourceNames: ["kubernetes-services-endpoint"],
+      },
+    ]);
+    assert.ok(
+      !rendered.some((o) => o.kind === "Namespace" && (o.metadata as { name: string }).name === "tigera-operator"),
+    );
   });
 });

@@ -70,10 +70,12 @@ async function permissions(client: KubeClient, objects: readonly CreatedObject[]
   const asks = new Map<string, Record<string, string>>();
   for (const o of objects) {
     const { group } = groupVersion(o.apiVersion);
+    // Someone else's object is patched or read by name; the rest are created.
     const attrs = {
-      verb: "create",
+      verb: o.shared === "read" ? "get" : o.shared === "patch" ? "patch" : "create",
       group,
       resource: resourceOf(o.kind),
+      ...(o.shared ? { name: o.metadata.name } : {}),
       ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
     };
     asks.set(JSON.stringify(attrs), attrs);
@@ -112,7 +114,8 @@ async function permissions(client: KubeClient, objects: readonly CreatedObject[]
 
 async function existing(client: KubeClient, objects: readonly CreatedObject[], stack: string): Promise<Check> {
   const findings: Finding[] = [];
-  for (const o of objects) {
+  // What the program patches or reads is meant to be someone else's.
+  for (const o of objects.filter((x) => x.shared === undefined)) {
     let found: { metadata?: { labels?: Record<string, string> } } | undefined;
     try {
       found = await client.getOrUndefined(objectPath(o));

@@ -10,6 +10,7 @@ import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { KubeClient } from "../agent/cluster";
 import { ValidationError, errorMessage } from "../agent/common";
+import { clusterObjects } from "./cluster-objects";
 import { azureSubscription } from "./config";
 import type { CreatedObject } from "./deployer-access";
 import { kubeconfigPath, resolveContext } from "./kubeconfig";
@@ -97,16 +98,7 @@ export async function runPreflight(o: PreflightOptions, io: PreflightIo): Promis
   let objects: CreatedObject[] = [];
   try {
     const rendered = await renderStack(stack.file);
-    objects = rendered.resources
-      .filter((r) => r.type.startsWith("kubernetes:"))
-      .map(
-        (r) =>
-          ({
-            ...r.inputs,
-            apiVersion: r.type.split(":")[1]?.replace(/^core\//, ""),
-            kind: r.type.split(":")[2],
-          }) as unknown as CreatedObject,
-      );
+    objects = clusterObjects(rendered.resources);
     checks.push({
       name: "program",
       needs: "stack",

@@ -25,6 +25,8 @@ export interface Registered {
   readonly provider?: string;
   /** An existing resource the program reads (`X.get`), not one it deploys: listed in index.json, no file of its own. */
   readonly read?: true;
+  /** What a read reads: its id (`namespace/name`, or `name`). */
+  readonly id?: string;
 }
 
 /** A render: the resources and the files they become. */
@@ -172,7 +174,7 @@ async function runProgram(
           ...(args.provider ? { provider: args.provider } : {}),
           // A read (`X.get`) comes with the id of what it reads; a registration with its import id, which the
           // program never sets.
-          ...(args.id ? { read: true as const } : {}),
+          ...(args.id ? { read: true as const, id: args.id } : {}),
         });
         // Outputs a provider would compute, so the program's references resolve.
         const inputs = args.inputs as Record<string, unknown>;

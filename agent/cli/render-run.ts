@@ -10,7 +10,8 @@
  */
 import { resolve } from "node:path";
 import { assertReplaceable } from "../common";
-import { type CreatedObject, type OperatorStackArgs, operatorStackYaml } from "../../infra/operator-stack";
+import { clusterObjects } from "../../infra/cluster-objects";
+import { type OperatorStackArgs, operatorStackYaml } from "../../infra/operator-stack";
 import { RENDER_SHAPE, renderStack, writeRender } from "../../infra/render";
 import { failure, printError } from "./errors";
 
@@ -52,14 +53,7 @@ export async function runRender(opts: RenderOptions): Promise<number> {
 export async function runOperatorStack(a: OperatorStackArgs & { readonly stackFile: string }): Promise<number> {
   try {
     const rendered = await renderStack(a.stackFile);
-    const objects = rendered.resources
-      .filter((r) => r.type.startsWith("kubernetes:") && !r.type.startsWith("kubernetes:index:"))
-      .map((r) => ({
-        ...r.inputs,
-        apiVersion: r.type.split(":")[1]?.replace(/^core\//, ""),
-        kind: r.type.split(":")[2],
-      }))
-      .map((o) => o as unknown as CreatedObject);
+    const objects = clusterObjects(rendered.resources);
     if (objects.length === 0)
       return printError(`stack ${rendered.stack.stack} deploys nothing to a cluster: it needs no operator Stack`);
     process.stdout.write(operatorStackYaml(a, objects));

@@ -21,13 +21,13 @@ import { scratchDir } from "../support";
 
 const scratch = scratchDir("winfleet-one-gate-");
 
-/** The shipped content with a 1.0.1 of every template beside its 1.0.0, so a stack can bump templateVersion. */
+/** The shipped content with a 1.1.1 of every template beside its 1.1.0, so a stack can bump templateVersion. */
 const CONTENT = ((): string => {
   const dir = join(scratch, "content");
   cpSync(join(projectRoot(), "content"), dir, { recursive: true });
   for (const name of ["win2019", "win2022", "rke2-windows"]) {
-    const t = JSON.parse(readFileSync(join(dir, "templates", `${name}-1.0.0.json`), "utf8")) as { version: string };
-    writeFileSync(join(dir, "templates", `${name}-1.0.1.json`), JSON.stringify({ ...t, version: "1.0.1" }, null, 2));
+    const t = JSON.parse(readFileSync(join(dir, "templates", `${name}-1.1.0.json`), "utf8")) as { version: string };
+    writeFileSync(join(dir, "templates", `${name}-1.1.1.json`), JSON.stringify({ ...t, version: "1.1.1" }, null, 2));
   }
   return dir;
 })();
@@ -57,7 +57,7 @@ function stackFrom(base: string, ...edits: ((fleet: Fleet) => void)[]): string {
   return file;
 }
 
-const templateBump = (f: Fleet): void => void (f.content.templateVersion = "1.0.1");
+const templateBump = (f: Fleet): void => void (f.content.templateVersion = "1.1.1");
 const agentBump = (f: Fleet): void => {
   f.agent.version = "0.1.1";
   f.agent.bundle = { url: f.agent.bundle.url.replace("0.1.0", "0.1.1"), sha256: "b".repeat(64) };
@@ -154,7 +154,7 @@ describe("the one gate on Azure pools (mock runtime)", () => {
       const base = extensions(await render(stackFrom("dev", edit)));
       assert.ok(Object.keys(base).length >= 1);
       for (const [what, changed] of [
-        ["templateVersion 1.0.1", await render(stackFrom("dev", edit, templateBump))],
+        ["templateVersion 1.1.1", await render(stackFrom("dev", edit, templateBump))],
         ["agent 0.1.1", await render(stackFrom("dev", edit, agentBump))],
         [
           "a rotated calicoKubeconfig",
@@ -216,7 +216,7 @@ describe("the one gate on Windows hosts over SSH (mock runtime)", () => {
       names.join(", "),
     );
     for (const [what, changed] of [
-      ["templateVersion 1.0.1", await render(stackFrom("byoh", templateBump))],
+      ["templateVersion 1.1.1", await render(stackFrom("byoh", templateBump))],
       ["agent 0.1.1", await render(stackFrom("byoh", agentBump))],
       ["a rotated join token", await render(stackFrom("byoh"), { bootstrapTokenSecret: ROTATED.bootstrapTokenSecret })],
     ] as const)

@@ -44,6 +44,15 @@ function ssh(dir: string, host: SshHost, command: string, hostKey = host.hostKey
   );
 }
 
+/**
+ * Waits (bounded) for `line` in an sshd log. The log is written from sshd's stderr by this process, whose event
+ * loop the synchronous `ssh` above holds up: the line lands a moment after the login it tells of.
+ */
+async function logged(file: string, line: RegExp): Promise<void> {
+  for (let i = 0; i < 100 && !line.test(readFileSync(file, "utf8")); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.match(readFileSync(file, "utf8"), line);
+}
+
 const uids = (users: readonly string[]) =>
   readFileSync("/etc/passwd", "utf8")
     .split("\n")
@@ -81,7 +90,7 @@ for (const mode of ["netns", "loopback"] as NetworkMode[]) {
             assert.equal(r.status, 0, r.stderr);
             const [user, home] = r.stdout.trim().split("\n");
             assert.deepEqual([user, home], [h.user, h.home]);
-            assert.match(readFileSync(h.sshdLog, "utf8"), new RegExp(`Accepted publickey for ${h.user} `));
+            await logged(h.sshdLog, new RegExp(`Accepted publickey for ${h.user} `));
           }
           // a's key does not log in at b's address (each host its own user and authorized key).
           const crossed = ssh(dir, { ...b, privateKeyFile: a.privateKeyFile }, "true");
