@@ -1,8 +1,9 @@
 /**
  * A fake Kubernetes API server for the reporter's tests: it serves only the
- * endpoints a node uses, checks verbs, paths, content types and the node's
- * token, and validates every body against the Kubernetes OpenAPI schema
- * (kubernetes-models: types and required fields).
+ * endpoints a node uses (reports, and the drain's reads and cordon of a node
+ * with no pods), checks verbs, paths, content types and the node's token, and
+ * validates every body against the Kubernetes OpenAPI schema (kubernetes-models:
+ * types and required fields).
  */
 import { writeFileSync } from "node:fs";
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
@@ -20,6 +21,8 @@ export interface Received {
   readonly events: Record<string, unknown>[];
   readonly nodePatches: Record<string, unknown>[];
   readonly statusPatches: Record<string, unknown>[];
+  /** Each cordon (true) and uncordon (false) of the Node, in order. */
+  readonly cordons: boolean[];
   readonly refused: string[];
 }
 
@@ -28,7 +31,7 @@ export async function apiServer(
   port = 0,
   node = NODE,
 ): Promise<{ server: Server; port: number; got: Received; close: () => Promise<void> }> {
-  const got: Received = { events: [], nodePatches: [], statusPatches: [], refused: [] };
+  const got: Received = { events: [], nodePatches: [], statusPatches: [], cordons: [], refused: [] };
   const names = new Set<string>();
   const refuse = (res: ServerResponse, code: number, why: string): void => {
     got.refused.push(why);
@@ -39,6 +42,17 @@ export async function apiServer(
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       if (req.headers.authorization !== `Bearer ${TOKEN}`) return refuse(res, 401, "no node credentials");
+      // The drain's reads: its own Node, and the pods bound to it (none here).
+      if (req.method === "GET") {
+        const answer =
+          req.url === `/api/v1/nodes/${node}`
+            ? { apiVersion: "v1", kind: "Node", metadata: { name: node }, spec: { unschedulable: got.cordons.at(-1) } }
+            : req.url?.startsWith(`/api/v1/pods?fieldSelector=spec.nodeName%3D${node}`)
+              ? { apiVersion: "v1", kind: "PodList", metadata: {}, items: [] }
+              : undefined;
+        if (!answer) return refuse(res, 404, `GET ${req.url} is not something a node reads`);
+        return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
+      }
       let body: Record<string, unknown>;
       try {
         body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>;
@@ -53,6 +67,17 @@ export async function apiServer(
           if (names.has(name)) return refuse(res, 409, "exists");
           names.add(name);
           got.events.push(body);
+        } else if (
+          req.method === "PATCH" &&
+          req.url === `/api/v1/nodes/${node}` &&
+          type === "application/merge-patch+json" &&
+          body.spec !== undefined
+        ) {
+          // A cordon sets spec.unschedulable, an uncordon removes it (null), and nothing else.
+          const spec = body.spec as { unschedulable?: boolean | null };
+          if (Object.keys(body).join() !== "spec" || Object.keys(spec).join() !== "unschedulable")
+            return refuse(res, 422, `a cordon changes spec.unschedulable alone: ${JSON.stringify(body)}`);
+          got.cordons.push(spec.unschedulable === true);
         } else if (
           req.method === "PATCH" &&
           req.url === `/api/v1/nodes/${node}` &&

@@ -1,7 +1,8 @@
 /**
  * A real `winfleet-agent serve` on the sandbox content, reporting to the fake
  * API server: the apply, its reboot and convergence arrive as Events on the
- * Node, and the Node ends with its annotations and WinfleetReady True.
+ * Node, the Node is cordoned for the reboot (no pods to evict) and uncordoned
+ * once converged, and ends with its annotations and WinfleetReady True.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -53,6 +54,7 @@ it("serve reports its apply, reboot and convergence to the Node", async () => {
   await second.exit;
   await api.close();
   assert.deepEqual(api.got.refused, []);
+  assert.deepEqual(api.got.cordons, [true, false], "cordoned before the reboot, uncordoned once converged");
   const reasons = api.got.events.map((e) => e.reason);
   for (const r of ["ApplyStarted", "ComponentInstalled", "RebootRequired", "Rebooted", "Converged"])
     assert.ok(reasons.includes(r), `${r} in ${reasons.join(", ")}`);
