@@ -16,6 +16,8 @@ export interface Container {
     readonly exec?: { readonly command: readonly string[] };
     readonly periodSeconds?: number;
     readonly timeoutSeconds?: number;
+    readonly successThreshold?: number;
+    readonly failureThreshold?: number;
   };
 }
 
@@ -73,6 +75,8 @@ export interface Running {
   terminating?: Promise<void>;
   /** Each container's process, by container name. */
   readonly main: Map<string, ChildProcess>;
+  /** Each condition's status and when it last changed, which a kubelet keeps across reports. */
+  readonly transitions?: Map<string, { readonly status: string; readonly at: string }>;
 }
 
 /** Where a container's log is, and whether it still runs (what the kubelet API serves). */

@@ -84,6 +84,7 @@ export class PodRunner {
           exited: new Map(),
           logs: new Map(),
           main: new Map(),
+          transitions: new Map(),
         };
         this.pods.set(pod.metadata.uid, r);
         void this.run(r).catch((e: unknown) =>
@@ -186,10 +187,14 @@ export class PodRunner {
     const probe = probed.readinessProbe;
     const exec = probe.exec;
     if (!exec) return;
+    // As the kubelet: readiness flips after failureThreshold failures (or successThreshold successes) in a row.
+    let streak = 0;
     const check = async () => {
       if (r.stopped) return;
       const ok = (await this.exec(r, probed, [...exec.command], (probe.timeoutSeconds ?? 1) * 1000)) === 0;
-      if (ok !== r.ready) {
+      streak = ok === r.ready ? 0 : streak + 1;
+      if (streak >= (ok ? (probe.successThreshold ?? 1) : (probe.failureThreshold ?? 3))) {
+        streak = 0;
         r.ready = ok;
         await this.report(r);
       }
@@ -356,12 +361,15 @@ export class PodRunner {
   /** Writes the pod's status as a kubelet would: phase, conditions and each container's state. */
   private async report(r: Running): Promise<void> {
     const t = now();
-    const cond = (type: string, ok: boolean, reason?: string) => ({
-      type,
-      status: ok ? "True" : "False",
-      lastTransitionTime: t,
-      ...(reason && !ok ? { reason } : {}),
-    });
+    // A condition's lastTransitionTime moves only when its status does: the DaemonSet controller
+    // counts a pod available minReadySeconds after it turned Ready.
+    const cond = (type: string, ok: boolean, reason?: string) => {
+      const status = ok ? "True" : "False";
+      const last = r.transitions?.get(type);
+      const at = last?.status === status ? last.at : t;
+      r.transitions?.set(type, { status, at });
+      return { type, status, lastTransitionTime: at, ...(reason && !ok ? { reason } : {}) };
+    };
     const state = (c: Container) => {
       const ended = r.exited.get(c.name);
       if (ended)
