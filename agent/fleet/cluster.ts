@@ -72,6 +72,8 @@ export interface LocalCluster {
    * engine again: the upgraders' pod templates change and the DaemonSet controller rolls them.
    */
   readonly deploy: (spec: FleetSpec) => Promise<void>;
+  /** Resolves once every upgrader DaemonSet has rolled (see {@link daemonSetsSettled}). */
+  readonly settled: (signal: AbortSignal) => Promise<void>;
   /** The cluster's view of the fleet, read with the administrator's credential. */
   readonly view: () => Promise<ClusterView>;
   /** Stops the node stand-ins and the control plane. */
@@ -84,15 +86,57 @@ type NodeList = {
 };
 type DaemonSetList = {
   items: {
-    metadata: { name: string };
+    metadata: { name: string; generation?: number };
     status?: {
+      observedGeneration?: number;
       desiredNumberScheduled?: number;
       updatedNumberScheduled?: number;
       numberReady?: number;
+      numberAvailable?: number;
       numberUnavailable?: number;
     };
   }[];
 };
+
+/**
+ * Resolves once every DaemonSet in `namespace` has rolled: its controller saw the last change and
+ * each pod is updated and available, what `kubectl rollout status` waits for. A rollout is over
+ * only then: a pod not yet available counts as unavailable, and the DaemonSet controller replaces
+ * such a pod at once, beside the `maxUnavailable` it may take down, so the next version would move
+ * two hosts together. Bounded by `timeoutMs`; a stop ends the wait early.
+ * @throws naming the DaemonSets still rolling when the time is up.
+ */
+export async function daemonSetsSettled(
+  api: KubeClient,
+  namespace: string,
+  signal: AbortSignal,
+  timeoutMs = 120_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const list = await api.get<DaemonSetList>(`/apis/apps/v1/namespaces/${namespace}/daemonsets`);
+    const rolling = list.items.filter(({ metadata: m, status: s = {} }) => {
+      const desired = s.desiredNumberScheduled ?? 0;
+      return (
+        (m.generation ?? 0) > (s.observedGeneration ?? 0) ||
+        (s.updatedNumberScheduled ?? 0) < desired ||
+        (s.numberAvailable ?? 0) < desired
+      );
+    });
+    if (rolling.length === 0 || signal.aborted) return;
+    if (Date.now() > deadline)
+      throw new AgentError(
+        AgentErrorCode.Unavailable,
+        `still rolling after ${timeoutMs / 1000} s: ${rolling
+          .map(
+            (d) =>
+              `${d.metadata.name} (${d.status?.numberAvailable ?? 0} of ${d.status?.desiredNumberScheduled ?? 0} available)`,
+          )
+          .join(", ")}`,
+      );
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
 type EventList = {
   items: {
     lastTimestamp?: string;
@@ -354,7 +398,17 @@ export async function startLocalCluster(
       }
     };
     const view = () => clusterView(admin, LOCAL_NAMESPACE);
-    return { server: cp.server, kubeconfig, kubeconfigFor: (host) => joined.get(host), startPods, deploy, view, stop };
+    const settled = (signal: AbortSignal) => daemonSetsSettled(admin, LOCAL_NAMESPACE, signal);
+    return {
+      server: cp.server,
+      kubeconfig,
+      kubeconfigFor: (host) => joined.get(host),
+      startPods,
+      deploy,
+      settled,
+      view,
+      stop,
+    };
   } catch (e) {
     await stop();
     throw e;

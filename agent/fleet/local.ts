@@ -120,7 +120,7 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
     manager = new FleetManager(spec, {
       stateDir: options.stateDir,
       agentEntry: options.agentEntry,
-      ...(cluster ? { kubeconfigFor: cluster.kubeconfigFor, deploy: cluster.deploy } : {}),
+      ...(cluster ? { kubeconfigFor: cluster.kubeconfigFor, deploy: cluster.deploy, settled: cluster.settled } : {}),
     });
     const display = new FleetDisplay(out, options.json);
     manager.subscribe((e) => display.event(e));

@@ -52,6 +52,8 @@ export interface ManagerOptions {
    * (the DaemonSet controller rolls them, `maxUnavailable` at a time); the fleet only watches.
    */
   readonly deploy?: (spec: FleetSpec) => Promise<void>;
+  /** Cluster mode: resolves once the upgrader DaemonSets have rolled (every pod updated and available). */
+  readonly settled?: (signal: AbortSignal) => Promise<void>;
 }
 
 const TIMELINE_LIMIT = 300;
@@ -294,7 +296,7 @@ export class FleetManager {
           });
           this.hosts.get(host)?.adopt(target);
           done.push(host);
-          if (--left === 0) resolve({ kind: "done", hosts: [...done] });
+          if (--left === 0) void this.settle(signal, done).then(resolve);
         });
       }
     });
@@ -302,6 +304,27 @@ export class FleetManager {
       return await outcome;
     } finally {
       finished.abort();
+    }
+  }
+
+  /**
+   * A rollout whose hosts all converged is done once the upgrader DaemonSets settle too: the next
+   * one then starts from pods that are all available.
+   */
+  private async settle(signal: AbortSignal, done: readonly string[]): Promise<RolloutResult> {
+    try {
+      await this.options.settled?.(signal);
+      return { kind: "done", hosts: [...done] };
+    } catch (e) {
+      const error = e instanceof Error ? e.message : String(e);
+      return {
+        kind: "halted",
+        host: "(cluster)",
+        step: "upgrader DaemonSet rollout",
+        error,
+        done: [...done],
+        untouched: [],
+      };
     }
   }
 

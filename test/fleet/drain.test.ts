@@ -248,6 +248,19 @@ describe(
     });
 
     it("a budget that can never be satisfied halts the rollout at the first node, with the Events, and nothing disruptive ran there", async () => {
+      // The last node drained above had its pods replaced on the other: spread them again (a rollout restart, both
+      // nodes schedulable), so that whichever node the DaemonSet moves first has a pod the budget holds there.
+      await kube.patch("/apis/apps/v1/namespaces/default/deployments/web", {
+        spec: { template: { metadata: { annotations: { "winfleet.test/restarted": String(Date.now()) } } } },
+      });
+      const spread = await pollUntil(() => {
+        // The old pods gone, not only terminating: the pods below are the ones the budget holds.
+        const live = [...pods.values()];
+        return (
+          live.length === REPLICAS && live.every(ready) && HOSTS.every((h) => live.some((p) => p.spec.nodeName === h))
+        );
+      }, 120_000);
+      assert.ok(spread, "the web pods run on both nodes again");
       await budget(0);
       const before = new Set(pods.keys());
       const disruptedBefore = new Map(HOSTS.map((h) => [h, disruptedAt(h)]));
