@@ -3,3 +3,4 @@
  * The folder's public surface: other folders import from here, never from the files behind it.
  */
 export { readStackFile, stackPath } from "./stack-file";
+export { clusterObjects } from "./cluster-objects";

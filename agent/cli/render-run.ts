@@ -10,7 +10,7 @@
  */
 import { resolve } from "node:path";
 import { assertReplaceable } from "../common";
-import { clusterObjects } from "../../infra/cluster-objects";
+import { clusterObjects } from "../../infra/public";
 import { type OperatorStackArgs, operatorStackYaml } from "../../infra/operator-stack";
 import { RENDER_SHAPE, renderStack, writeRender } from "../../infra/render";
 import { failure, printError } from "./errors";
