@@ -24,6 +24,7 @@ import { dirname, join } from "node:path";
 import { ContainerLogWriter } from "./container-log";
 import type { KubeClient } from "./kube-client";
 import { type Container, type ContainerLogRef, type Pod, type PodHost, type Running, expand, now } from "./pod-model";
+import { endsItself, podStatus } from "./pod-status";
 
 /** Runs the pods bound to one node. */
 export class PodRunner {
@@ -128,10 +129,6 @@ export class PodRunner {
     return r && [...(r.pod.spec.initContainers ?? []), ...r.pod.spec.containers].map((c) => c.name);
   }
 
-  private endsItself(r: Running): boolean {
-    return r.pod.spec.restartPolicy === "Never" || r.pod.spec.restartPolicy === "OnFailure";
-  }
-
   private async run(r: Running): Promise<void> {
     const dir = this.podDir(r);
     await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -159,7 +156,7 @@ export class PodRunner {
         if (code === 0) break;
         r.initError = `init container ${c.name} exited ${code}`;
         this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: ${r.initError}`);
-        if (this.endsItself(r)) {
+        if (endsItself(r)) {
           r.failed = { reason: "Error", message: r.initError };
           await this.report(r);
           return;
@@ -358,81 +355,9 @@ export class PodRunner {
     await rm(dirname(dirname(this.logFile(r, "x"))), { recursive: true, force: true });
   }
 
-  /** Writes the pod's status as a kubelet would: phase, conditions and each container's state. */
+  /** Writes the pod's status as a kubelet would (`podStatus`). */
   private async report(r: Running): Promise<void> {
-    const t = now();
-    // A condition's lastTransitionTime moves only when its status does: the DaemonSet controller
-    // counts a pod available minReadySeconds after it turned Ready.
-    const cond = (type: string, ok: boolean, reason?: string) => {
-      const status = ok ? "True" : "False";
-      const last = r.transitions?.get(type);
-      const at = last?.status === status ? last.at : t;
-      r.transitions?.set(type, { status, at });
-      return { type, status, lastTransitionTime: at, ...(reason && !ok ? { reason } : {}) };
-    };
-    const state = (c: Container) => {
-      const ended = r.exited.get(c.name);
-      if (ended)
-        return {
-          terminated: {
-            exitCode: ended.code,
-            reason: ended.code === 0 ? "Completed" : "Error",
-            startedAt: r.startedAt,
-            finishedAt: ended.at,
-          },
-        };
-      if (r.failed && r.initialized)
-        return { terminated: { exitCode: 137, reason: r.failed.reason, startedAt: r.startedAt, finishedAt: t } };
-      return r.initialized ? { running: { startedAt: r.startedAt } } : { waiting: { reason: "PodInitializing" } };
-    };
-    const containerStatus = (c: Container) => ({
-      name: c.name,
-      image: c.image ?? "",
-      imageID: "",
-      ready: r.initialized && r.ready && !r.exited.has(c.name),
-      restartCount: 0,
-      started: r.initialized && !r.exited.has(c.name),
-      state: state(c),
-    });
-    const allExited = r.exited.size === r.pod.spec.containers.length;
-    const phase = r.failed
-      ? "Failed"
-      : allExited
-        ? [...r.exited.values()].every((e) => e.code === 0)
-          ? "Succeeded"
-          : "Failed"
-        : r.initialized
-          ? "Running"
-          : "Pending";
-    const podReady = r.initialized && r.ready && !allExited && !r.failed;
-    const status = {
-      phase,
-      ...(r.failed ? { reason: r.failed.reason, message: r.failed.message } : {}),
-      hostIP: "127.0.0.1",
-      podIP: "127.0.0.1",
-      startTime: r.startedAt,
-      conditions: [
-        cond("PodScheduled", true),
-        cond("Initialized", r.initialized, "ContainersNotInitialized"),
-        cond("ContainersReady", podReady, "ContainersNotReady"),
-        cond("Ready", podReady, "ContainersNotReady"),
-      ],
-      initContainerStatuses: (r.pod.spec.initContainers ?? []).map((c) => ({
-        name: c.name,
-        image: c.image ?? "",
-        imageID: "",
-        ready: r.initialized,
-        restartCount: 0,
-        state: r.initialized
-          ? { terminated: { exitCode: 0, reason: "Completed" } }
-          : r.initError
-            ? this.endsItself(r)
-              ? { terminated: { exitCode: 1, reason: "Error", message: r.initError } }
-              : { waiting: { reason: "CrashLoopBackOff", message: r.initError } }
-            : { running: { startedAt: r.startedAt } },
-      })),
-      containerStatuses: r.pod.spec.containers.map(containerStatus),
-    };
+    const status = podStatus(r, now());
     await this.api
       .patch(
         `/api/v1/namespaces/${r.pod.metadata.namespace}/pods/${r.pod.metadata.name}/status`,
