@@ -106,8 +106,11 @@ export async function serve(options: ServeOptions): Promise<ServeExit> {
         log.info("the node has its own certificate; removed the join token from the agent config", {
           secrets: removed.join(","),
         });
-        // What commands get from now on: the config as it is, without a re-apply for this change.
-        config = await loadAgentConfig(options.configFile);
+        // What commands get from now on: the config in memory without the token, without a re-apply for this
+        // change. Not the file read again: a target written since (a retarget) would become the current config
+        // unapplied, and the loop would find nothing changed.
+        const secrets = Object.fromEntries(Object.entries(config.secrets).filter(([k]) => !removed.includes(k)));
+        config = { ...config, secrets };
         deps = options.engine(config, options.observer, abort.signal, supersede.signal);
       } catch (e) {
         log.error("cannot remove the join token from the agent config", { error: errorMessage(e) });
