@@ -82,16 +82,12 @@ function namedRules(objects: readonly CreatedObject[], roleKind: "ClusterRole" |
   });
   const created = objects.filter((o) => o.shared === undefined);
   for (const [at, names] of byResource(created)) rules.push(rule(at, ["create", ...WATCH]), rule(at, NAMED, names));
-  const isCreated = (o: CreatedObject): boolean =>
-    created.some((c) => c.kind === o.kind && c.apiVersion === o.apiVersion && c.metadata.name === o.metadata.name);
-  const patched = objects.filter((o) => o.shared === "patch" && !isCreated(o));
+  // The same object: one rule set, the widest access, covers it.
+  const among = (xs: readonly CreatedObject[], o: CreatedObject): boolean =>
+    xs.some((x) => x.kind === o.kind && x.apiVersion === o.apiVersion && x.metadata.name === o.metadata.name);
+  const patched = objects.filter((o) => o.shared === "patch" && !among(created, o));
   for (const [at, names] of byResource(patched)) rules.push(rule(at, ["get", "patch"], names));
-  const read = objects.filter(
-    (o) =>
-      o.shared === "read" &&
-      !isCreated(o) &&
-      !patched.some((p) => p.kind === o.kind && p.metadata.name === o.metadata.name),
-  );
+  const read = objects.filter((o) => o.shared === "read" && !among(created, o) && !among(patched, o));
   for (const [at, names] of byResource(read)) rules.push(rule(at, ["get"], names));
   const written = objects.filter((o) => o.kind === roleKind).map((o) => o.metadata.name);
   if (written.length > 0)
