@@ -55,7 +55,21 @@ export interface ControlPlane {
   stopApiServer(): Promise<void>;
   /** Starts the API server again on the same port, and waits until it is ready. */
   startApiServer(): Promise<void>;
+  /** A component's process id now (each is started again when it exits unasked). */
+  pid(name: ControlPlaneComponent): number | undefined;
+  /** How often a component was started again after an exit nobody asked for. */
+  restarts(name: ControlPlaneComponent): number;
 }
+
+/** The processes of a control plane. */
+export type ControlPlaneComponent = "etcd" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler";
+
+/**
+ * How long a Node may go without renewing its Lease before the node lifecycle controller marks it NotReady
+ * (`--node-monitor-grace-period`). Kubernetes' default is 50 s; a throwaway cluster notices a lost host sooner, still
+ * three of a kubelet's 10 s renewals.
+ */
+export const NODE_MONITOR_GRACE_SECONDS = 30;
 
 /** A free TCP port on 127.0.0.1, as the kernel chooses one. */
 export async function freePort(): Promise<number> {
@@ -158,8 +172,52 @@ export async function publicKeyPin(caPem: string): Promise<string> {
 }
 
 /**
- * Starts etcd, kube-apiserver and kube-controller-manager on free loopback ports and resolves
- * once the API server answers `/readyz`. On any failure everything started is stopped.
+ * One component of the control plane, kept running the way a kubelet keeps a static pod running: an exit nobody
+ * asked for (a crash, a `kill -9`) starts it again with the same arguments, so on the same ports and data.
+ */
+class Supervised {
+  child: ChildProcess | undefined;
+  restarts = 0;
+  private wanted = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly name: string,
+    private readonly binary: string,
+    private readonly args: readonly string[],
+    private readonly logDir: string,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  start(): ChildProcess {
+    this.wanted = true;
+    const child = startProcess(this.name, this.binary, this.args, this.logDir);
+    this.child = child;
+    child.once("exit", (code, signal) => {
+      if (!this.wanted || this.child !== child) return;
+      this.restarts++;
+      // A component that keeps dying is retried less often, as a kubelet backs off a crashing pod; bounded low,
+      // since a throwaway cluster is worth nothing without it.
+      const delay = Math.min(500 * 2 ** Math.min(this.restarts - 1, 4), 8000);
+      this.log(`${this.name} exited (${signal ?? String(code)}); starting it again in ${delay / 1000} s`);
+      this.timer = setTimeout(() => {
+        if (this.wanted) this.start();
+      }, delay);
+    });
+    return child;
+  }
+
+  async stop(): Promise<void> {
+    this.wanted = false;
+    if (this.timer) clearTimeout(this.timer);
+    await stopProcess(this.child);
+  }
+}
+
+/**
+ * Starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler on free loopback ports and resolves once the
+ * API server answers `/readyz`. Each is started again when it exits unasked. On any failure everything started is
+ * stopped.
  */
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
   installExitHook();
@@ -180,17 +238,6 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   };
 
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
-  let etcd: ChildProcess | undefined;
-  let apiserver: ChildProcess | undefined;
-  let controllers: ChildProcess | undefined;
-  let scheduler: ChildProcess | undefined;
-  const stopAll = async () => {
-    await stopProcess(scheduler);
-    await stopProcess(controllers);
-    await stopProcess(apiserver);
-    await stopProcess(etcd);
-  };
-
   const apiserverArgs = [
     `--etcd-servers=${etcdUrl}`,
     "--bind-address=127.0.0.1",
@@ -216,42 +263,77 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     "--profiling=false",
     "--v=1",
   ];
+  const adminKubeconfig = join(dir, "admin.kubeconfig");
+  const kcmKubeconfig = join(dir, "controller-manager.kubeconfig");
+  const schedulerKubeconfig = join(dir, "scheduler.kubeconfig");
+  const supervised = (name: string, binary: string, args: readonly string[]) =>
+    new Supervised(name, binary, args, logDir, log);
+  const etcd = supervised("etcd", options.binaries.etcd, [
+    "--name=winfleet-local",
+    `--data-dir=${join(dir, "etcd")}`,
+    `--listen-client-urls=${etcdUrl}`,
+    `--advertise-client-urls=${etcdUrl}`,
+    `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+    `--initial-cluster=winfleet-local=http://127.0.0.1:${peerPort}`,
+    // A throwaway cluster: losing it on power loss is fine, waiting on fsync is not.
+    "--unsafe-no-fsync=true",
+    "--log-level=warn",
+  ]);
+  const apiserver = supervised("kube-apiserver", options.binaries.kubeApiserver, apiserverArgs);
+  const controllers = supervised("kube-controller-manager", options.binaries.kubeControllerManager, [
+    `--kubeconfig=${kcmKubeconfig}`,
+    `--authentication-kubeconfig=${kcmKubeconfig}`,
+    `--authorization-kubeconfig=${kcmKubeconfig}`,
+    // nodelifecycle: a Node whose Lease is not renewed within the grace period turns NotReady (Unknown) and its pods
+    // unready, as on any cluster; the rest is what a Windows node's join and rollouts need.
+    "--controllers=daemonset,csrapproving,csrsigning,csrcleaner,tokencleaner,bootstrapsigner,serviceaccount,serviceaccount-token,namespace,garbagecollector,nodelifecycle",
+    `--node-monitor-grace-period=${NODE_MONITOR_GRACE_SECONDS}s`,
+    `--cluster-signing-cert-file=${pki.caCert}`,
+    `--cluster-signing-key-file=${pki.caKey}`,
+    `--root-ca-file=${pki.caCert}`,
+    `--service-account-private-key-file=${pki.serviceAccountKey}`,
+    "--use-service-account-credentials=true",
+    "--leader-elect=false",
+    "--bind-address=127.0.0.1",
+    "--secure-port=0",
+    "--v=1",
+  ]);
+  const scheduler = supervised("kube-scheduler", options.binaries.kubeScheduler, [
+    `--kubeconfig=${schedulerKubeconfig}`,
+    `--authentication-kubeconfig=${schedulerKubeconfig}`,
+    `--authorization-kubeconfig=${schedulerKubeconfig}`,
+    "--leader-elect=false",
+    "--bind-address=127.0.0.1",
+    "--secure-port=0",
+    "--v=1",
+  ]);
+  const components = {
+    etcd,
+    "kube-apiserver": apiserver,
+    "kube-controller-manager": controllers,
+    "kube-scheduler": scheduler,
+  };
+  const stopAll = async () => {
+    for (const c of [scheduler, controllers, apiserver, etcd]) await c.stop();
+  };
   const startApiServer = async () => {
-    apiserver = startProcess("kube-apiserver", options.binaries.kubeApiserver, apiserverArgs, logDir);
+    const child = apiserver.start();
     const until = Math.max(deadline, Date.now() + (options.readyTimeoutMs ?? 60_000));
-    await waitFor("kube-apiserver", apiserver, logDir, until, () => httpOk(`${server}/readyz`, tls));
+    await waitFor("kube-apiserver", child, logDir, until, () => httpOk(`${server}/readyz`, tls));
   };
 
   try {
-    etcd = startProcess(
-      "etcd",
-      options.binaries.etcd,
-      [
-        "--name=winfleet-local",
-        `--data-dir=${join(dir, "etcd")}`,
-        `--listen-client-urls=${etcdUrl}`,
-        `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-cluster=winfleet-local=http://127.0.0.1:${peerPort}`,
-        // A throwaway cluster: losing it on power loss is fine, waiting on fsync is not.
-        "--unsafe-no-fsync=true",
-        "--log-level=warn",
-      ],
-      logDir,
-    );
-    await waitFor("etcd", etcd, logDir, deadline, () => httpOk(`${etcdUrl}/health`));
+    await waitFor("etcd", etcd.start(), logDir, deadline, () => httpOk(`${etcdUrl}/health`));
     log(`etcd ready on ${etcdUrl}`);
     await startApiServer();
     log(`kube-apiserver ready on ${server}`);
 
-    const adminKubeconfig = join(dir, "admin.kubeconfig");
     await writeFile(
       adminKubeconfig,
       await clientKubeconfig(server, pki.caCert, pki.adminCert, pki.adminKey, "kubernetes-admin"),
       { mode: 0o600 },
     );
-    const kcmKubeconfig = join(dir, "controller-manager.kubeconfig");
     await writeFile(
       kcmKubeconfig,
       await clientKubeconfig(
@@ -263,53 +345,16 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       ),
       { mode: 0o600 },
     );
-    controllers = startProcess(
-      "kube-controller-manager",
-      options.binaries.kubeControllerManager,
-      [
-        `--kubeconfig=${kcmKubeconfig}`,
-        `--authentication-kubeconfig=${kcmKubeconfig}`,
-        `--authorization-kubeconfig=${kcmKubeconfig}`,
-        "--controllers=daemonset,csrapproving,csrsigning,csrcleaner,tokencleaner,bootstrapsigner,serviceaccount,serviceaccount-token,namespace,garbagecollector",
-        `--cluster-signing-cert-file=${pki.caCert}`,
-        `--cluster-signing-key-file=${pki.caKey}`,
-        `--root-ca-file=${pki.caCert}`,
-        `--service-account-private-key-file=${pki.serviceAccountKey}`,
-        "--use-service-account-credentials=true",
-        "--leader-elect=false",
-        "--bind-address=127.0.0.1",
-        "--secure-port=0",
-        "--v=1",
-      ],
-      logDir,
-    );
-    const schedulerKubeconfig = join(dir, "scheduler.kubeconfig");
     await writeFile(
       schedulerKubeconfig,
       await clientKubeconfig(server, pki.caCert, pki.schedulerCert, pki.schedulerKey, "system:kube-scheduler"),
       { mode: 0o600 },
     );
-    scheduler = startProcess(
-      "kube-scheduler",
-      options.binaries.kubeScheduler,
-      [
-        `--kubeconfig=${schedulerKubeconfig}`,
-        `--authentication-kubeconfig=${schedulerKubeconfig}`,
-        `--authorization-kubeconfig=${schedulerKubeconfig}`,
-        "--leader-elect=false",
-        "--bind-address=127.0.0.1",
-        "--secure-port=0",
-        "--v=1",
-      ],
-      logDir,
-    );
+    const started = [controllers.start(), scheduler.start()];
     // Neither serves anything here; each is running once it has not died at start.
     await sleep(500);
-    for (const [name, child] of [
-      ["kube-controller-manager", controllers],
-      ["kube-scheduler", scheduler],
-    ] as const) {
-      if (child.exitCode !== null) throw new Error(`${name} exited at start:\n${logTail(logDir, name)}`);
+    for (const [i, name] of ["kube-controller-manager", "kube-scheduler"].entries()) {
+      if (started[i]?.exitCode !== null) throw new Error(`${name} exited at start:\n${logTail(logDir, name)}`);
     }
     log("kube-controller-manager and kube-scheduler started");
 
@@ -321,8 +366,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       adminKubeconfig,
       caPem,
       caCertHash: await publicKeyPin(caPem),
-      stopApiServer: () => stopProcess(apiserver),
+      stopApiServer: () => apiserver.stop(),
       startApiServer,
+      pid: (name) => components[name].child?.pid,
+      restarts: (name) => components[name].restarts,
       async stop(stopOptions) {
         await stopAll();
         if (owned && !stopOptions?.keepDir) await rm(dir, { recursive: true, force: true });

@@ -161,6 +161,87 @@ export class KubeClient {
     return review.status.allowed;
   }
 
+  /**
+   * Watches the collection at `path` (with its query, e.g. a field selector) from `resourceVersion`, as a kubelet
+   * watches its pods: each event is handed to `onEvent` in order. Resolves with the last resource version seen when
+   * the server ends the watch (it does after `timeoutSeconds`) or `signal` aborts; rejects when the watch fails,
+   * with a KubeError of status 410 when the version is too old and the caller must list again.
+   */
+  watch<T>(
+    path: string,
+    resourceVersion: string,
+    onEvent: (type: "ADDED" | "MODIFIED" | "DELETED", object: T) => void,
+    signal: AbortSignal,
+    timeoutSeconds = 300,
+  ): Promise<string> {
+    const query = `watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}&timeoutSeconds=${timeoutSeconds}`;
+    let last = resourceVersion;
+    return new Promise<string>((resolve, reject) => {
+      if (signal.aborted) return resolve(last);
+      const req = request(
+        `${this.server}${path}${path.includes("?") ? "&" : "?"}${query}`,
+        {
+          ca: this.creds.ca,
+          ...(this.creds.cert ? { cert: this.creds.cert, key: this.creds.key } : {}),
+          headers: {
+            accept: "application/json",
+            ...(this.creds.token ? { authorization: `Bearer ${this.creds.token}` } : {}),
+          },
+          // The server sends a bookmark at least every minute or so; a silent connection for longer is dead.
+          timeout: 120_000,
+        },
+        (res) => {
+          if ((res.statusCode ?? 0) !== 200) {
+            const chunks: Buffer[] = [];
+            res.on("data", (c: Buffer) => chunks.length < 64 && chunks.push(c));
+            res.on("end", () =>
+              reject(
+                new KubeError(
+                  res.statusCode ?? 0,
+                  `WATCH ${path}: ${res.statusCode} ${Buffer.concat(chunks).toString().slice(0, 500)}`,
+                ),
+              ),
+            );
+            return;
+          }
+          let buffer = "";
+          res.on("data", (c: Buffer) => {
+            buffer += c.toString();
+            if (buffer.length > MAX_RESPONSE)
+              return req.destroy(new Error(`WATCH ${path}: an event over ${MAX_RESPONSE} bytes`));
+            let nl: number;
+            while ((nl = buffer.indexOf("\n")) >= 0) {
+              const line = buffer.slice(0, nl).trim();
+              buffer = buffer.slice(nl + 1);
+              if (!line) continue;
+              const e = JSON.parse(line) as {
+                type: string;
+                object: { metadata?: { resourceVersion?: string }; code?: number; message?: string };
+              };
+              if (e.type === "ERROR") {
+                req.destroy();
+                return reject(new KubeError(e.object.code ?? 500, `WATCH ${path}: ${e.object.message ?? "error"}`));
+              }
+              last = e.object.metadata?.resourceVersion ?? last;
+              if (e.type === "ADDED" || e.type === "MODIFIED" || e.type === "DELETED") onEvent(e.type, e.object as T);
+            }
+          });
+          res.on("end", () => resolve(last));
+          res.on("error", reject);
+        },
+      );
+      const onAbort = () => {
+        req.destroy();
+        resolve(last);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      req.on("close", () => signal.removeEventListener("abort", onAbort));
+      req.on("timeout", () => req.destroy(new Error(`WATCH ${path}: silent for 120 s`)));
+      req.on("error", reject);
+      req.end();
+    });
+  }
+
   /** Polls `probe` every 250 ms until it returns a value other than undefined/false, or fails after `timeoutMs`. */
   async waitFor<T>(probe: () => Promise<T | undefined | false>, timeoutMs: number, what = "condition"): Promise<T> {
     const deadline = Date.now() + timeoutMs;

@@ -44,8 +44,8 @@ export interface PodHost {
   readonly env: Readonly<Record<string, string>>;
   /** Host commands a pod's first word maps to, e.g. `winfleet-agent` → `[node, agent.js]`. */
   readonly commands: Readonly<Record<string, readonly string[]>>;
-  /** How often pods bound to the node are listed. @default 1000 */
-  readonly pollMs?: number;
+  /** The first pause before listing the node's pods again after a failed list or watch. @default 1000 */
+  readonly retryMs?: number;
   readonly log?: (line: string) => void;
 }
 

@@ -28,8 +28,10 @@ import { type Container, type ContainerLogRef, type Pod, type PodHost, type Runn
 /** Runs the pods bound to one node. */
 export class PodRunner {
   private readonly pods = new Map<string, Running>();
-  private timer: NodeJS.Timeout | undefined;
-  private polling: Promise<void> = Promise.resolve();
+  private readonly stopping = new AbortController();
+  private loop: Promise<void> = Promise.resolve();
+  /** Pod events are handled one at a time, in the order the API server sent them. */
+  private handling: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly api: KubeClient,
@@ -37,68 +39,112 @@ export class PodRunner {
     private readonly host: PodHost,
   ) {}
 
-  /** Starts listing the node's pods. */
+  /** Starts listing and watching the node's pods, as a kubelet does. */
   start(): void {
-    const tick = () => {
-      this.polling = this.poll().catch((e: unknown) =>
-        this.host.log?.(`${this.nodeName}: listing pods failed: ${String(e)}`),
-      );
-    };
-    tick();
-    this.timer = setInterval(tick, this.host.pollMs ?? 1000);
-    this.timer.unref();
+    this.loop = this.listAndWatch();
   }
 
   /** Stops every pod's processes (the pods stay bound, as when a kubelet stops). */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.polling;
+    this.stopping.abort();
+    await this.loop;
+    await this.handling;
     await Promise.all([...this.pods.values()].map((r) => this.kill(r)));
   }
 
-  private async poll(): Promise<void> {
-    const list = await this.api.get<{ items: Pod[] }>(
-      `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.nodeName}`)}`,
-    );
-    const seen = new Set<string>();
-    for (const pod of list.items) {
-      seen.add(pod.metadata.uid);
-      const running = this.pods.get(pod.metadata.uid);
-      if (pod.metadata.deletionTimestamp) {
-        if (running) await this.kill(running);
-        this.pods.delete(pod.metadata.uid);
-        // The kubelet's last word on a graceful deletion: the containers are gone, remove it now.
-        await this.api
-          .call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, {
-            gracePeriodSeconds: 0,
-            preconditions: { uid: pod.metadata.uid },
-          })
-          .catch(() => undefined);
-        continue;
-      }
-      if (!running) {
-        const r: Running = {
-          pod,
-          processes: [],
-          stopped: false,
-          ready: false,
-          startedAt: now(),
-          initialized: false,
-          exited: new Map(),
-          logs: new Map(),
-        };
-        this.pods.set(pod.metadata.uid, r);
-        void this.run(r).catch((e: unknown) =>
-          this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ${String(e)}`),
-        );
+  /**
+   * List, then watch from the list's version; a watch the server ends is resumed, and a failed one (the API server
+   * away, the version compacted) listed again after a pause that grows while it keeps failing. One line per outage.
+   */
+  private async listAndWatch(): Promise<void> {
+    const path = `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.nodeName}`)}`;
+    const signal = this.stopping.signal;
+    let pause = this.host.retryMs ?? 1000;
+    let failing = false;
+    while (!signal.aborted) {
+      try {
+        const list = await this.api.get<{ metadata: { resourceVersion: string }; items: Pod[] }>(path);
+        await this.enqueue(() => this.reconcile(list.items));
+        let version = list.metadata.resourceVersion;
+        if (failing) this.host.log?.(`${this.nodeName}: listing pods again`);
+        failing = false;
+        pause = this.host.retryMs ?? 1000;
+        while (!signal.aborted) {
+          version = await this.api.watch<Pod>(
+            path,
+            version,
+            (type, pod) => void this.enqueue(() => (type === "DELETED" ? this.forget(pod) : this.take(pod))),
+            signal,
+          );
+        }
+      } catch (e) {
+        if (signal.aborted) break;
+        if (!failing) this.host.log?.(`${this.nodeName}: listing or watching pods failed (retrying): ${String(e)}`);
+        failing = true;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, pause);
+          signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+        });
+        pause = Math.min(pause * 2, 10_000);
       }
     }
+  }
+
+  private enqueue(work: () => Promise<void>): Promise<void> {
+    const next = this.handling.then(work).catch((e: unknown) => this.host.log?.(`${this.nodeName}: ${String(e)}`));
+    this.handling = next;
+    return next;
+  }
+
+  /** A full list: every pod in it is taken, and a pod running here that is not in it is gone. */
+  private async reconcile(items: readonly Pod[]): Promise<void> {
+    const seen = new Set(items.map((p) => p.metadata.uid));
+    for (const pod of items) await this.take(pod);
     for (const [uid, r] of this.pods) {
       if (!seen.has(uid)) {
         await this.kill(r);
         this.pods.delete(uid);
       }
     }
+  }
+
+  /** A pod gone from the API server: its processes end. */
+  private async forget(pod: Pod): Promise<void> {
+    const running = this.pods.get(pod.metadata.uid);
+    if (!running) return;
+    await this.kill(running);
+    this.pods.delete(pod.metadata.uid);
+  }
+
+  /** A pod as the API server has it now: started when new, ended and removed when being deleted. */
+  private async take(pod: Pod): Promise<void> {
+    if (this.stopping.signal.aborted) return;
+    const running = this.pods.get(pod.metadata.uid);
+    if (pod.metadata.deletionTimestamp) {
+      if (running) await this.kill(running);
+      this.pods.delete(pod.metadata.uid);
+      // The kubelet's last word on a graceful deletion: the containers are gone, remove it now.
+      await this.api
+        .call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, {
+          gracePeriodSeconds: 0,
+          preconditions: { uid: pod.metadata.uid },
+        })
+        .catch(() => undefined);
+      return;
+    }
+    if (running) return;
+    const r: Running = {
+      pod,
+      processes: [],
+      stopped: false,
+      ready: false,
+      startedAt: now(),
+      initialized: false,
+      exited: new Map(),
+      logs: new Map(),
+    };
+    this.pods.set(pod.metadata.uid, r);
+    void this.run(r).catch((e: unknown) => this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ${String(e)}`));
   }
 
   private podDir(r: Running): string {

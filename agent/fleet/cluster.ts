@@ -182,6 +182,8 @@ export async function startLocalCluster(
   spec: FleetSpec,
   stateDir: string,
   log: (line: string) => void,
+  /** Whether a host's processes run (not stopped): its node stand-in renews nothing while they do not. */
+  hostRunning?: (host: string) => boolean,
 ): Promise<LocalCluster> {
   const engines = findEngines(ENGINES);
   const dir = join(stateDir, "cluster");
@@ -298,7 +300,9 @@ export async function startLocalCluster(
           nodeName: name,
           labels,
           kubeletPort: kubelet.port,
-          onError: (e) => log(`${name}: heartbeat failed: ${String(e)}`),
+          onError: (e) => log(`${name}: heartbeat failed (retrying every 10 s): ${String(e)}`),
+          onRecovered: () => log(`${name}: heartbeat renewed again`),
+          hostRunning: () => hostRunning?.(name) !== false,
         });
         nodes.set(name, node);
         await node.start();

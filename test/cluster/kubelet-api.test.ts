@@ -120,7 +120,7 @@ describe(
         dir: join(dir, "node-a", "pods"),
         env: {},
         commands: {},
-        pollMs: 300,
+        retryMs: 300,
       });
       kubelet = await startKubeletApi({
         api: nodeClient,
