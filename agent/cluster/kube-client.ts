@@ -60,8 +60,24 @@ export class KubeClient {
   }
 
   async call<T>(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<T> {
+    const text = await this.raw(method, path, body, contentType);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** A GET answered in text, such as the API server's `/metrics`. */
+  text(path: string): Promise<string> {
+    return this.raw("GET", path, undefined, "application/json", "text/plain");
+  }
+
+  private async raw(
+    method: string,
+    path: string,
+    body: unknown,
+    contentType: string,
+    accept = "application/json",
+  ): Promise<string> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<string>((resolve, reject) => {
       const req = request(
         `${this.server}${path}`,
         {
@@ -69,7 +85,7 @@ export class KubeClient {
           ca: this.creds.ca,
           ...(this.creds.cert ? { cert: this.creds.cert, key: this.creds.key } : {}),
           headers: {
-            accept: "application/json",
+            accept,
             ...(payload ? { "content-type": contentType, "content-length": payload.length } : {}),
             ...(this.creds.token ? { authorization: `Bearer ${this.creds.token}` } : {}),
           },
@@ -88,7 +104,7 @@ export class KubeClient {
             const text = Buffer.concat(chunks).toString();
             const status = res.statusCode ?? 0;
             if (status >= 200 && status < 300) {
-              resolve((text ? JSON.parse(text) : undefined) as T);
+              resolve(text);
               return;
             }
             let message = text;
