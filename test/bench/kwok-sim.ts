@@ -18,7 +18,7 @@ import type { LifecycleEvent } from "../../agent/lifecycle";
 import { nodeApiFromKubeconfig } from "../../agent/report/node-api";
 import { Reporter } from "../../agent/report/reporter";
 
-/** kwok's own Stages for a Node's start and its Lease, read from its Go module as set-up downloaded it. */
+/** kwok's own Stages for a Node's start and its heartbeat with a Lease, from its Go module (set-up downloaded it). */
 export function kwokNodeStages(version: string): string[] {
   const r = spawnSync("go", ["mod", "download", "-json", `sigs.k8s.io/kwok@${version}`], { encoding: "utf8" });
   const dir = (JSON.parse(r.stdout) as { Dir?: string }).Dir;
@@ -26,7 +26,6 @@ export function kwokNodeStages(version: string): string[] {
   return [
     join(dir, "kustomize", "stage", "node", "fast", "node-initialize.yaml"),
     join(dir, "kustomize", "stage", "node", "heartbeat-with-lease", "node-heartbeat-with-lease.yaml"),
-    join(dir, "kustomize", "stage", "pod", "general", "pod-delete.yaml"),
   ].map((f) => readFileSync(f, "utf8"));
 }
 
@@ -64,7 +63,11 @@ containerStatuses:
 {{ end }}
 `;
 
-/** The upgrader pods' Stages: running (its init container, the retarget, done) at once; Ready once converged. */
+/**
+ * The upgrader pods' Stages: running (its init container, the retarget, done) at once; Ready once converged; and,
+ * deleted, gone at once, as a kubelet whose container exits on SIGTERM removes it (kwok's own waits out the grace
+ * period, 30 s a pod, which would pace the rollout instead of the hosts).
+ */
 export function upgraderStages(o: { seed: number; base: number; spread: number; never: readonly string[] }): string[] {
   const onSim = { key: ".spec.nodeName", operator: "Exists" };
   const stage = (name: string, spec: Record<string, unknown>) =>
@@ -99,6 +102,17 @@ export function upgraderStages(o: { seed: number; base: number; spread: number; 
         durationFrom: { expressionFrom: convergeJq(o.seed, o.base, o.spread, 1000) },
       },
       next: { statusTemplate: podStatus(true) },
+    }),
+    stage("winfleet-upgrader-deleted", {
+      resourceRef: { apiGroup: "v1", kind: "Pod" },
+      selector: {
+        matchExpressions: [
+          onSim,
+          { key: ".metadata.deletionTimestamp", operator: "Exists" },
+          { key: ".metadata.finalizers", operator: "DoesNotExist" },
+        ],
+      },
+      next: { delete: true },
     }),
   ];
 }
