@@ -16,6 +16,10 @@ export interface Container {
     readonly exec?: { readonly command: readonly string[] };
     readonly periodSeconds?: number;
     readonly timeoutSeconds?: number;
+    /** Consecutive failures that turn a ready container unready. @default 3 */
+    readonly failureThreshold?: number;
+    /** Consecutive successes that turn an unready container ready. @default 1 */
+    readonly successThreshold?: number;
   };
 }
 

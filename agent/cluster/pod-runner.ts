@@ -2,8 +2,9 @@
  * The node stand-in's pod runner: the pods the scheduler or a controller binds to this node run
  * as processes on the host, the way HostProcess containers run on Windows. Each pod gets a
  * directory (its `CONTAINER_SANDBOX_MOUNT_POINT` and working directory) holding its ConfigMap
- * volumes; init containers run in order, then the containers; the readiness probe the pod
- * declares is executed on its period; and the pod's status is written with the node's own
+ * volumes (mounted again after a pause while that fails); init containers run in order, then the
+ * containers; the readiness probe the pod declares is executed on its period and counted against
+ * its failure and success thresholds; and the pod's status is written with the node's own
  * credential. Each container's output goes to its log file as a kubelet's does (container-log.ts;
  * served by kubelet-api.ts). A pod with `restartPolicy: Never` or `OnFailure` ends: Succeeded when
  * every container exited 0, Failed otherwise or when `activeDeadlineSeconds` runs out. A pod being deleted has its
@@ -179,7 +180,32 @@ export class PodRunner {
     return r.pod.spec.restartPolicy === "Never" || r.pod.spec.restartPolicy === "OnFailure";
   }
 
-  private async run(r: Running): Promise<void> {
+  /**
+   * Makes the pod's directory and volumes, again after a pause while that fails, as a kubelet retries a mount: the
+   * API server may be away, or not yet know this node may read the pod's ConfigMap (the Node authorizer learns of a
+   * pod a moment after it is bound). False once the pod is stopped first.
+   */
+  private async prepare(r: Running): Promise<boolean> {
+    let pause = this.host.retryMs ?? 1000;
+    let said: string | undefined;
+    for (;;) {
+      if (r.stopped) return false;
+      try {
+        await this.mountVolumes(r);
+        if (said !== undefined) this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: volumes mounted`);
+        return true;
+      } catch (e) {
+        const text = String(e);
+        if (text !== said)
+          this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: volumes not mounted (retrying): ${text}`);
+        said = text;
+      }
+      await new Promise((res) => setTimeout(res, pause));
+      pause = Math.min(pause * 2, 10_000);
+    }
+  }
+
+  private async mountVolumes(r: Running): Promise<void> {
     const dir = this.podDir(r);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     for (const v of r.pod.spec.volumes ?? []) {
@@ -192,6 +218,10 @@ export class PodRunner {
       for (const [k, b64] of Object.entries(cm.binaryData ?? {}))
         await writeFile(join(dir, v.name, k), Buffer.from(b64, "base64"));
     }
+  }
+
+  private async run(r: Running): Promise<void> {
+    if (!(await this.prepare(r))) return;
     const deadline = r.pod.spec.activeDeadlineSeconds;
     if (deadline !== undefined) {
       r.deadlineTimer = setTimeout(() => void this.expire(r, deadline).catch(() => undefined), deadline * 1000);
@@ -233,10 +263,15 @@ export class PodRunner {
     const probe = probed.readinessProbe;
     const exec = probe.exec;
     if (!exec) return;
+    // As a kubelet counts: the readiness flips only after this many results in a row against it, so one probe that
+    // timed out on a loaded host does not make a ready pod unavailable.
+    let against = 0;
     const check = async () => {
       if (r.stopped) return;
       const ok = (await this.exec(r, probed, [...exec.command], (probe.timeoutSeconds ?? 1) * 1000)) === 0;
-      if (ok !== r.ready) {
+      against = ok === r.ready ? 0 : against + 1;
+      if (against >= (ok ? (probe.successThreshold ?? 1) : (probe.failureThreshold ?? 3))) {
+        against = 0;
         r.ready = ok;
         await this.report(r);
       }
