@@ -151,16 +151,7 @@ export class NodeStandIn {
 
   /** Registers the Node (or adopts the one of this name), posts it Ready, and starts the heartbeat. */
   async start(): Promise<void> {
-    const { nodeName, labels } = this.options;
-    try {
-      await this.api.post("/api/v1/nodes", {
-        apiVersion: "v1",
-        kind: "Node",
-        metadata: { name: nodeName, labels: { "kubernetes.io/hostname": nodeName, ...labels } },
-      });
-    } catch (e) {
-      if (!(e instanceof KubeError && e.status === 409)) throw e;
-    }
+    await this.register();
     await this.heartbeat();
     const every = this.options.heartbeatMs ?? 10_000;
     let failing = false;
@@ -188,6 +179,19 @@ export class NodeStandIn {
     await this.beating;
   }
 
+  private async register(): Promise<void> {
+    const { nodeName, labels } = this.options;
+    try {
+      await this.api.post("/api/v1/nodes", {
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name: nodeName, labels: { "kubernetes.io/hostname": nodeName, ...labels } },
+      });
+    } catch (e) {
+      if (!(e instanceof KubeError && e.status === 409)) throw e;
+    }
+  }
+
   /**
    * What a kubelet does every 10 s: renew the Lease, and post the Node's status only when it differs from what the
    * API server holds (the node lifecycle controller marked it NotReady, say) or every five minutes
@@ -197,8 +201,14 @@ export class NodeStandIn {
     const { nodeName } = this.options;
     const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
     type NodeStatus = { status?: { conditions?: { type: string; status: string; lastHeartbeatTime?: string }[] } };
-    const node = await this.api.get<NodeStatus>(`/api/v1/nodes/${nodeName}?resourceVersion=0`);
-    const ready = node.status?.conditions?.find((c) => c.type === "Ready");
+    // Its first status is posted unread: the cache may not hold a Node registered a moment ago.
+    let node: NodeStatus | undefined;
+    if (this.posted) {
+      node = await this.api.getOrUndefined<NodeStatus>(`/api/v1/nodes/${nodeName}?resourceVersion=0`);
+      // Deleted while the node runs: register it again, as a kubelet restarted would.
+      if (!node) await this.register();
+    }
+    const ready = node?.status?.conditions?.find((c) => c.type === "Ready");
     const age = ready?.lastHeartbeatTime ? Date.now() - Date.parse(ready.lastHeartbeatTime) : Infinity;
     if (ready?.status !== "True") this.readySince = now;
     if (ready?.status !== "True" || !(age < STATUS_REPORT_MS) || !this.posted) await this.postStatus(now);

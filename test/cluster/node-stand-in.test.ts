@@ -3,7 +3,8 @@
  * the bootstrap token and bindings the program deploys (rendered by the same function), its CSR
  * approved and signed by the real controllers; it registers its Node, which turns Ready and has
  * a Lease; and with its own credential the agent's reporter may annotate its own Node and post
- * Events, while a patch of another Node is refused by NodeRestriction.
+ * Events, while a patch of another Node is refused by NodeRestriction. A Node deleted while its
+ * host runs is registered again, as a kubelet does.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -124,6 +125,20 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
       (await admin.get<Node>("/api/v1/nodes/local-1")).metadata.annotations?.["winfleet.io/state"],
       undefined,
     );
+  });
+
+  it("registers its Node again, Ready, when the Node is deleted while the host runs", async () => {
+    await join_("local-4");
+    await admin.delete("/api/v1/nodes/local-4");
+    const back = await admin.waitFor(
+      async () => {
+        const n = await admin.getOrUndefined<Node>("/api/v1/nodes/local-4");
+        return n?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True" ? n : undefined;
+      },
+      30_000,
+      "local-4's Node to be registered again and Ready",
+    );
+    assert.equal(back.metadata.labels["winfleet.io/pool"], "local");
   });
 
   describe("the agent's reporter under the real Node authorizer", () => {
