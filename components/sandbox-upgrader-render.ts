@@ -79,9 +79,12 @@ export function renderSandboxUpgrader(
                     t.templateVersion,
                   ],
                 },
-                periodSeconds: 2,
+                // Every probe is a node process on the host: at 5 s, 50 hosts start 10 a second. Three
+                // failures in a row, as Kubernetes' default, before a ready host counts unavailable: one
+                // probe slowed past its timeout on a loaded machine is not a host gone.
+                periodSeconds: 5,
                 timeoutSeconds: 10,
-                failureThreshold: 1,
+                failureThreshold: 3,
                 successThreshold: 1,
               },
             },

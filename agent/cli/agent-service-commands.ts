@@ -8,7 +8,7 @@ import type { Command } from "commander";
 import { DEFAULT_LISTEN, endpointPath, type StatusResponse } from "../broker";
 import { agentStatus, reloadBrokerConfig } from "../broker/client";
 import { AgentError, AgentErrorCode, defaultRunDir, errorMessage } from "../common";
-import { retarget } from "../service";
+import type * as Service from "../service";
 import { failure, printError } from "./errors";
 
 /** What `ready` wants. */
@@ -109,6 +109,9 @@ export function registerAgentServiceCommands(program: Command, service: Command)
                   auth: opts.contentAuth as "none" | "managedIdentity",
                   ...(sas ? { sas } : {}),
                 };
+          // Loaded here, not above: `ready` runs every few seconds as a readiness probe and needs none of it.
+          // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on demand
+          const { retarget } = require("../service") as typeof Service;
           const r = await retarget({
             config: resolve(opts.config),
             template: opts.template,
