@@ -20,8 +20,12 @@ import { hostPaths } from "../../agent/fleet/spec";
 import { type Fleet, REPO, killFleet, processesMentioning, startFleet, winfleet } from "../fleet/support";
 import { Rng, enginesOrSkip, portOpen, runCommand, sleep, tempDir, writeContent } from "../support";
 import {
+  DAEMONSET,
+  type DaemonSetStatus,
   agentPid,
+  describeDaemonSet,
   freeBytes,
+  generation,
   logOffsets,
   loggedReports,
   midRollout,
@@ -29,6 +33,7 @@ import {
   pidsOf,
   postedReports,
   queued,
+  rolledOut,
   watchUnavailable,
 } from "./rollout-watch";
 
@@ -111,6 +116,8 @@ describe(
           `hosts ${want.join(", ")} to report svc ${version} converged`,
         )
         .catch(async (e: unknown) => assert.fail(`${String(e)}: ${JSON.stringify(await nodes(kube))}`));
+      // The next fault starts from a DaemonSet at rest: every pod of this template available.
+      if (except.length === 0) await rolledOut(kube, HOSTS.length);
       await reportsMatch();
     };
     const reportsMatch = async () => {
@@ -172,38 +179,59 @@ describe(
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    it("the README's order: hosts kept from `winfleet local up` join `--cluster` and every Node reports", async () => {
-      const plain = startFleet(["--stack", stack(), "--state-dir", state, "--port", "0"]);
-      try {
-        await plain.waitFor(/rollout done: local-1, local-2, local-3, local-4/, 120_000);
-      } finally {
-        assert.equal(winfleet(["local", "down", "--state-dir", state]).code, 0);
-        await plain.exit;
-      }
-      offsets = logOffsets(state, HOSTS);
-      fleet = startFleet(["--cluster", "--stack", stack(), "--state-dir", state, "--port", "0"]);
-      await fleet.waitFor(/rollout done: every host already there/, 240_000);
-      kube = KubeClient.fromKubeconfigFile(join(state, "kubeconfig"));
-      await settledOn(1);
-      for (const n of await nodes(kube)) assert.equal(n.state, "converged", n.name);
-    });
+    /** A fault test: when it fails, the fleet's last lines (the control plane's and the nodes' own) say why. */
+    const fault = (name: string, fn: () => Promise<void>, options: { skip?: string | false } = {}): void => {
+      it(name, options, async () => {
+        try {
+          await fn();
+        } catch (e) {
+          const tail = (fleet?.output() ?? "").split("\n").slice(-60).join("\n");
+          if (e instanceof Error) e.message += `\n--- the fleet's last lines ---\n${tail}`;
+          throw e;
+        }
+      });
+    };
 
-    it("kube-apiserver killed with SIGKILL mid-rollout: the control plane starts it again and the rollout finishes", async () => {
-      const rolling = up(2, 2);
-      await midRollout(kube, HOSTS.length);
-      const [pid] = pidsOf(state, "kube-apiserver");
-      assert.ok(pid, "the API server runs");
-      process.kill(pid, "SIGKILL");
-      const r = await rolling;
-      assert.equal(r.code, 0, r.stdout + r.stderr);
-      assert.notEqual(pidsOf(state, "kube-apiserver")[0], pid, "a new API server runs");
-      assert.match(fleet?.output() ?? "", /kube-apiserver exited \(SIGKILL\); starting it again/);
-      await settledOn(2);
-    });
+    fault(
+      "the README's order: hosts kept from `winfleet local up` join `--cluster` and every Node reports",
+      async () => {
+        const plain = startFleet(["--stack", stack(), "--state-dir", state, "--port", "0"]);
+        try {
+          await plain.waitFor(/rollout done: local-1, local-2, local-3, local-4/, 120_000);
+        } finally {
+          assert.equal(winfleet(["local", "down", "--state-dir", state]).code, 0);
+          await plain.exit;
+        }
+        offsets = logOffsets(state, HOSTS);
+        fleet = startFleet(["--cluster", "--stack", stack(), "--state-dir", state, "--port", "0"]);
+        await fleet.waitFor(/rollout done: every host already there/, 240_000);
+        kube = KubeClient.fromKubeconfigFile(join(state, "kubeconfig"));
+        await settledOn(1);
+        for (const n of await nodes(kube)) assert.equal(n.state, "converged", n.name);
+      },
+    );
 
-    it("etcd killed with SIGKILL mid-rollout: started again on its data, the rollout finishes", async () => {
+    fault(
+      "kube-apiserver killed with SIGKILL mid-rollout: the control plane starts it again and the rollout finishes",
+      async () => {
+        const before = await generation(kube);
+        const rolling = up(2, 2);
+        await midRollout(kube, before, HOSTS.length);
+        const [pid] = pidsOf(state, "kube-apiserver");
+        assert.ok(pid, "the API server runs");
+        process.kill(pid, "SIGKILL");
+        const r = await rolling;
+        assert.equal(r.code, 0, r.stdout + r.stderr);
+        assert.notEqual(pidsOf(state, "kube-apiserver")[0], pid, "a new API server runs");
+        assert.match(fleet?.output() ?? "", /kube-apiserver exited \(SIGKILL\); starting it again/);
+        await settledOn(2);
+      },
+    );
+
+    fault("etcd killed with SIGKILL mid-rollout: started again on its data, the rollout finishes", async () => {
+      const before = await generation(kube);
       const rolling = up(3, 2);
-      await midRollout(kube, HOSTS.length);
+      await midRollout(kube, before, HOSTS.length);
       const [pid] = pidsOf(join(state, "cluster"), "--data-dir");
       assert.ok(pid, "etcd runs");
       process.kill(pid, "SIGKILL");
@@ -213,86 +241,110 @@ describe(
       await settledOn(3);
     });
 
-    it("agents killed with kill -9 at seeded random moments of the rollout: each comes back and converges once", async () => {
-      const seed = Number(process.env.WINFLEET_FAULT_SEED ?? Date.now() % 100_000);
-      process.stderr.write(`agent kill -9 seed: ${seed} (WINFLEET_FAULT_SEED=${seed} repeats it)\n`);
-      const rng = new Rng(seed);
-      const rolling = up(4, 2);
-      let done = false;
-      void rolling.finally(() => (done = true));
-      await midRollout(kube, HOSTS.length);
-      const killed: string[] = [];
-      for (let i = 0; i < 4 && !done; i++) {
-        await sleep(300 + rng.int(2500));
-        const host = rng.pick(HOSTS);
-        const pid = agentPid(state, host);
-        if (pid === undefined || done) continue;
-        process.kill(-pid, "SIGKILL");
-        killed.push(`${host}@${i}`);
-      }
-      const r = await rolling;
-      assert.equal(r.code, 0, `killed ${killed.join(", ")}: ${r.stdout}${r.stderr}`);
-      assert.ok(killed.length > 0, "at least one agent was killed mid-rollout");
-      await settledOn(4);
-    });
-
-    it(`a host stopped with SIGSTOP past the ${NODE_MONITOR_GRACE_SECONDS} s grace period: its Node goes NotReady, the rollout waits, and it finishes once the host is resumed`, async () => {
-      const frozen = "local-4";
-      const pid = agentPid(state, frozen);
-      assert.ok(pid);
-      process.kill(-pid, "SIGSTOP");
-      let finished = false;
-      try {
-        const rolling = up(5, 2);
-        void rolling.finally(() => (finished = true));
-        await kube.waitFor(
-          async () => (await nodes(kube)).find((n) => n.name === frozen)?.ready === "Unknown",
-          NODE_MONITOR_GRACE_SECONDS * 1000 + 60_000,
-          `${frozen}'s Node to go NotReady`,
-        );
-        assert.equal(finished, false, "the rollout waits for the stopped host");
-        process.kill(-pid, "SIGCONT");
+    fault(
+      "agents killed with kill -9 at seeded random moments of the rollout: each comes back and converges once",
+      async () => {
+        const seed = Number(process.env.WINFLEET_FAULT_SEED ?? Date.now() % 100_000);
+        process.stderr.write(`agent kill -9 seed: ${seed} (WINFLEET_FAULT_SEED=${seed} repeats it)\n`);
+        const rng = new Rng(seed);
+        const before = await generation(kube);
+        const rolling = up(4, 2);
+        let done = false;
+        void rolling.finally(() => (done = true));
+        await midRollout(kube, before, HOSTS.length);
+        const killed: string[] = [];
+        for (let i = 0; i < 4 && !done; i++) {
+          await sleep(300 + rng.int(2500));
+          const host = rng.pick(HOSTS);
+          const pid = agentPid(state, host);
+          if (pid === undefined || done) continue;
+          process.kill(-pid, "SIGKILL");
+          killed.push(`${host}@${i}`);
+        }
         const r = await rolling;
-        assert.equal(r.code, 0, r.stdout + r.stderr);
-      } finally {
-        process.kill(-pid, "SIGCONT");
-      }
-      assert.equal((await nodes(kube)).find((n) => n.name === frozen)?.ready, "True");
-      await settledOn(5);
-    });
+        assert.equal(r.code, 0, `killed ${killed.join(", ")}: ${r.stdout}${r.stderr}`);
+        assert.ok(killed.length > 0, "at least one agent was killed mid-rollout");
+        await settledOn(4);
+      },
+    );
 
-    it("content that fails on one host halts the rollout within maxUnavailable; fixed content finishes it", async () => {
-      const watch = watchUnavailable(kube);
-      const halted = await up(6, 1);
-      assert.equal(halted.code, 1, halted.stdout + halted.stderr);
-      assert.match(
-        halted.stdout,
-        new RegExp(`rollout halted at ${QUIRKY}: app pre_upgrade: .*exit 9: app 6 cannot replace the legacy driver`),
-      );
-      const atHalt = await nodes(kube);
-      await sleep(15_000); // past minReadySeconds: a controller that went on would have moved another host by now
-      const { worst, samples } = await watch.stop();
-      assert.ok(worst <= 1, `never more than maxUnavailable (1) unavailable: ${samples.join(" ")}`);
-      const n = await nodes(kube);
-      assert.deepEqual(n, atHalt, "no host moved after the halt");
-      assert.deepEqual(
-        n.find((x) => x.name === QUIRKY),
-        { name: QUIRKY, ready: "True", winfleetReady: "False", version: "6", state: "failed" },
-      );
-      for (const x of n.filter((y) => y.name !== QUIRKY))
-        assert.ok(
-          ["5", "6"].includes(x.version) && x.winfleetReady === "True",
-          `the other hosts stay converged on 5, or on 6 where the rollout reached them first: ${JSON.stringify(x)}`,
+    fault(
+      `a host stopped with SIGSTOP past the ${NODE_MONITOR_GRACE_SECONDS} s grace period: its Node goes NotReady, the rollout waits, and it finishes once the host is resumed`,
+      async () => {
+        const frozen = "local-4";
+        const pid = agentPid(state, frozen);
+        assert.ok(pid);
+        process.kill(-pid, "SIGSTOP");
+        let finished = false;
+        try {
+          const rolling = up(5, 2);
+          void rolling.finally(() => (finished = true));
+          await kube.waitFor(
+            async () => (await nodes(kube)).find((n) => n.name === frozen)?.ready === "Unknown",
+            NODE_MONITOR_GRACE_SECONDS * 1000 + 60_000,
+            `${frozen}'s Node to go NotReady`,
+          );
+          assert.equal(finished, false, "the rollout waits for the stopped host");
+          process.kill(-pid, "SIGCONT");
+          const r = await rolling;
+          assert.equal(r.code, 0, r.stdout + r.stderr);
+        } finally {
+          process.kill(-pid, "SIGCONT");
+        }
+        // The rollout may finish on the pod's word before the resumed host's next heartbeat posts its Node Ready.
+        await kube.waitFor(
+          async () => (await nodes(kube)).find((n) => n.name === frozen)?.ready === "True",
+          60_000,
+          `${frozen}'s Node to be Ready again`,
         );
-      await reportsMatch();
-      const fixed = await up(7, 2);
-      assert.equal(fixed.code, 0, fixed.stdout + fixed.stderr);
-      await settledOn(7);
-    });
+        await settledOn(5);
+      },
+    );
 
-    it(
+    fault(
+      "content that fails on one host halts the rollout within maxUnavailable; fixed content finishes it",
+      async () => {
+        const watch = await watchUnavailable(kube);
+        const halted = await up(6, 1);
+        assert.equal(halted.code, 1, halted.stdout + halted.stderr);
+        assert.match(
+          halted.stdout,
+          new RegExp(`rollout halted at ${QUIRKY}: app pre_upgrade: .*exit 9: app 6 cannot replace the legacy driver`),
+        );
+        // The rollout halts on the agent's word through its broker; its Node's report follows through the queue.
+        await kube
+          .waitFor(
+            async () => (await nodes(kube)).find((x) => x.name === QUIRKY)?.state === "failed",
+            30_000,
+            `${QUIRKY}'s Node to report the failed apply`,
+          )
+          .catch(async (e: unknown) => assert.fail(`${String(e)}: ${JSON.stringify(await nodes(kube))}`));
+        const atHalt = await nodes(kube);
+        await sleep(15_000); // past minReadySeconds: a controller that went on would have moved another host by now
+        const { worst, samples } = await watch.stop();
+        assert.ok(worst <= 1, `never more than maxUnavailable (1) unavailable: ${samples.join(" ")}`);
+        const ds = await kube.get<DaemonSetStatus>(DAEMONSET);
+        assert.equal(ds.status.numberUnavailable, 1, `the halted host's pod stays unready: ${describeDaemonSet(ds)}`);
+        const n = await nodes(kube);
+        assert.deepEqual(n, atHalt, "no host moved after the halt");
+        assert.deepEqual(
+          n.find((x) => x.name === QUIRKY),
+          { name: QUIRKY, ready: "True", winfleetReady: "False", version: "6", state: "failed" },
+        );
+        for (const x of n.filter((y) => y.name !== QUIRKY))
+          assert.ok(
+            ["5", "6"].includes(x.version) && x.winfleetReady === "True",
+            `the other hosts stay converged on 5, or on 6 where the rollout reached them first: ${JSON.stringify(x)}`,
+          );
+        await reportsMatch();
+        const fixed = await up(7, 2);
+        assert.equal(fixed.code, 0, fixed.stdout + fixed.stderr);
+        await settledOn(7);
+      },
+    );
+
+    fault(
       "a disk that fills during an apply: the rollout halts at that host, with an Event naming the step, and nothing half-written",
-      { skip: diskSkip },
       async () => {
         const root = hostPaths(state, SMALL_DISK).root;
         assert.ok(mounted, "the host's disk is a file system of its own");
@@ -302,14 +354,21 @@ describe(
         const halted = await up(8, 1);
         assert.equal(halted.code, 1, halted.stdout + halted.stderr);
         assert.match(halted.stdout, new RegExp(`rollout halted at ${SMALL_DISK}: .*(ENOSPC|no space left)`, "i"));
-        const events = await kube.get<{ items: { reason: string; message: string; type: string }[] }>(
-          `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${SMALL_DISK}`)}`,
-        );
-        const failure = events.items.find((e) => e.reason === "ApplyFailed" && /ENOSPC|no space/i.test(e.message));
-        assert.ok(
-          failure,
-          `an ApplyFailed Event on ${SMALL_DISK}: ${JSON.stringify(events.items.map((e) => e.message))}`,
-        );
+        // The rollout halts on the agent's word through its broker; its Event follows through the report queue.
+        let messages: string[] = [];
+        const failure = await kube
+          .waitFor(
+            async () => {
+              const events = await kube.get<{ items: { reason: string; message: string; type: string }[] }>(
+                `/api/v1/namespaces/default/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${SMALL_DISK}`)}`,
+              );
+              messages = events.items.map((e) => e.message);
+              return events.items.find((e) => e.reason === "ApplyFailed" && /ENOSPC|no space/i.test(e.message));
+            },
+            30_000,
+            `an ApplyFailed Event on ${SMALL_DISK}`,
+          )
+          .catch(() => assert.fail(`an ApplyFailed Event on ${SMALL_DISK}: ${JSON.stringify(messages)}`));
         assert.match(failure.message, /^app failed in /, "the Event names the component and its step");
         assert.throws(() => statSync(join(root, "opt", "app", "blob.bin")), "no part of the file was left");
         assert.ok(freeBytes(root) >= MiB / 2, "what was staged for the apply was removed");
@@ -320,9 +379,10 @@ describe(
         await settledOn(9);
         assert.equal(statSync(join(root, "opt", "app", "blob.bin")).size, 3 * MiB);
       },
+      { skip: diskSkip },
     );
 
-    it("winfleet local down leaves no process, port or mount in use", async () => {
+    fault("winfleet local down leaves no process, port or mount in use", async () => {
       const port = Number(new URL(kube.server).port);
       const down = winfleet(["local", "down", "--state-dir", state]);
       assert.equal(down.code, 0, down.stderr);

@@ -54,17 +54,20 @@ export async function nodes(kube: KubeClient): Promise<NodeView[]> {
 }
 
 /**
- * Samples the DaemonSet every 250 ms until stopped: the most pods it ever counted unavailable, and whether it was seen
- * mid-rollout at all.
+ * Samples the DaemonSet every 250 ms until stopped: the most pods it ever counted unavailable while rolling a template
+ * newer than the one it had when the watch began (its counts of the template before are another rollout's).
  */
-export function watchUnavailable(kube: KubeClient): { stop(): Promise<{ worst: number; samples: string[] }> } {
+export async function watchUnavailable(
+  kube: KubeClient,
+): Promise<{ stop(): Promise<{ worst: number; samples: string[] }> }> {
+  const before = (await kube.get<DaemonSetStatus>(DAEMONSET)).metadata.generation;
   let watching = true;
   let worst = 0;
   const samples: string[] = [];
   const loop = (async () => {
     while (watching) {
       const d = await kube.getOrUndefined<DaemonSetStatus>(DAEMONSET).catch(() => undefined);
-      if (d) {
+      if (d && d.metadata.generation > before && d.status.observedGeneration === d.metadata.generation) {
         const unavailable = d.status.numberUnavailable ?? 0;
         worst = Math.max(worst, unavailable);
         const sample = `${d.status.updatedNumberScheduled ?? 0}u/${unavailable}x`;
@@ -82,18 +85,64 @@ export function watchUnavailable(kube: KubeClient): { stop(): Promise<{ worst: n
   };
 }
 
-/** Resolves once the DaemonSet's controller has begun rolling a new template (a pod of it exists) but not finished. */
-export async function midRollout(kube: KubeClient, hosts: number, timeoutMs = 120_000): Promise<void> {
-  await kube.waitFor(
-    async () => {
-      const d = await kube.getOrUndefined<DaemonSetStatus>(DAEMONSET).catch(() => undefined);
-      if (!d || d.status.observedGeneration !== d.metadata.generation) return false;
-      const updated = d.status.updatedNumberScheduled ?? 0;
-      return updated >= 1 && updated < hosts;
-    },
-    timeoutMs,
-    "the DaemonSet controller to be rolling the new template",
-  );
+/** The DaemonSet's counts in a line: generations, updated, available and unavailable pods. */
+export function describeDaemonSet(d: DaemonSetStatus | undefined): string {
+  if (!d) return "no DaemonSet";
+  const s = d.status;
+  return `generation ${d.metadata.generation} (observed ${s.observedGeneration ?? "-"}): ${s.updatedNumberScheduled ?? 0} updated, ${s.numberAvailable ?? 0} available, ${s.numberUnavailable ?? 0} unavailable of ${s.desiredNumberScheduled ?? 0}`;
+}
+
+/**
+ * Resolves once the DaemonSet's controller has begun rolling a template newer than generation `after` (a pod of it
+ * exists) but not finished.
+ */
+export async function midRollout(kube: KubeClient, after: number, hosts: number, timeoutMs = 240_000): Promise<void> {
+  let last: DaemonSetStatus | undefined;
+  await kube
+    .waitFor(
+      async () => {
+        const d = await kube.getOrUndefined<DaemonSetStatus>(DAEMONSET).catch(() => undefined);
+        last = d ?? last;
+        if (!d || d.metadata.generation <= after || d.status.observedGeneration !== d.metadata.generation) return false;
+        const updated = d.status.updatedNumberScheduled ?? 0;
+        return updated >= 1 && updated < hosts;
+      },
+      timeoutMs,
+      "the DaemonSet controller to be rolling the new template",
+    )
+    .catch((e: unknown) => {
+      throw new Error(`${String(e)}; last seen: ${describeDaemonSet(last)}`);
+    });
+}
+
+/** The DaemonSet's generation now. */
+export async function generation(kube: KubeClient): Promise<number> {
+  return (await kube.get<DaemonSetStatus>(DAEMONSET)).metadata.generation;
+}
+
+/** Resolves once the controller has rolled the DaemonSet's current template to every one of `hosts`, all available. */
+export async function rolledOut(kube: KubeClient, hosts: number, timeoutMs = 60_000): Promise<void> {
+  let last: DaemonSetStatus | undefined;
+  await kube
+    .waitFor(
+      async () => {
+        const d = await kube.getOrUndefined<DaemonSetStatus>(DAEMONSET).catch(() => undefined);
+        last = d ?? last;
+        const s = d?.status;
+        return (
+          s !== undefined &&
+          s.observedGeneration === d?.metadata.generation &&
+          s.updatedNumberScheduled === hosts &&
+          s.numberAvailable === hosts &&
+          (s.numberUnavailable ?? 0) === 0
+        );
+      },
+      timeoutMs,
+      `the DaemonSet to be rolled out to ${hosts} hosts`,
+    )
+    .catch((e: unknown) => {
+      throw new Error(`${String(e)}; last seen: ${describeDaemonSet(last)}`);
+    });
 }
 
 /** The pids of processes whose command line mentions every one of `needles`. */
