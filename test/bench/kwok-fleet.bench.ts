@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     const specFor = (version: number, width: string): FleetSpec => {
       writeFileSync(
         stackFile,
-        `config:\n  winfleet:fleet:\n    content: { dir: ${content}, template: svc, templateVersion: "${version}" }\n    pools:\n      - { name: sim, kind: local, hosts: 1 }\n    upgrader: { image: "winfleet-agent:sim", maxUnavailable: "${width}" }\n`,
+        `config:\n  winfleet:fleet:\n    content: { dir: ${content}, template: svc, templateVersion: "${version}" }\n    pools:\n      - { name: sim, kind: local, hosts: 1 }\n    upgrader: { image: "winfleet-agent:sim", maxUnavailable: ${width.endsWith("%") ? `"${width}"` : width} }\n`,
       );
       const spec = { stack: "sim", stackFile, pool: "sim", hosts: 1, maxUnavailable: 1, content, cluster: true };
       return { ...spec, template: "svc", templateVersion: String(version) };
