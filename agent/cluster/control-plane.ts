@@ -12,18 +12,21 @@
  * holding a certificate of its own CA (the API server's), not the cluster's; the API server admits
  * no anonymous request but a read of the public cluster-info ConfigMap (kubeadm's discovery); the
  * controller manager and scheduler serve nothing. The state directory
- * (PKI, kubeconfigs, etcd's data) is private to its owner.
+ * (PKI, kubeconfigs, etcd's data) is private to its owner. Each component that exits unasked (a
+ * crash, a `kill -9`) is started again on the same ports and data, as a kubelet restarts a static
+ * pod, so faults in the middle of a rollout can be tested against it.
  *
  * Used by the end-to-end tests and by `winfleet local up --cluster`.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ControlPlanePki, clientKubeconfig, makeControlPlanePki } from "./pki";
+import { Supervised, installExitHook, logTail } from "./supervised";
 
 /** The binaries a control plane runs (see `findEngines` for the ones set-up builds). */
 export interface ControlPlaneBinaries {
@@ -62,7 +65,21 @@ export interface ControlPlane {
   stopApiServer(): Promise<void>;
   /** Starts the API server again on the same port, and waits until it is ready. */
   startApiServer(): Promise<void>;
+  /** A component's process id now (each is started again when it exits unasked). */
+  pid(name: ControlPlaneComponent): number | undefined;
+  /** How often a component was started again after an exit nobody asked for. */
+  restarts(name: ControlPlaneComponent): number;
 }
+
+/** The processes of a control plane. */
+export type ControlPlaneComponent = "etcd" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler";
+
+/**
+ * How long a Node may go without renewing its Lease before the node lifecycle controller marks it NotReady
+ * (`--node-monitor-grace-period`). Kubernetes' default is 50 s; a throwaway cluster notices a lost host sooner, still
+ * three of a kubelet's 10 s renewals.
+ */
+export const NODE_MONITOR_GRACE_SECONDS = 30;
 
 /** A free TCP port on 127.0.0.1, as the kernel chooses one. */
 export async function freePort(): Promise<number> {
@@ -74,47 +91,6 @@ export async function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
-}
-
-const running = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // A test runner or CLI that dies without calling stop must not leave servers behind.
-  process.once("exit", () => {
-    for (const child of running) child.kill("SIGKILL");
-  });
-}
-
-function startProcess(name: string, binary: string, args: readonly string[], logDir: string): ChildProcess {
-  const log = openSync(join(logDir, `${name}.log`), "a");
-  const child = spawn(binary, args, { stdio: ["ignore", log, log] });
-  closeSync(log);
-  running.add(child);
-  child.once("exit", () => running.delete(child));
-  return child;
-}
-
-async function stopProcess(child: ChildProcess | undefined, graceMs = 10_000): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-  await exited;
-  clearTimeout(timer);
-}
-
-function logTail(logDir: string, name: string): string {
-  try {
-    return readFileSync(join(logDir, `${name}.log`), "utf8")
-      .split("\n")
-      .slice(-15)
-      .join("\n");
-  } catch {
-    return "(no log)";
-  }
 }
 
 async function sleep(ms: number): Promise<void> {
@@ -174,8 +150,9 @@ anonymous:
 `;
 
 /**
- * Starts etcd, kube-apiserver and kube-controller-manager on free loopback ports and resolves
- * once the API server answers `/readyz`. On any failure everything started is stopped.
+ * Starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler on free loopback ports and resolves once the
+ * API server answers `/readyz`. Each is started again when it exits unasked. On any failure everything started is
+ * stopped.
  */
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
   installExitHook();
@@ -205,17 +182,6 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 
   const etcdUrl = `https://127.0.0.1:${etcdPort}`;
   const peerUrl = `https://127.0.0.1:${peerPort}`;
-  let etcd: ChildProcess | undefined;
-  let apiserver: ChildProcess | undefined;
-  let controllers: ChildProcess | undefined;
-  let scheduler: ChildProcess | undefined;
-  const stopAll = async () => {
-    await stopProcess(scheduler);
-    await stopProcess(controllers);
-    await stopProcess(apiserver);
-    await stopProcess(etcd);
-  };
-
   // Every request carries a credential (no anonymous reads, not even of /version or /healthz), but one: a joining
   // node reads the public cluster-info ConfigMap before it has any, as kubeadm's discovery does, and pins the CA in it.
   const authenticationConfig = join(dir, "authentication.yaml");
@@ -249,51 +215,89 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     "--profiling=false",
     "--v=1",
   ];
+  const adminKubeconfig = join(dir, "admin.kubeconfig");
+  const kcmKubeconfig = join(dir, "controller-manager.kubeconfig");
+  const schedulerKubeconfig = join(dir, "scheduler.kubeconfig");
+  const supervised = (name: string, binary: string, args: readonly string[]) =>
+    new Supervised(name, binary, args, logDir, log);
+  const etcd = supervised("etcd", options.binaries.etcd, [
+    "--name=winfleet-local",
+    `--data-dir=${join(dir, "etcd")}`,
+    `--listen-client-urls=${etcdUrl}`,
+    `--advertise-client-urls=${etcdUrl}`,
+    `--listen-peer-urls=${peerUrl}`,
+    `--initial-advertise-peer-urls=${peerUrl}`,
+    `--initial-cluster=winfleet-local=${peerUrl}`,
+    // Clients and peers prove themselves with a certificate of etcd's own CA.
+    `--cert-file=${pki.etcdServerCert}`,
+    `--key-file=${pki.etcdServerKey}`,
+    "--client-cert-auth=true",
+    `--trusted-ca-file=${pki.etcdCaCert}`,
+    `--peer-cert-file=${pki.etcdServerCert}`,
+    `--peer-key-file=${pki.etcdServerKey}`,
+    "--peer-client-cert-auth=true",
+    `--peer-trusted-ca-file=${pki.etcdCaCert}`,
+    // A throwaway cluster: losing it on power loss is fine, waiting on fsync is not.
+    "--unsafe-no-fsync=true",
+    "--log-level=warn",
+  ]);
+  const apiserver = supervised("kube-apiserver", options.binaries.kubeApiserver, apiserverArgs);
+  const controllers = supervised("kube-controller-manager", options.binaries.kubeControllerManager, [
+    `--kubeconfig=${kcmKubeconfig}`,
+    `--authentication-kubeconfig=${kcmKubeconfig}`,
+    `--authorization-kubeconfig=${kcmKubeconfig}`,
+    // The disruption controller keeps PodDisruptionBudgets' status, which the eviction subresource enforces
+    // (without it every eviction a budget covers is refused); deployment and replicaset run workloads, and
+    // nodelifecycle lifts the not-ready taint a Node registers with once it is Ready (only DaemonSet pods
+    // tolerate it), taints a cordoned one, and turns a Node whose Lease is not renewed within the grace period
+    // NotReady (Unknown) with its pods unready, as on any cluster.
+    "--controllers=daemonset,deployment,replicaset,disruption,nodelifecycle,podgc,csrapproving,csrsigning,csrcleaner,tokencleaner,bootstrapsigner,serviceaccount,serviceaccount-token,namespace,garbagecollector",
+    `--node-monitor-grace-period=${NODE_MONITOR_GRACE_SECONDS}s`,
+    `--cluster-signing-cert-file=${pki.caCert}`,
+    `--cluster-signing-key-file=${pki.caKey}`,
+    `--root-ca-file=${pki.caCert}`,
+    `--service-account-private-key-file=${pki.serviceAccountKey}`,
+    "--use-service-account-credentials=true",
+    "--leader-elect=false",
+    "--bind-address=127.0.0.1",
+    "--secure-port=0",
+    "--v=1",
+  ]);
+  const scheduler = supervised("kube-scheduler", options.binaries.kubeScheduler, [
+    `--kubeconfig=${schedulerKubeconfig}`,
+    `--authentication-kubeconfig=${schedulerKubeconfig}`,
+    `--authorization-kubeconfig=${schedulerKubeconfig}`,
+    "--leader-elect=false",
+    "--bind-address=127.0.0.1",
+    "--secure-port=0",
+    "--v=1",
+  ]);
+  const components = {
+    etcd,
+    "kube-apiserver": apiserver,
+    "kube-controller-manager": controllers,
+    "kube-scheduler": scheduler,
+  };
+  const stopAll = async () => {
+    for (const c of [scheduler, controllers, apiserver, etcd]) await c.stop();
+  };
   const startApiServer = async () => {
-    apiserver = startProcess("kube-apiserver", options.binaries.kubeApiserver, apiserverArgs, logDir);
+    const child = apiserver.start();
     const until = Math.max(deadline, Date.now() + (options.readyTimeoutMs ?? 60_000));
-    await waitFor("kube-apiserver", apiserver, logDir, until, () => httpOk(`${server}/readyz`, tls));
+    await waitFor("kube-apiserver", child, logDir, until, () => httpOk(`${server}/readyz`, tls));
   };
 
   try {
-    etcd = startProcess(
-      "etcd",
-      options.binaries.etcd,
-      [
-        "--name=winfleet-local",
-        `--data-dir=${join(dir, "etcd")}`,
-        `--listen-client-urls=${etcdUrl}`,
-        `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=${peerUrl}`,
-        `--initial-advertise-peer-urls=${peerUrl}`,
-        `--initial-cluster=winfleet-local=${peerUrl}`,
-        // Clients and peers prove themselves with a certificate of etcd's own CA.
-        `--cert-file=${pki.etcdServerCert}`,
-        `--key-file=${pki.etcdServerKey}`,
-        "--client-cert-auth=true",
-        `--trusted-ca-file=${pki.etcdCaCert}`,
-        `--peer-cert-file=${pki.etcdServerCert}`,
-        `--peer-key-file=${pki.etcdServerKey}`,
-        "--peer-client-cert-auth=true",
-        `--peer-trusted-ca-file=${pki.etcdCaCert}`,
-        // A throwaway cluster: losing it on power loss is fine, waiting on fsync is not.
-        "--unsafe-no-fsync=true",
-        "--log-level=warn",
-      ],
-      logDir,
-    );
-    await waitFor("etcd", etcd, logDir, deadline, () => httpOk(`${etcdUrl}/health`, etcdTls));
+    await waitFor("etcd", etcd.start(), logDir, deadline, () => httpOk(`${etcdUrl}/health`, etcdTls));
     log(`etcd ready on ${etcdUrl}`);
     await startApiServer();
     log(`kube-apiserver ready on ${server}`);
 
-    const adminKubeconfig = join(dir, "admin.kubeconfig");
     await writeFile(
       adminKubeconfig,
       await clientKubeconfig(server, pki.caCert, pki.adminCert, pki.adminKey, "kubernetes-admin"),
       { mode: 0o600 },
     );
-    const kcmKubeconfig = join(dir, "controller-manager.kubeconfig");
     await writeFile(
       kcmKubeconfig,
       await clientKubeconfig(
@@ -305,57 +309,16 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       ),
       { mode: 0o600 },
     );
-    controllers = startProcess(
-      "kube-controller-manager",
-      options.binaries.kubeControllerManager,
-      [
-        `--kubeconfig=${kcmKubeconfig}`,
-        `--authentication-kubeconfig=${kcmKubeconfig}`,
-        `--authorization-kubeconfig=${kcmKubeconfig}`,
-        // The disruption controller keeps PodDisruptionBudgets' status, which the eviction subresource enforces
-        // (without it every eviction a budget covers is refused); deployment and replicaset run workloads, and
-        // nodelifecycle lifts the not-ready taint a Node registers with once it is Ready (only DaemonSet pods
-        // tolerate it) and taints a cordoned one, as on any cluster.
-        "--controllers=daemonset,deployment,replicaset,disruption,nodelifecycle,podgc,csrapproving,csrsigning,csrcleaner,tokencleaner,bootstrapsigner,serviceaccount,serviceaccount-token,namespace,garbagecollector",
-        `--cluster-signing-cert-file=${pki.caCert}`,
-        `--cluster-signing-key-file=${pki.caKey}`,
-        `--root-ca-file=${pki.caCert}`,
-        `--service-account-private-key-file=${pki.serviceAccountKey}`,
-        "--use-service-account-credentials=true",
-        "--leader-elect=false",
-        "--bind-address=127.0.0.1",
-        "--secure-port=0",
-        "--v=1",
-      ],
-      logDir,
-    );
-    const schedulerKubeconfig = join(dir, "scheduler.kubeconfig");
     await writeFile(
       schedulerKubeconfig,
       await clientKubeconfig(server, pki.caCert, pki.schedulerCert, pki.schedulerKey, "system:kube-scheduler"),
       { mode: 0o600 },
     );
-    scheduler = startProcess(
-      "kube-scheduler",
-      options.binaries.kubeScheduler,
-      [
-        `--kubeconfig=${schedulerKubeconfig}`,
-        `--authentication-kubeconfig=${schedulerKubeconfig}`,
-        `--authorization-kubeconfig=${schedulerKubeconfig}`,
-        "--leader-elect=false",
-        "--bind-address=127.0.0.1",
-        "--secure-port=0",
-        "--v=1",
-      ],
-      logDir,
-    );
+    const started = [controllers.start(), scheduler.start()];
     // Neither serves anything here; each is running once it has not died at start.
     await sleep(500);
-    for (const [name, child] of [
-      ["kube-controller-manager", controllers],
-      ["kube-scheduler", scheduler],
-    ] as const) {
-      if (child.exitCode !== null) throw new Error(`${name} exited at start:\n${logTail(logDir, name)}`);
+    for (const [i, name] of ["kube-controller-manager", "kube-scheduler"].entries()) {
+      if (started[i]?.exitCode !== null) throw new Error(`${name} exited at start:\n${logTail(logDir, name)}`);
     }
     log("kube-controller-manager and kube-scheduler started");
 
@@ -367,8 +330,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       adminKubeconfig,
       caPem,
       caCertHash: await publicKeyPin(caPem),
-      stopApiServer: () => stopProcess(apiserver),
+      stopApiServer: () => apiserver.stop(),
       startApiServer,
+      pid: (name) => components[name].child?.pid,
+      restarts: (name) => components[name].restarts,
       async stop(stopOptions) {
         await stopAll();
         if (owned && !stopOptions?.keepDir) await rm(dir, { recursive: true, force: true });

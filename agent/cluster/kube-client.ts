@@ -60,8 +60,24 @@ export class KubeClient {
   }
 
   async call<T>(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<T> {
+    const text = await this.raw(method, path, body, contentType);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** A GET answered in text, such as the API server's `/metrics`. */
+  text(path: string): Promise<string> {
+    return this.raw("GET", path, undefined, "application/json", "text/plain");
+  }
+
+  private async raw(
+    method: string,
+    path: string,
+    body: unknown,
+    contentType: string,
+    accept = "application/json",
+  ): Promise<string> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<string>((resolve, reject) => {
       const req = request(
         `${this.server}${path}`,
         {
@@ -69,7 +85,7 @@ export class KubeClient {
           ca: this.creds.ca,
           ...(this.creds.cert ? { cert: this.creds.cert, key: this.creds.key } : {}),
           headers: {
-            accept: "application/json",
+            accept,
             ...(payload ? { "content-type": contentType, "content-length": payload.length } : {}),
             ...(this.creds.token ? { authorization: `Bearer ${this.creds.token}` } : {}),
           },
@@ -88,7 +104,7 @@ export class KubeClient {
             const text = Buffer.concat(chunks).toString();
             const status = res.statusCode ?? 0;
             if (status >= 200 && status < 300) {
-              resolve((text ? JSON.parse(text) : undefined) as T);
+              resolve(text);
               return;
             }
             let message = text;
@@ -162,36 +178,24 @@ export class KubeClient {
   }
 
   /**
-   * Lists `path` (a collection, with any query) and then watches it, calling `onEvent` for every
-   * object listed (`ADDED`) and every change after, in the API server's order, from the moment
-   * it is called until `stop`. A watch that ends (the API server restarted) starts again from
-   * the last version seen; one that version is too old for is listed afresh.
+   * Watches the collection at `path` (with its query, e.g. a field selector) from `resourceVersion`, as a kubelet
+   * watches its pods: each event is handed to `onEvent` in order. Resolves with the last resource version seen when
+   * the server ends the watch (it does after `timeoutSeconds`) or `signal` aborts; rejects when the watch fails,
+   * with a KubeError of status 410 when the version is too old and the caller must list again.
    */
-  watch(
+  watchOnce<T>(
     path: string,
-    onEvent: (type: string, object: Record<string, unknown>) => void,
-  ): { readonly ready: Promise<void>; stop(): void } {
-    let stopped = false;
-    let req: ReturnType<typeof request> | undefined;
-    let version = "";
-    const sep = path.includes("?") ? "&" : "?";
-    const relist = async (): Promise<void> => {
-      const list = await this.get<{ metadata: { resourceVersion: string }; items: Record<string, unknown>[] }>(path);
-      version = list.metadata.resourceVersion;
-      for (const item of list.items) onEvent("ADDED", item);
-    };
-    let generation = 0;
-    const follow = (): void => {
-      if (stopped) return;
-      const mine = ++generation;
-      let buffer = "";
-      let gone = false;
-      // Only the latest connection's end starts another (a response's "end" and "error" both fire).
-      const again = (relistFirst: boolean): void => {
-        if (mine === generation) restart(relistFirst);
-      };
-      req = request(
-        `${this.server}${path}${sep}watch=true&allowWatchBookmarks=true&resourceVersion=${version}`,
+    resourceVersion: string,
+    onEvent: (type: "ADDED" | "MODIFIED" | "DELETED", object: T) => void,
+    signal: AbortSignal,
+    timeoutSeconds = 300,
+  ): Promise<string> {
+    const query = `watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}&timeoutSeconds=${timeoutSeconds}`;
+    let last = resourceVersion;
+    return new Promise<string>((resolve, reject) => {
+      if (signal.aborted) return resolve(last);
+      const req = request(
+        `${this.server}${path}${path.includes("?") ? "&" : "?"}${query}`,
         {
           ca: this.creds.ca,
           ...(this.creds.cert ? { cert: this.creds.cert, key: this.creds.key } : {}),
@@ -199,45 +203,95 @@ export class KubeClient {
             accept: "application/json",
             ...(this.creds.token ? { authorization: `Bearer ${this.creds.token}` } : {}),
           },
+          // The server sends a bookmark at least every minute or so; a silent connection for longer is dead.
+          timeout: 120_000,
         },
         (res) => {
+          if ((res.statusCode ?? 0) !== 200) {
+            const chunks: Buffer[] = [];
+            res.on("data", (c: Buffer) => chunks.length < 64 && chunks.push(c));
+            res.on("end", () =>
+              reject(
+                new KubeError(
+                  res.statusCode ?? 0,
+                  `WATCH ${path}: ${res.statusCode} ${Buffer.concat(chunks).toString().slice(0, 500)}`,
+                ),
+              ),
+            );
+            return;
+          }
+          let buffer = "";
           res.on("data", (c: Buffer) => {
             buffer += c.toString();
+            if (buffer.length > MAX_RESPONSE)
+              return req.destroy(new Error(`WATCH ${path}: an event over ${MAX_RESPONSE} bytes`));
             let nl: number;
             while ((nl = buffer.indexOf("\n")) >= 0) {
-              const line = buffer.slice(0, nl);
+              const line = buffer.slice(0, nl).trim();
               buffer = buffer.slice(nl + 1);
-              if (line.trim() === "") continue;
-              const e = JSON.parse(line) as { type: string; object: Record<string, unknown> };
-              if (e.type === "ERROR") gone = true;
-              const meta = e.object.metadata as { resourceVersion?: string } | undefined;
-              if (meta?.resourceVersion) version = meta.resourceVersion;
-              if (e.type !== "BOOKMARK" && e.type !== "ERROR") onEvent(e.type, e.object);
+              if (!line) continue;
+              const e = JSON.parse(line) as {
+                type: string;
+                object: { metadata?: { resourceVersion?: string }; code?: number; message?: string };
+              };
+              if (e.type === "ERROR") {
+                req.destroy();
+                return reject(new KubeError(e.object.code ?? 500, `WATCH ${path}: ${e.object.message ?? "error"}`));
+              }
+              last = e.object.metadata?.resourceVersion ?? last;
+              if (e.type === "ADDED" || e.type === "MODIFIED" || e.type === "DELETED") onEvent(e.type, e.object as T);
             }
           });
-          res.on("end", () => again(gone));
-          res.on("error", () => again(gone));
+          res.on("end", () => resolve(last));
+          res.on("error", reject);
         },
       );
-      req.on("error", () => again(false));
+      const onAbort = () => {
+        req.destroy();
+        resolve(last);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      req.on("close", () => signal.removeEventListener("abort", onAbort));
+      req.on("timeout", () => req.destroy(new Error(`WATCH ${path}: silent for 120 s`)));
+      req.on("error", reject);
       req.end();
+    });
+  }
+
+  /**
+   * Lists `path` (a collection, with any query) and then watches it, calling `onEvent` for every
+   * object listed (`ADDED`) and every change after, in the API server's order, from the moment
+   * it is called until `stop`. A watch that ends (the API server restarted, or its timeout) starts
+   * again from the last version seen; one whose version is too old (410) is listed afresh.
+   */
+  watch(
+    path: string,
+    onEvent: (type: string, object: Record<string, unknown>) => void,
+  ): { readonly ready: Promise<void>; stop(): void } {
+    const stop = new AbortController();
+    let version = "";
+    const relist = async (): Promise<void> => {
+      const list = await this.get<{ metadata: { resourceVersion: string }; items: Record<string, unknown>[] }>(path);
+      version = list.metadata.resourceVersion;
+      for (const item of list.items) onEvent("ADDED", item);
     };
-    const restart = (relistFirst: boolean): void => {
-      if (stopped) return;
-      generation++;
-      setTimeout(() => {
-        if (relistFirst) relist().then(follow, () => restart(true));
-        else follow();
-      }, 250).unref();
+    const follow = async (): Promise<void> => {
+      let relistFirst = false;
+      while (!stop.signal.aborted) {
+        try {
+          if (relistFirst) await relist();
+          relistFirst = false;
+          version = await this.watchOnce<Record<string, unknown>>(path, version, onEvent, stop.signal);
+        } catch (e) {
+          relistFirst = relistFirst || (e instanceof KubeError && e.status === 410);
+          await new Promise((r) => setTimeout(r, 250).unref());
+        }
+      }
     };
-    const ready = relist().then(follow);
-    return {
-      ready,
-      stop: () => {
-        stopped = true;
-        req?.destroy();
-      },
-    };
+    const ready = relist().then(() => {
+      void follow();
+    });
+    return { ready, stop: () => stop.abort() };
   }
 
   /** Polls `probe` every 250 ms until it returns a value other than undefined/false, or fails after `timeoutMs`. */

@@ -113,9 +113,18 @@ export interface NodeStandInOptions {
   readonly address?: string;
   /** Heartbeat failures (the API server away); the stand-in keeps trying. */
   readonly onError?: (e: unknown) => void;
+  /** A heartbeat that succeeded again after failures. */
+  readonly onRecovered?: () => void;
+  /**
+   * Whether the host is running. The stand-in runs beside its host rather than on it, so it asks: a host whose
+   * processes are stopped renews nothing, as the kubelet of a machine that froze would not. @default always
+   */
+  readonly hostRunning?: () => boolean;
 }
 
 const LEASE_SECONDS = 40;
+/** A kubelet's `nodeStatusReportFrequency`: an unchanged status is posted this often. */
+const STATUS_REPORT_MS = 5 * 60_000;
 
 /** A registered Node kept alive with the node's own credential. */
 export class NodeStandIn {
@@ -124,6 +133,8 @@ export class NodeStandIn {
   private beating: Promise<void> = Promise.resolve();
   /** When the node last turned Ready: a condition's transition time moves only when its status does. */
   private readySince = "";
+  /** Whether this stand-in posted the Node's status since it started (its kubelet port, say, is new). */
+  private posted = false;
 
   constructor(private readonly options: NodeStandInOptions) {
     this.api = new KubeClient(options.server, {
@@ -140,20 +151,23 @@ export class NodeStandIn {
 
   /** Registers the Node (or adopts the one of this name), posts it Ready, and starts the heartbeat. */
   async start(): Promise<void> {
-    const { nodeName, labels } = this.options;
-    try {
-      await this.api.post("/api/v1/nodes", {
-        apiVersion: "v1",
-        kind: "Node",
-        metadata: { name: nodeName, labels: { "kubernetes.io/hostname": nodeName, ...labels } },
-      });
-    } catch (e) {
-      if (!(e instanceof KubeError && e.status === 409)) throw e;
-    }
+    await this.register();
     await this.heartbeat();
     const every = this.options.heartbeatMs ?? 10_000;
+    let failing = false;
     this.timer = setInterval(() => {
-      this.beating = this.heartbeat().catch((e: unknown) => this.options.onError?.(e));
+      if (this.options.hostRunning?.() === false) return;
+      this.beating = this.heartbeat().then(
+        () => {
+          if (failing) this.options.onRecovered?.();
+          failing = false;
+        },
+        (e: unknown) => {
+          // One line per outage, not one per host every 10 s.
+          if (!failing) this.options.onError?.(e);
+          failing = true;
+        },
+      );
     }, every);
     this.timer.unref();
   }
@@ -165,10 +179,44 @@ export class NodeStandIn {
     await this.beating;
   }
 
+  private async register(): Promise<void> {
+    const { nodeName, labels } = this.options;
+    try {
+      await this.api.post("/api/v1/nodes", {
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name: nodeName, labels: { "kubernetes.io/hostname": nodeName, ...labels } },
+      });
+    } catch (e) {
+      if (!(e instanceof KubeError && e.status === 409)) throw e;
+    }
+  }
+
+  /**
+   * What a kubelet does every 10 s: renew the Lease, and post the Node's status only when it differs from what the
+   * API server holds (the node lifecycle controller marked it NotReady, say) or every five minutes
+   * (`nodeStatusReportFrequency`), reading the Node from the API server's cache to know.
+   */
   private async heartbeat(): Promise<void> {
     const { nodeName } = this.options;
     const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    const micro = new Date().toISOString().replace(/Z$/, "000Z");
+    type NodeStatus = { status?: { conditions?: { type: string; status: string; lastHeartbeatTime?: string }[] } };
+    // Its first status is posted unread: the cache may not hold a Node registered a moment ago.
+    let node: NodeStatus | undefined;
+    if (this.posted) {
+      node = await this.api.getOrUndefined<NodeStatus>(`/api/v1/nodes/${nodeName}?resourceVersion=0`);
+      // Deleted while the node runs: register it again, as a kubelet restarted would.
+      if (!node) await this.register();
+    }
+    const ready = node?.status?.conditions?.find((c) => c.type === "Ready");
+    const age = ready?.lastHeartbeatTime ? Date.now() - Date.parse(ready.lastHeartbeatTime) : Infinity;
+    if (ready?.status !== "True") this.readySince = now;
+    if (ready?.status !== "True" || !(age < STATUS_REPORT_MS) || !this.posted) await this.postStatus(now);
+    await this.renewLease();
+  }
+
+  private async postStatus(now: string): Promise<void> {
+    const { nodeName } = this.options;
     this.readySince ||= now;
     await this.api.patch(
       `/api/v1/nodes/${nodeName}/status`,
@@ -210,6 +258,12 @@ export class NodeStandIn {
       },
       "strategic",
     );
+    this.posted = true;
+  }
+
+  private async renewLease(): Promise<void> {
+    const { nodeName } = this.options;
+    const micro = new Date().toISOString().replace(/Z$/, "000Z");
     const leasePath = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${nodeName}`;
     const spec = { holderIdentity: nodeName, leaseDurationSeconds: LEASE_SECONDS, renewTime: micro };
     try {

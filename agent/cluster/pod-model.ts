@@ -16,8 +16,10 @@ export interface Container {
     readonly exec?: { readonly command: readonly string[] };
     readonly periodSeconds?: number;
     readonly timeoutSeconds?: number;
-    readonly successThreshold?: number;
+    /** Consecutive failures that turn a ready container unready. @default 3 */
     readonly failureThreshold?: number;
+    /** Consecutive successes that turn an unready container ready. @default 1 */
+    readonly successThreshold?: number;
   };
 }
 
@@ -50,8 +52,8 @@ export interface PodHost {
   readonly env: Readonly<Record<string, string>>;
   /** Host commands a pod's first word maps to, e.g. `winfleet-agent` → `[node, agent.js]`. */
   readonly commands: Readonly<Record<string, readonly string[]>>;
-  /** How often pods bound to the node are listed. @default 1000 */
-  readonly pollMs?: number;
+  /** The first pause before listing the node's pods again after a failed list or watch. @default 1000 */
+  readonly retryMs?: number;
   readonly log?: (line: string) => void;
 }
 

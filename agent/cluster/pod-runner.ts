@@ -2,13 +2,14 @@
  * The node stand-in's pod runner: the pods the scheduler or a controller binds to this node run
  * as processes on the host, the way HostProcess containers run on Windows. Each pod gets a
  * directory (its `CONTAINER_SANDBOX_MOUNT_POINT` and working directory) holding its ConfigMap
- * volumes; init containers run in order, then the containers; the readiness probe the pod
- * declares is executed on its period; and the pod's status is written with the node's own
+ * volumes (mounted again after a pause while that fails); init containers run in order, then the
+ * containers; the readiness probe the pod declares is executed on its period and counted against
+ * its failure and success thresholds; and the pod's status is written with the node's own
  * credential. Each container's output goes to its log file as a kubelet's does (container-log.ts;
  * served by kubelet-api.ts). A pod with `restartPolicy: Never` or `OnFailure` ends: Succeeded when
- * every container exited 0, Failed otherwise or when `activeDeadlineSeconds` runs out. A pod being deleted has its
- * processes killed and is then removed, as a kubelet
- * finishes a graceful deletion.
+ * every container exited 0, Failed otherwise or when `activeDeadlineSeconds` runs out. A pod being
+ * deleted ends as a kubelet ends it (SIGTERM, SIGKILL after its grace period) and is then removed.
+ * The node's pods are listed and then watched, as a kubelet does, not polled.
  *
  * Commands are the pod's own: `image` is ignored, the first word may be mapped to a host
  * command (`winfleet-agent` to the host's agent), and `$(NAME)` is expanded from the container's
@@ -29,8 +30,10 @@ import { endsItself, podStatus } from "./pod-status";
 /** Runs the pods bound to one node. */
 export class PodRunner {
   private readonly pods = new Map<string, Running>();
-  private timer: NodeJS.Timeout | undefined;
-  private polling: Promise<void> = Promise.resolve();
+  private readonly stopping = new AbortController();
+  private loop: Promise<void> = Promise.resolve();
+  /** Pod events are handled one at a time, in the order the API server sent them. */
+  private handling: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly api: KubeClient,
@@ -38,67 +41,111 @@ export class PodRunner {
     private readonly host: PodHost,
   ) {}
 
-  /** Starts listing the node's pods. */
+  /** Starts listing and watching the node's pods, as a kubelet does. */
   start(): void {
-    const tick = () => {
-      this.polling = this.poll().catch((e: unknown) =>
-        this.host.log?.(`${this.nodeName}: listing pods failed: ${String(e)}`),
-      );
-    };
-    tick();
-    this.timer = setInterval(tick, this.host.pollMs ?? 1000);
-    this.timer.unref();
+    this.loop = this.listAndWatch();
   }
 
   /** Stops every pod's processes (the pods stay bound, as when a kubelet stops). */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.polling;
+    this.stopping.abort();
+    await this.loop;
+    await this.handling;
     await Promise.all([...this.pods.values()].map((r) => this.kill(r)));
   }
 
-  private async poll(): Promise<void> {
-    const list = await this.api.get<{ items: Pod[] }>(
-      `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.nodeName}`)}`,
-    );
-    const seen = new Set<string>();
-    for (const pod of list.items) {
-      seen.add(pod.metadata.uid);
-      const running = this.pods.get(pod.metadata.uid);
-      if (pod.metadata.deletionTimestamp) {
-        // Each pod ends in its own time: one pod's grace period does not hold up the others.
-        if (!running) await this.remove(pod);
-        else
-          running.terminating ??= this.terminate(running, pod).catch((e: unknown) =>
-            this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ending it failed: ${String(e)}`),
+  /**
+   * List, then watch from the list's version; a watch the server ends is resumed, and a failed one (the API server
+   * away, the version compacted) listed again after a pause that grows while it keeps failing. One line per outage.
+   */
+  private async listAndWatch(): Promise<void> {
+    const path = `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.nodeName}`)}`;
+    const signal = this.stopping.signal;
+    let pause = this.host.retryMs ?? 1000;
+    let failing = false;
+    while (!signal.aborted) {
+      try {
+        const list = await this.api.get<{ metadata: { resourceVersion: string }; items: Pod[] }>(path);
+        await this.enqueue(() => this.reconcile(list.items));
+        let version = list.metadata.resourceVersion;
+        if (failing) this.host.log?.(`${this.nodeName}: listing pods again`);
+        failing = false;
+        pause = this.host.retryMs ?? 1000;
+        while (!signal.aborted) {
+          version = await this.api.watchOnce<Pod>(
+            path,
+            version,
+            (type, pod) => void this.enqueue(() => (type === "DELETED" ? this.forget(pod) : this.take(pod))),
+            signal,
           );
-        continue;
-      }
-      if (!running) {
-        const r: Running = {
-          pod,
-          processes: [],
-          stopped: false,
-          ready: false,
-          startedAt: now(),
-          initialized: false,
-          exited: new Map(),
-          logs: new Map(),
-          main: new Map(),
-          transitions: new Map(),
-        };
-        this.pods.set(pod.metadata.uid, r);
-        void this.run(r).catch((e: unknown) =>
-          this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ${String(e)}`),
-        );
+        }
+      } catch (e) {
+        if (signal.aborted) break;
+        if (!failing) this.host.log?.(`${this.nodeName}: listing or watching pods failed (retrying): ${String(e)}`);
+        failing = true;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, pause);
+          signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
+        });
+        pause = Math.min(pause * 2, 10_000);
       }
     }
+  }
+
+  private enqueue(work: () => Promise<void>): Promise<void> {
+    const next = this.handling.then(work).catch((e: unknown) => this.host.log?.(`${this.nodeName}: ${String(e)}`));
+    this.handling = next;
+    return next;
+  }
+
+  /** A full list: every pod in it is taken, and a pod running here that is not in it is gone. */
+  private async reconcile(items: readonly Pod[]): Promise<void> {
+    const seen = new Set(items.map((p) => p.metadata.uid));
+    for (const pod of items) await this.take(pod);
     for (const [uid, r] of this.pods) {
       if (!seen.has(uid) && !r.terminating) {
         await this.kill(r);
         this.pods.delete(uid);
       }
     }
+  }
+
+  /** A pod gone from the API server: its processes end. */
+  private async forget(pod: Pod): Promise<void> {
+    const running = this.pods.get(pod.metadata.uid);
+    if (!running || running.terminating) return;
+    await this.kill(running);
+    this.pods.delete(pod.metadata.uid);
+  }
+
+  /** A pod as the API server has it now: started when new, ended in its grace period and removed when being deleted. */
+  private async take(pod: Pod): Promise<void> {
+    if (this.stopping.signal.aborted) return;
+    const running = this.pods.get(pod.metadata.uid);
+    if (pod.metadata.deletionTimestamp) {
+      // Each pod ends in its own time: one pod's grace period does not hold up the others.
+      if (!running) await this.remove(pod);
+      else
+        running.terminating ??= this.terminate(running, pod).catch((e: unknown) =>
+          this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ending it failed: ${String(e)}`),
+        );
+      return;
+    }
+    if (running) return;
+    const r: Running = {
+      pod,
+      processes: [],
+      stopped: false,
+      ready: false,
+      startedAt: now(),
+      initialized: false,
+      exited: new Map(),
+      logs: new Map(),
+      main: new Map(),
+      transitions: new Map(),
+    };
+    this.pods.set(pod.metadata.uid, r);
+    void this.run(r).catch((e: unknown) => this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ${String(e)}`));
   }
 
   private podDir(r: Running): string {
@@ -129,7 +176,32 @@ export class PodRunner {
     return r && [...(r.pod.spec.initContainers ?? []), ...r.pod.spec.containers].map((c) => c.name);
   }
 
-  private async run(r: Running): Promise<void> {
+  /**
+   * Makes the pod's directory and volumes, again after a pause while that fails, as a kubelet retries a mount: the
+   * API server may be away, or not yet know this node may read the pod's ConfigMap (the Node authorizer learns of a
+   * pod a moment after it is bound). False once the pod is stopped first.
+   */
+  private async prepare(r: Running): Promise<boolean> {
+    let pause = this.host.retryMs ?? 1000;
+    let said: string | undefined;
+    for (;;) {
+      if (r.stopped) return false;
+      try {
+        await this.mountVolumes(r);
+        if (said !== undefined) this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: volumes mounted`);
+        return true;
+      } catch (e) {
+        const text = String(e);
+        if (text !== said)
+          this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: volumes not mounted (retrying): ${text}`);
+        said = text;
+      }
+      await new Promise((res) => setTimeout(res, pause));
+      pause = Math.min(pause * 2, 10_000);
+    }
+  }
+
+  private async mountVolumes(r: Running): Promise<void> {
     const dir = this.podDir(r);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     for (const v of r.pod.spec.volumes ?? []) {
@@ -142,6 +214,10 @@ export class PodRunner {
       for (const [k, b64] of Object.entries(cm.binaryData ?? {}))
         await writeFile(join(dir, v.name, k), Buffer.from(b64, "base64"));
     }
+  }
+
+  private async run(r: Running): Promise<void> {
+    if (!(await this.prepare(r))) return;
     const deadline = r.pod.spec.activeDeadlineSeconds;
     if (deadline !== undefined) {
       r.deadlineTimer = setTimeout(() => void this.expire(r, deadline).catch(() => undefined), deadline * 1000);

@@ -201,8 +201,70 @@ export async function clusterStackYaml(
   };
   // Local hosts run the checkout's agent; nothing downloads this bundle.
   fleet.agent ??= { version: VERSION, bundle: { url: "file:///winfleet/local-fleet/agent", sha256: "0".repeat(64) } };
-  fleet.upgrader ??= { image: `winfleet-agent:${VERSION}` };
+  // Without an upgrader section, the local pool's maxUnavailable paces the DaemonSet as it paces the fleet's rollout.
+  fleet.upgrader ??= { image: `winfleet-agent:${VERSION}`, maxUnavailable: spec.maxUnavailable };
   return toYaml({ config: { "winfleet:fleet": fleet } });
+}
+
+/** The cluster side as deployed: the bootstrap token the program made, and how to deploy a changed spec again. */
+export interface ClusterSide {
+  readonly tokenId: string;
+  readonly tokenSecret: string;
+  /** Deploys `spec` again with the real engine (a new template version, new content, another pace). */
+  readonly deploy: (spec: FleetSpec) => Promise<void>;
+}
+
+/**
+ * Deploys the cluster side of `spec` to `cp` with the stack's real Pulumi program through the Automation API (a copy
+ * of the project and a file backend under `<dir>/pulumi`), with a new bootstrap token.
+ */
+export async function deployClusterSide(
+  spec: FleetSpec,
+  cp: Pick<ControlPlane, "server" | "caCertHash" | "adminKubeconfig">,
+  dir: string,
+  log: (line: string) => void,
+): Promise<ClusterSide> {
+  const engines = findEngines(ENGINES);
+  const tokenId = random(6);
+  const tokenSecret = random(16);
+  const project = pulumiProject(engines, join(dir, "pulumi"), { KUBECONFIG: cp.adminKubeconfig });
+  project.writeStack(STACK, await clusterStackYaml(spec, cp, tokenId));
+  const contentCopy = join(project.dir, "content");
+  const { LocalWorkspace, PulumiCommand } = (await import("@pulumi/pulumi")).automation;
+  const cli = engines.pulumi?.binaries.pulumi ?? "pulumi";
+  const envVars = Object.fromEntries(
+    Object.entries(project.env).filter((e): e is [string, string] => e[1] !== undefined),
+  );
+  const stack = await LocalWorkspace.createOrSelectStack(
+    { stackName: STACK, workDir: project.dir },
+    { envVars, pulumiCommand: await PulumiCommand.get({ root: dirname(dirname(cli)), skipVersionCheck: true }) },
+  );
+  await stack.setConfig("winfleet:bootstrapTokenSecret", { value: tokenSecret, secret: true });
+  const up = async () => {
+    const output: string[] = [];
+    try {
+      await stack.up({ onOutput: (line) => output.push(line) });
+    } catch (e) {
+      throw new AgentError(
+        AgentErrorCode.ApplyFailed,
+        `pulumi up of the cluster side failed:\n${output.join("").split("\n").slice(-30).join("\n")}`,
+        { cause: e },
+      );
+    }
+  };
+  log("deploying the cluster side with pulumi up (namespace, RBAC, bootstrap token, content, upgraders)…");
+  await up();
+  const deploy = async (next: FleetSpec) => {
+    // The program builds the content bundle from its copy of the project: bring the copy's content up to date first.
+    await rm(contentCopy, { recursive: true, force: true });
+    await copyTree(next.content, contentCopy, { recursive: true });
+    project.writeStack(STACK, await clusterStackYaml(next, cp, tokenId));
+    // Rewriting the stack file dropped the secret set beside the fleet: set it again.
+    await stack.setConfig("winfleet:bootstrapTokenSecret", { value: tokenSecret, secret: true });
+    log(`deploying ${next.template} ${next.templateVersion} to the cluster side with pulumi up…`);
+    await up();
+  };
+  return { tokenId, tokenSecret, deploy };
 }
 
 /** Starts the control plane, deploys the cluster side with the real engine, and joins every host of `spec`. */
@@ -210,6 +272,8 @@ export async function startLocalCluster(
   spec: FleetSpec,
   stateDir: string,
   log: (line: string) => void,
+  /** Whether a host's processes run (not stopped): its node stand-in renews nothing while they do not. */
+  hostRunning?: (host: string) => boolean,
 ): Promise<LocalCluster> {
   const engines = findEngines(ENGINES);
   const dir = join(stateDir, "cluster");
@@ -246,45 +310,7 @@ export async function startLocalCluster(
     const kubeconfig = join(stateDir, "kubeconfig");
     await copyFile(cp.adminKubeconfig, kubeconfig);
 
-    const tokenId = random(6);
-    const tokenSecret = random(16);
-    const project = pulumiProject(engines, join(dir, "pulumi"), { KUBECONFIG: cp.adminKubeconfig });
-    project.writeStack(STACK, await clusterStackYaml(spec, cp, tokenId));
-    const contentCopy = join(project.dir, "content");
-    const { LocalWorkspace, PulumiCommand } = (await import("@pulumi/pulumi")).automation;
-    const cli = engines.pulumi?.binaries.pulumi ?? "pulumi";
-    const envVars = Object.fromEntries(
-      Object.entries(project.env).filter((e): e is [string, string] => e[1] !== undefined),
-    );
-    const stack = await LocalWorkspace.createOrSelectStack(
-      { stackName: STACK, workDir: project.dir },
-      { envVars, pulumiCommand: await PulumiCommand.get({ root: dirname(dirname(cli)), skipVersionCheck: true }) },
-    );
-    await stack.setConfig("winfleet:bootstrapTokenSecret", { value: tokenSecret, secret: true });
-    const up = async () => {
-      const output: string[] = [];
-      try {
-        await stack.up({ onOutput: (line) => output.push(line) });
-      } catch (e) {
-        throw new AgentError(
-          AgentErrorCode.ApplyFailed,
-          `pulumi up of the cluster side failed:\n${output.join("").split("\n").slice(-30).join("\n")}`,
-          { cause: e },
-        );
-      }
-    };
-    log("deploying the cluster side with pulumi up (namespace, RBAC, bootstrap token, content, upgraders)…");
-    await up();
-    const deploy = async (next: FleetSpec) => {
-      // The program builds the content bundle from its copy of the project: bring the copy's content up to date first.
-      await rm(contentCopy, { recursive: true, force: true });
-      await copyTree(next.content, contentCopy, { recursive: true });
-      project.writeStack(STACK, await clusterStackYaml(next, cp, tokenId));
-      // Rewriting the stack file dropped the secret set beside the fleet: set it again.
-      await stack.setConfig("winfleet:bootstrapTokenSecret", { value: tokenSecret, secret: true });
-      log(`deploying ${next.template} ${next.templateVersion} to the cluster side with pulumi up…`);
-      await up();
-    };
+    const { deploy } = await deployClusterSide(spec, cp, dir, log);
 
     const admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
     // The fleet is the administrator of its cluster: it approves its own nodes' serving certificates.
@@ -334,7 +360,9 @@ export async function startLocalCluster(
           nodeName: name,
           labels,
           kubeletPort: kubelet.port,
-          onError: (e) => log(`${name}: heartbeat failed: ${String(e)}`),
+          onError: (e) => log(`${name}: heartbeat failed (retrying every 10 s): ${String(e)}`),
+          onRecovered: () => log(`${name}: heartbeat renewed again`),
+          hostRunning: () => hostRunning?.(name) !== false,
         });
         nodes.set(name, node);
         await node.start();

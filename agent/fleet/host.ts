@@ -7,7 +7,7 @@
  * crash, restarted with backoff.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream, type WriteStream } from "node:fs";
+import { createWriteStream, readFileSync, type WriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type DrainSettings, writeFileAtomic } from "../common";
@@ -112,6 +112,22 @@ export class Host {
     );
     if (this.child?.pid !== undefined && this.child.exitCode === null) this.child.kill("SIGHUP");
     this.listener.changed(this);
+  }
+
+  /**
+   * Whether the host runs: false while its agent is stopped by a signal (SIGSTOP, a debugger), as a machine that froze.
+   * Read from the kernel's view of the process; true where that cannot be read.
+   */
+  running(): boolean {
+    const pid = this.child?.pid;
+    if (pid === undefined || this.child?.exitCode !== null) return true;
+    try {
+      // The state follows the command name, which is in parentheses and may itself hold any character.
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return !/^[tT]$/.test(stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3));
+    } catch {
+      return true;
+    }
   }
 
   /** Starts the agent (again). */

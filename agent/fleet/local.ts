@@ -116,7 +116,12 @@ export async function localUp(options: UpOptions, out: Out, err: Out): Promise<n
   try {
     token = (await claim(options.stateDir, spec, port)).token;
     if (spec.cluster)
-      cluster = await startLocalCluster(spec, options.stateDir, (line) => out.write(`cluster: ${line}\n`));
+      cluster = await startLocalCluster(
+        spec,
+        options.stateDir,
+        (line) => out.write(`cluster: ${line}\n`),
+        (host) => manager?.host(host)?.running() !== false,
+      );
     manager = new FleetManager(spec, {
       stateDir: options.stateDir,
       agentEntry: options.agentEntry,

@@ -179,7 +179,11 @@ export class FleetManager {
           this.hosts.set(name, host);
           if (onDisk) {
             existing.push(host);
-            host.start(); // an existing host comes back as it was, then rolls like any other
+            // A host kept from an earlier run comes back on the target it had, then rolls like any other; but the
+            // rest of its config is this run's (cluster or not, this control plane's credential, this state
+            // directory's paths), or it would report to a cluster that is gone, or to none.
+            await host.configure(onDisk);
+            host.start();
           } else fresh.push(host);
         } else existing.push(host);
       }

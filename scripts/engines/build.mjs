@@ -7,6 +7,7 @@
 // version and a digest of the module that builds it, so a second run rebuilds nothing.
 //
 // Usage: node scripts/engines/build.mjs [--only NAME[,NAME]]
+// An engine marked `onDemand` (one only a benchmark runs) is built when --only names it, not by default.
 // Writes <cache>/engines/index.json (what each engine's binaries are) and installs resource
 // plugins under $PULUMI_HOME/plugins (default ~/.pulumi/plugins), where the engine looks for them.
 // Exits 1 naming the engine and the command when a build fails.
@@ -165,7 +166,7 @@ const built = {};
 mkdirSync(cache, { recursive: true });
 let failed = 0;
 for (const engine of manifest.engines) {
-  if (only && !only.has(engine.name)) continue;
+  if (only ? !only.has(engine.name) : engine.onDemand) continue;
   const dir = join(cache, `${engine.name}-${engine.version}-${cacheKey(engine)}`);
   const started = Date.now();
   try {

@@ -158,6 +158,25 @@ describe("throwaway control plane", { skip: typeof engines === "string" ? engine
     );
   });
 
+  it("starts etcd and the API server again after a kill -9, on the same ports and data", async () => {
+    for (const name of ["etcd", "kube-apiserver"] as const) {
+      const pid = cp.pid(name);
+      assert.ok(pid, `${name} runs`);
+      process.kill(pid, "SIGKILL");
+      await kube.waitFor(
+        () => Promise.resolve(cp.restarts(name) === 1 && cp.pid(name) !== pid),
+        30_000,
+        `${name} started again`,
+      );
+      const ns = await kube.waitFor(
+        () => kube.getOrUndefined("/api/v1/namespaces/cp-test").catch(() => undefined),
+        60_000,
+        `the API served again after ${name}'s restart`,
+      );
+      assert.ok(ns, "what etcd held is still there");
+    }
+  });
+
   it("stops without leaving a process, a port or its directory behind", async () => {
     const port = Number(new URL(cp.server).port);
     assert.equal(await portOpen(port), true);

@@ -101,7 +101,7 @@ describe(
         dir: join(dir, name, "pods"),
         env: {},
         commands: {},
-        pollMs: 250,
+        retryMs: 250,
       });
       runner.start();
       stop.push(async () => {

@@ -3,7 +3,9 @@
  * kubelet client certificate and the cluster CA to verify kubelets, reads a pod's logs from the
  * stand-in (`pods/log`, as `kubectl logs`), which serves them from the log files its pod runner
  * writes, with a serving certificate from the kubelet-serving signer, and asks the API server
- * whether each client may read them. Pods of restartPolicy Never end as a kubelet ends them.
+ * whether each client may read them. Pods of restartPolicy Never end as a kubelet ends them; a
+ * ConfigMap volume that cannot be read yet is mounted again until it can; and a readiness probe
+ * turns a pod unready only after its failure threshold of results in a row, as a kubelet counts.
  */
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -19,6 +21,7 @@ import { PodRunner } from "../../agent/cluster/pod-runner";
 import { operatorApi } from "../../agent/operator/operator-api";
 import { enginesOrSkip, startTestControlPlane } from "../support/engines";
 import { joinableBy } from "../support/join";
+import { sleep } from "../support";
 
 const engines = enginesOrSkip("kubernetes", "etcd");
 const TOKEN = { id: "k8lt4p", secret: "0123456789abcdef" };
@@ -68,6 +71,8 @@ describe(
         60_000,
         `pod ${name} to be ${want}`,
       );
+    const uidOf = async (name: string) =>
+      (await admin.get<{ metadata: { uid: string } }>(`/api/v1/namespaces/default/pods/${name}`)).metadata.uid;
     const logs = async (name: string, query = "") => {
       let text = "";
       const api = await operatorApi(cp.adminKubeconfig);
@@ -114,7 +119,7 @@ describe(
         dir: join(dir, "node-a", "pods"),
         env: {},
         commands: {},
-        pollMs: 300,
+        retryMs: 300,
       });
       kubelet = await startKubeletApi({
         api: nodeClient,
@@ -218,6 +223,63 @@ describe(
       const p = await phase("late", "Failed");
       assert.equal(p.status.reason, "DeadlineExceeded");
       assert.equal(await logs("late"), "waiting\n");
+    });
+
+    it("mounts a ConfigMap volume created after its pod is bound, retrying until it can be read", async () => {
+      await pod("mounts", "cat cfg/greeting", { volumes: [{ name: "cfg", configMap: { name: "made-later" } }] });
+      await sleep(1500); // the runner has tried and failed to read the ConfigMap by now
+      await admin.post("/api/v1/namespaces/default/configmaps", {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "made-later" },
+        data: { greeting: "hello" },
+      });
+      await phase("mounts", "Succeeded");
+      assert.equal(await logs("mounts"), "hello\n");
+    });
+
+    it("turns a ready pod unready only after failureThreshold failed probes in a row", async () => {
+      // The probe counts its runs in the pod's directory: the 3rd fails alone, from the 7th on every one fails.
+      const probe = "n=$(($(cat n 2>/dev/null || echo 0) + 1)); echo $n > n; [ $n -ne 3 ] && [ $n -lt 7 ]";
+      await admin.post("/api/v1/namespaces/default/pods", {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "probed" },
+        spec: {
+          nodeName: "node-a",
+          restartPolicy: "Never",
+          automountServiceAccountToken: false,
+          containers: [
+            {
+              name: "main",
+              image: "none",
+              command: ["sleep", "60"],
+              readinessProbe: {
+                exec: { command: ["sh", "-c", probe] },
+                periodSeconds: 1,
+                timeoutSeconds: 10,
+                failureThreshold: 2,
+                successThreshold: 1,
+              },
+            },
+          ],
+        },
+      });
+      const seen: string[] = [];
+      const ready = async () => {
+        const p = await admin.get<{ status: { conditions?: { type: string; status: string }[] } }>(
+          "/api/v1/namespaces/default/pods/probed",
+        );
+        const s = p.status.conditions?.find((c) => c.type === "Ready")?.status ?? "-";
+        if (seen.at(-1) !== s) seen.push(s);
+        return s;
+      };
+      await admin.waitFor(async () => (await ready()) === "True", 30_000, "the pod to be ready");
+      await admin.waitFor(async () => (await ready()) === "False", 30_000, "the pod to turn unready");
+      const n = Number(readFileSync(join(dir, "node-a", "pods", await uidOf("probed"), "n"), "utf8"));
+      assert.ok(n >= 8, `unready only after the 7th and 8th probes failed (${n} run)`);
+      assert.deepEqual(seen.slice(seen.indexOf("True")), ["True", "False"], "one failed probe did not turn it unready");
+      await admin.delete("/api/v1/namespaces/default/pods/probed");
     });
 
     it("asks the API server who may read logs: the API server yes, another node no, no certificate no; exec is not served", async () => {

@@ -3,7 +3,8 @@
  * the bootstrap token and bindings the program deploys (rendered by the same function), its CSR
  * approved and signed by the real controllers; it registers its Node, which turns Ready and has
  * a Lease; and with its own credential the agent's reporter may annotate its own Node and post
- * Events, while a patch of another Node is refused by NodeRestriction.
+ * Events, while a patch of another Node is refused by NodeRestriction. A Node deleted while its
+ * host runs is registered again, as a kubelet does.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -61,7 +62,7 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
     dir = tempDir("winfleet-nodes-");
     cp = await startTestControlPlane(engines);
     admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
-    stopApprover = await joinableBy(admin, TOKEN, ["local-1", "local-2", "local-3", "local-4"]);
+    stopApprover = await joinableBy(admin, TOKEN, ["local-1", "local-2", "local-3", "local-4", "local-5"]);
   });
 
   after(async () => {
@@ -129,7 +130,7 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
       dir: join(dir, "local-4", "pods"),
       env: {},
       commands: {},
-      pollMs: 250,
+      retryMs: 250,
     });
     runner.start();
     try {
@@ -189,6 +190,20 @@ describe("the node stand-in", { skip: typeof engines === "string" ? engines : fa
     } finally {
       await runner.stop();
     }
+  });
+
+  it("registers its Node again, Ready, when the Node is deleted while the host runs", async () => {
+    await join_("local-5");
+    await admin.delete("/api/v1/nodes/local-5");
+    const back = await admin.waitFor(
+      async () => {
+        const n = await admin.getOrUndefined<Node>("/api/v1/nodes/local-5");
+        return n?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True" ? n : undefined;
+      },
+      30_000,
+      "local-5's Node to be registered again and Ready",
+    );
+    assert.equal(back.metadata.labels["winfleet.io/pool"], "local");
   });
 
   describe("the agent's reporter under the real Node authorizer", () => {
