@@ -6,9 +6,11 @@
 //        the code and the static checks of test/ci and test/content, without the suites under
 //        test/ that start processes, servers, fleets and engines (docs/testing.md, "Where tests live").
 // The suites under test/wine run on Windows' Node.js: npm run test:wine (scripts/wine/run-tests.mjs).
+// Files run WINFLEET_TEST_CONCURRENCY at a time (default: the cores, at least 2): the end-to-end suites spend most of
+// their time waiting on control planes, timers and child processes, so two overlap well even on two cores.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join, relative } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
@@ -44,6 +46,7 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+const concurrency = Number(process.env.WINFLEET_TEST_CONCURRENCY) || Math.max(2, availableParallelism());
 const out = mkdtempSync(join(tmpdir(), "winfleet-test-"));
 const tap = join(out, "report.tap");
 const args = [
@@ -51,6 +54,7 @@ const args = [
   "tsx",
   "--test",
   "--test-timeout=600000",
+  `--test-concurrency=${concurrency}`,
   "--test-reporter=spec",
   "--test-reporter-destination=stdout",
   "--test-reporter=tap",

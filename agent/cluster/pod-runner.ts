@@ -23,7 +23,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ContainerLogWriter } from "./container-log";
-import type { KubeClient } from "./kube-client";
+import { type KubeClient, KubeError } from "./kube-client";
+import { listAndWatch } from "./list-and-watch";
 import { type Container, type ContainerLogRef, type Pod, type PodHost, type Running, expand, now } from "./pod-model";
 import { endsItself, podStatus } from "./pod-status";
 
@@ -54,42 +55,19 @@ export class PodRunner {
     await Promise.all([...this.pods.values()].map((r) => this.kill(r)));
   }
 
-  /**
-   * List, then watch from the list's version; a watch the server ends is resumed, and a failed one (the API server
-   * away, the version compacted) listed again after a pause that grows while it keeps failing. One line per outage.
-   */
-  private async listAndWatch(): Promise<void> {
-    const path = `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.nodeName}`)}`;
-    const signal = this.stopping.signal;
-    let pause = this.host.retryMs ?? 1000;
-    let failing = false;
-    while (!signal.aborted) {
-      try {
-        const list = await this.api.get<{ metadata: { resourceVersion: string }; items: Pod[] }>(path);
-        await this.enqueue(() => this.reconcile(list.items));
-        let version = list.metadata.resourceVersion;
-        if (failing) this.host.log?.(`${this.nodeName}: listing pods again`);
-        failing = false;
-        pause = this.host.retryMs ?? 1000;
-        while (!signal.aborted) {
-          version = await this.api.watchOnce<Pod>(
-            path,
-            version,
-            (type, pod) => void this.enqueue(() => (type === "DELETED" ? this.forget(pod) : this.take(pod))),
-            signal,
-          );
-        }
-      } catch (e) {
-        if (signal.aborted) break;
-        if (!failing) this.host.log?.(`${this.nodeName}: listing or watching pods failed (retrying): ${String(e)}`);
-        failing = true;
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, pause);
-          signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-        });
-        pause = Math.min(pause * 2, 10_000);
-      }
-    }
+  /** The node's pods, listed and then watched; events are handled one at a time, in order. */
+  private listAndWatch(): Promise<void> {
+    return listAndWatch<Pod>(
+      this.api,
+      `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.nodeName}`)}`,
+      {
+        onList: (items) => this.enqueue(() => this.reconcile(items)),
+        onEvent: (type, pod) => void this.enqueue(() => (type === "DELETED" ? this.forget(pod) : this.take(pod))),
+        signal: this.stopping.signal,
+        ...(this.host.retryMs !== undefined ? { retryMs: this.host.retryMs } : {}),
+        log: (line) => this.host.log?.(`${this.nodeName}: pods: ${line}`),
+      },
+    );
   }
 
   private enqueue(work: () => Promise<void>): Promise<void> {
@@ -399,15 +377,29 @@ export class PodRunner {
     await this.remove(pod);
   }
 
-  /** The kubelet's last word on a graceful deletion: the containers are gone, remove the pod now. */
+  /**
+   * The kubelet's last word on a graceful deletion: the containers are gone, remove the pod now. Tried again while the
+   * API server cannot be reached: the pod's object does not change once its end is written, so no later event would
+   * bring it back here, and a drain would wait on it for ever.
+   */
   private async remove(pod: Pod): Promise<void> {
     this.pods.delete(pod.metadata.uid);
-    await this.api
-      .call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, {
-        gracePeriodSeconds: 0,
-        preconditions: { uid: pod.metadata.uid },
-      })
-      .catch(() => undefined);
+    let pause = this.host.retryMs ?? 1000;
+    for (;;) {
+      try {
+        await this.api.call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, {
+          gracePeriodSeconds: 0,
+          preconditions: { uid: pod.metadata.uid },
+        });
+        return;
+      } catch (e) {
+        // The API server answered for good: the pod is gone already (404), or another of the same name is (409).
+        const final = e instanceof KubeError && e.status < 500 && e.status !== 429;
+        if (final || this.stopping.signal.aborted) return;
+      }
+      await new Promise((res) => setTimeout(res, pause));
+      pause = Math.min(pause * 2, 10_000);
+    }
   }
 
   private async kill(r: Running): Promise<void> {
