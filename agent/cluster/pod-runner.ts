@@ -378,9 +378,9 @@ export class PodRunner {
   }
 
   /**
-   * The kubelet's last word on a graceful deletion: the containers are gone, remove the pod now. Tried again while the
-   * API server cannot be reached: the pod's object does not change once its end is written, so no later event would
-   * bring it back here, and a drain would wait on it for ever.
+   * The kubelet's last word on a graceful deletion: the containers are gone, remove the pod now. Tried again until the
+   * API server takes it: the pod's object does not change once its end is written, so no later event would bring it
+   * back here, and a drain would wait on it for ever.
    */
   private async remove(pod: Pod): Promise<void> {
     this.pods.delete(pod.metadata.uid);
@@ -393,8 +393,9 @@ export class PodRunner {
         });
         return;
       } catch (e) {
-        // The API server answered for good: the pod is gone already (404), or another of the same name is (409).
-        const final = e instanceof KubeError && e.status < 500 && e.status !== 429;
+        // Only these answers are final: the pod is gone already (404), or another of the same name is (409). A
+        // restarted API server refuses a node (403) until its Node authorizer has seen the node's pods again.
+        const final = e instanceof KubeError && (e.status === 404 || e.status === 409);
         if (final || this.stopping.signal.aborted) return;
       }
       await new Promise((res) => setTimeout(res, pause));

@@ -149,7 +149,8 @@ export async function clusterView(api: KubeClient, namespace: string): Promise<C
 }
 
 const ENGINES = ["kubernetes", "etcd", "pulumi", "pulumi-resource-kubernetes"] as const;
-const STACK = "local";
+/** The stack name the local cluster deploys under. */
+export const LOCAL_STACK = "local";
 
 /** The namespace of the local fleet's cluster side. */
 export const LOCAL_NAMESPACE = "winfleet-system";
@@ -228,7 +229,7 @@ export async function deployClusterSide(
   const tokenId = random(6);
   const tokenSecret = random(16);
   const project = pulumiProject(engines, join(dir, "pulumi"), { KUBECONFIG: cp.adminKubeconfig });
-  project.writeStack(STACK, await clusterStackYaml(spec, cp, tokenId));
+  project.writeStack(LOCAL_STACK, await clusterStackYaml(spec, cp, tokenId));
   const contentCopy = join(project.dir, "content");
   const { LocalWorkspace, PulumiCommand } = (await import("@pulumi/pulumi")).automation;
   const cli = engines.pulumi?.binaries.pulumi ?? "pulumi";
@@ -236,7 +237,7 @@ export async function deployClusterSide(
     Object.entries(project.env).filter((e): e is [string, string] => e[1] !== undefined),
   );
   const stack = await LocalWorkspace.createOrSelectStack(
-    { stackName: STACK, workDir: project.dir },
+    { stackName: LOCAL_STACK, workDir: project.dir },
     { envVars, pulumiCommand: await PulumiCommand.get({ root: dirname(dirname(cli)), skipVersionCheck: true }) },
   );
   await stack.setConfig("winfleet:bootstrapTokenSecret", { value: tokenSecret, secret: true });
@@ -258,7 +259,7 @@ export async function deployClusterSide(
     // The program builds the content bundle from its copy of the project: bring the copy's content up to date first.
     await rm(contentCopy, { recursive: true, force: true });
     await copyTree(next.content, contentCopy, { recursive: true });
-    project.writeStack(STACK, await clusterStackYaml(next, cp, tokenId));
+    project.writeStack(LOCAL_STACK, await clusterStackYaml(next, cp, tokenId));
     // Rewriting the stack file dropped the secret set beside the fleet: set it again.
     await stack.setConfig("winfleet:bootstrapTokenSecret", { value: tokenSecret, secret: true });
     log(`deploying ${next.template} ${next.templateVersion} to the cluster side with pulumi up…`);
@@ -331,14 +332,14 @@ export async function startLocalCluster(
       intervalMs: 500,
       onError: (e) => log(`node approver: ${String(e)}`),
     });
-    const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool, [STACK_LABEL]: stackSlug(STACK) };
+    const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: spec.pool, [STACK_LABEL]: stackSlug(LOCAL_STACK) };
     const joined = new Map<string, string>();
     await Promise.all(
       hostNames(spec.pool, spec.hosts).map(async (name) => {
         const credential = await tlsBootstrap({
           server: cp.server,
           caPem: cp.caPem,
-          bootstrapToken: await nodeToken(admin, STACK, name),
+          bootstrapToken: await nodeToken(admin, LOCAL_STACK, name),
           nodeName: name,
           labels,
           dir: join(hostPaths(stateDir, name).dir, "node"),

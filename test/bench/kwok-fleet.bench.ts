@@ -17,9 +17,10 @@ import { goal } from "./harness";
 import { startControlPlane, type ControlPlane } from "../../agent/cluster/control-plane";
 import { findEngines } from "../../agent/cluster/engines";
 import { tlsBootstrap } from "../../agent/cluster/node-stand-in";
-import { deployClusterSide } from "../../agent/fleet/cluster";
+import { runNodeApprover } from "../../agent/cluster/node-approver";
+import { LOCAL_NAMESPACE, LOCAL_STACK, deployClusterSide, nodeToken } from "../../agent/fleet/cluster";
 import type { FleetSpec } from "../../agent/fleet/spec";
-import { POOL_LABEL } from "../../components";
+import { POOL_LABEL, STACK_LABEL, stackSlug } from "../../components";
 import { freePort, writeContent } from "../support";
 import {
   KubeClient,
@@ -68,6 +69,7 @@ async function main(): Promise<void> {
   const admin = KubeClient.fromKubeconfigFile(cp.adminKubeconfig);
   const agents: SimulatedAgent[] = [];
   const kwoks: { kill(): boolean }[] = [];
+  const approving = new AbortController();
   try {
     const versions = [1, 2, 3, 4, 5, 6];
     const content = writeContent(
@@ -79,17 +81,31 @@ async function main(): Promise<void> {
     const specFor = (version: number, width: string): FleetSpec => {
       writeFileSync(
         stackFile,
-        `config:\n  winfleet:fleet:\n    content: { dir: ${content}, template: svc, templateVersion: "${version}" }\n    pools:\n      - { name: sim, kind: local, hosts: 1 }\n    upgrader: { image: "winfleet-agent:sim", maxUnavailable: ${width.endsWith("%") ? `"${width}"` : width} }\n`,
+        `config:\n  winfleet:fleet:\n    content: { dir: ${content}, template: svc, templateVersion: "${version}" }\n    pools:\n      - { name: sim, kind: local, hosts: ${N} }\n    upgrader: { image: "winfleet-agent:sim", maxUnavailable: ${width.endsWith("%") ? `"${width}"` : width} }\n`,
       );
-      const spec = { stack: "sim", stackFile, pool: "sim", hosts: 1, maxUnavailable: 1, content, cluster: true };
+      const spec = { stack: "sim", stackFile, pool: "sim", hosts: N, maxUnavailable: 1, content, cluster: true };
       return { ...spec, template: "svc", templateVersion: String(version) };
     };
+    // The program makes a bootstrap token for each of the pool's N hosts, as for any pool.
+    let t = performance.now();
     const side = await deployClusterSide(specFor(1, "10%"), cp, join(work, "cluster"), log);
+    console.log(`cluster side for ${N} hosts deployed by pulumi up in ${s(performance.now() - t)}`);
+    // winfleet's approver signs each node's first certificate for the name its token was made for, as in any cluster.
+    void runNodeApprover(admin, LOCAL_NAMESPACE, {
+      signal: approving.signal,
+      intervalMs: 500,
+      onError: (e) => log(`node approver: ${String(e)}`),
+    });
 
     // Join: TLS bootstrap, then each node registers its own Node, as a kubelet does.
-    let t = performance.now();
+    t = performance.now();
     const kubeconfigs: string[] = [];
-    const labels = { "kubernetes.io/os": "windows", [POOL_LABEL]: "sim", "winfleet.io/sim": "true" };
+    const labels = {
+      "kubernetes.io/os": "windows",
+      [POOL_LABEL]: "sim",
+      [STACK_LABEL]: stackSlug(LOCAL_STACK),
+      "winfleet.io/sim": "true",
+    };
     for (let next = 1; next <= N;) {
       const batch = Array.from({ length: Math.min(25, N - next + 1) }, (_, k) => next + k);
       next += batch.length;
@@ -99,7 +115,7 @@ async function main(): Promise<void> {
           const c = await tlsBootstrap({
             server: cp.server,
             caPem: cp.caPem,
-            bootstrapToken: `${side.tokenId}.${side.tokenSecret}`,
+            bootstrapToken: await nodeToken(admin, LOCAL_STACK, name),
             nodeName: name,
             labels,
             dir: join(work, "nodes", name),
@@ -271,6 +287,7 @@ async function main(): Promise<void> {
     watching.abort();
     await watcher;
   } finally {
+    approving.abort();
     for (const k of kwoks) k.kill();
     await Promise.all(agents.map((a) => a.stop()));
     await cp.stop();

@@ -29,8 +29,8 @@ export function kwokNodeStages(version: string): string[] {
   ].map((f) => readFileSync(f, "utf8"));
 }
 
-/** The simulated nodes' names: `sim-0001`… */
-export const simName = (i: number): string => `sim-${String(i).padStart(4, "0")}`;
+/** The simulated nodes' names, as the pool `sim` names its hosts: `sim-1`… */
+export const simName = (i: number): string => `sim-${i}`;
 
 /** How long node `i` takes to converge, in ms: a hash of its number and the seed, between `base` and `base+spread`. */
 export function convergeMs(i: number, seed: number, base: number, spread: number): number {

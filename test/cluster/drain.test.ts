@@ -84,6 +84,8 @@ describe(
         join(dir, "content"),
       );
 
+    /** The pod runners' own lines, shown when a case fails: what the node side saw of the API server. */
+    const runnerLog: string[] = [];
     const joinNode = async (name: string): Promise<void> => {
       const labels = { "kubernetes.io/os": "windows" };
       const credential = await tlsBootstrap({
@@ -102,6 +104,7 @@ describe(
         env: {},
         commands: {},
         retryMs: 250,
+        log: (line) => runnerLog.push(`${new Date().toISOString()} ${line}`),
       });
       runner.start();
       stop.push(async () => {
@@ -372,7 +375,7 @@ describe(
       await sleep(3000);
       await cp.startApiServer();
       const first = await run;
-      assert.equal(first.code, 194, first.stderr);
+      assert.equal(first.code, 194, `${first.stderr}\npod runners:\n${runnerLog.slice(-30).join("\n")}`);
       const r = await settle("2");
       assert.equal(r.code, 0, r.stderr);
       await settledClean("after the API server restart");
