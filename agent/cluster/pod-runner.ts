@@ -103,10 +103,12 @@ export class PodRunner {
     if (pod.metadata.deletionTimestamp) {
       // Each pod ends in its own time: one pod's grace period does not hold up the others.
       if (!running) await this.remove(pod);
-      else
-        running.terminating ??= this.terminate(running, pod).catch((e: unknown) =>
+      else if (!running.terminating) {
+        this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ending it`);
+        running.terminating = this.terminate(running, pod).catch((e: unknown) =>
           this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ending it failed: ${String(e)}`),
         );
+      }
       return;
     }
     if (running) return;
@@ -384,19 +386,24 @@ export class PodRunner {
    */
   private async remove(pod: Pod): Promise<void> {
     this.pods.delete(pod.metadata.uid);
+    const name = `${this.nodeName}: pod ${pod.metadata.name}`;
     let pause = this.host.retryMs ?? 1000;
+    let failed = false;
     for (;;) {
       try {
         await this.api.call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, {
           gracePeriodSeconds: 0,
           preconditions: { uid: pod.metadata.uid },
         });
+        if (failed) this.host.log?.(`${name}: removed`);
         return;
       } catch (e) {
         // Only these answers are final: the pod is gone already (404), or another of the same name is (409). A
         // restarted API server refuses a node (403) until its Node authorizer has seen the node's pods again.
         const final = e instanceof KubeError && (e.status === 404 || e.status === 409);
         if (final || this.stopping.signal.aborted) return;
+        if (!failed) this.host.log?.(`${name}: not removed yet (retrying): ${String(e)}`);
+        failed = true;
       }
       await new Promise((res) => setTimeout(res, pause));
       pause = Math.min(pause * 2, 10_000);
