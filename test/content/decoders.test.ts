@@ -10,6 +10,9 @@
  * is written on the node by the operator's containers since Calico 3.31; the
  * one the content wrote up to 1.0.0 (test/fixtures/content-1.0.0) goes through
  * Calico's plugin decode and libcni, which refuse it as every pod sandbox did.
+ * Beside the decoders, the kubelet's eviction thresholds are read from the
+ * same rendered file: the kubelet accepts any, so only a comparison with its
+ * own defaults shows one dropped.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -123,6 +126,50 @@ describe("the generated files under their programs' decoders", { skip: "skip" in
       const r = run("kube-proxy", ["-print", place(f)]);
       assert.equal(r.status, 0, r.output);
       assert.equal((JSON.parse(r.stdout) as { winkernel: { EnableDSR: boolean } }).winkernel.EnableDSR, true);
+    }
+  });
+});
+
+/**
+ * The Windows kubelet's hard eviction thresholds when its configuration sets
+ * none: DefaultEvictionHard in k8s.io/kubernetes pkg/kubelet/eviction/defaults_windows.go
+ * at the version scripts/engines/kubernetes pins (memory 500Mi there, 100Mi on
+ * Linux). A configuration that sets evictionHard replaces them as a whole.
+ */
+const WINDOWS_EVICTION_HARD: Readonly<Record<string, string>> = {
+  "memory.available": "500Mi",
+  "nodefs.available": "10%",
+  "imagefs.available": "15%",
+};
+
+const BINARY_UNITS: Readonly<Record<string, number>> = { "": 1, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+
+/** An eviction threshold as bytes or a percentage, or undefined when it is neither. */
+function threshold(text: string | undefined): { unit: "bytes" | "%"; value: number } | undefined {
+  const m = /^(\d+(?:\.\d+)?)(%|Ki|Mi|Gi|Ti)?$/.exec(text ?? "");
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  return m[2] === "%" ? { unit: "%", value: n } : { unit: "bytes", value: n * (BINARY_UNITS[m[2] ?? ""] ?? 1) };
+}
+
+describe("the kubelet's eviction thresholds (read from the generated configuration, no decoder needed)", () => {
+  it("keep each signal the Windows kubelet evicts on by default, memory's among them, no lower, on every template and release", () => {
+    const kubelet = files.filter((f) => f.kind === "kubelet");
+    assert.equal(kubelet.length, 9, "three kubeadm templates on three releases");
+    for (const f of kubelet) {
+      assert.equal(f.error, undefined, `${f.template} on ${f.release}`);
+      const hard = (JSON.parse(f.text) as { evictionHard?: Record<string, string> }).evictionHard ?? {};
+      for (const [signal, byDefault] of Object.entries(WINDOWS_EVICTION_HARD)) {
+        const at = `${f.template} on ${f.release}: evictionHard ${signal}`;
+        assert.ok(signal in hard, `${at} is missing, so the kubelet never evicts on it`);
+        const set = threshold(hard[signal]);
+        const floor = threshold(byDefault);
+        assert.ok(
+          set && floor && set.unit === floor.unit,
+          `${at} is ${hard[signal]}, not comparable with ${byDefault}`,
+        );
+        assert.ok(set.value >= floor.value, `${at} is ${hard[signal]}, below the kubelet's default ${byDefault}`);
+      }
     }
   });
 });

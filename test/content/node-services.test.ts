@@ -12,6 +12,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import type { AnalyzedComponent } from "../../agent/content/analysis";
+import { argumentFor, evaluatePath } from "../../agent/content/host-effects";
 import type { ScriptFacts } from "../../agent/content/powershell-facts";
 import {
   CALICO_ACCOUNT,
@@ -28,6 +29,7 @@ import { CONTENT, shippedContent } from "./shipped";
 const shipped = shippedContent();
 const { component } = shipped;
 const facts = (c: AnalyzedComponent, leaf: string): ScriptFacts => shipped.script(c, leaf).facts;
+const NO_ARG = { text: "", strings: [], variables: [] };
 const firstLine = (f: ScriptFacts, name: RegExp): number =>
   Math.min(...f.commands.filter((c) => name.test(c.name)).map((c) => c.line));
 
@@ -189,6 +191,40 @@ describe("Calico for Windows on the node", () => {
     assert.ok(m.post_upgrade.priority > component("kubelet").metadata.post_upgrade.priority);
     assert.ok(m.post_upgrade.priority > component("join-kubeadm").metadata.post_upgrade.priority);
     assert.ok(m.post_upgrade.priority < component("kube-proxy").metadata.post_upgrade.priority);
+  });
+
+  it("removes the node-side C:\\CalicoWindows, and nothing loads or runs from there (any user may create it under C:\\)", () => {
+    const f = facts(component("calico"), "install.ps1");
+    const removal = f.commands.find(
+      (c) =>
+        /^Remove-WinfleetItem$/i.test(c.name) && evaluatePath(f, argumentFor(c, "path") ?? NO_ARG) === "/CalicoWindows",
+    );
+    assert.ok(removal, "calico's install removes C:\\CalicoWindows");
+    const labelled = f.commands.find((c) => /^Invoke-WinfleetNative$/i.test(c.name) && /'label'/.test(c.statementText));
+    assert.ok(labelled && removal.line < labelled.line, "before the node is labelled for Calico's containers");
+    for (const section of ["install", "post_upgrade"] as const)
+      assert.ok(
+        component("calico").sections[section].scripts.some((s) => s.where.endsWith("calico/install.ps1")),
+        `${section} runs it`,
+      );
+    // Any other mention of the directory is code SYSTEM would take from a place Users can write.
+    const mentions: string[] = [];
+    for (const c of shipped.content.components) {
+      const sources = [...c.scripts, ...Object.values(c.sections).flatMap((x) => x.commands)];
+      for (const s of sources) {
+        const removals = new Set(
+          s.facts.commands.filter((x) => /^Remove-WinfleetItem$/i.test(x.name)).map((x) => x.line),
+        );
+        const named = [
+          ...s.facts.commands.map((x) => ({ line: x.line, strings: x.args.flatMap((a) => a.strings) })),
+          ...s.facts.assignments,
+        ];
+        for (const n of named)
+          if (n.strings.some((x) => /(^|\\)CalicoWindows(\\|$)/i.test(x)) && !removals.has(n.line))
+            mentions.push(`${s.where}:${n.line}`);
+      }
+    }
+    assert.deepEqual([...new Set(mentions)], []);
   });
 
   it("its uninstall drops the label before it removes the networks", () => {

@@ -10,6 +10,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { stringsOfVariable } from "../../agent/content/analysis";
+import { argumentFor, argumentNames, evaluatePath } from "../../agent/content/host-effects";
 import type { ScriptFacts } from "../../agent/content/powershell-facts";
 import { CONTENT, shippedContent } from "./shipped";
 
@@ -62,6 +64,42 @@ describe("logs", () => {
     if (!hosted) return;
     assert.ok(!hosted.args.some((a) => a.strings.some((s) => s.includes("--log-file"))));
     assert.ok(!f.assignments.some((a) => a.strings.some((s) => s.includes("--log-file"))));
+  });
+
+  it("every node service logs where its log rotates: under NSSM into var\\log, or to no file it opens itself", () => {
+    // A program's own log file (klog's -log_file, containerd's --log-file) is never rotated, so the
+    // retention task, which deletes only rotated logs, cannot bound it.
+    const OWN_LOG_FILE = /(^|[\s"'])--?log[-_.]?(file|dir)\b/i;
+    const hosted: string[] = [];
+    // winfleet-common only defines the helpers; it registers no service of its own.
+    for (const c of shipped.content.components.filter((x) => x.metadata.name !== "winfleet-common")) {
+      for (const s of c.scripts) {
+        for (const call of s.facts.commands) {
+          const at = `${s.where}:${call.line}`;
+          const strings = (parameter: string): string[] => {
+            const arg = argumentFor(call, parameter);
+            return arg ? [...arg.strings, ...arg.variables.flatMap((v) => stringsOfVariable(s.facts, v))] : [];
+          };
+          if (/^Set-WinfleetHostedService$/i.test(call.name)) {
+            const log = argumentFor(call, "logfile");
+            assert.match((log && evaluatePath(s.facts, log)) ?? "", /^\/var\/log\/[^/]+\/[^/]+\.log$/, `${at} LogFile`);
+            assert.ok(!strings("arguments").some((x) => OWN_LOG_FILE.test(x)), `${at} opens a log file of its own`);
+            hosted.push(argumentNames(s.facts, argumentFor(call, "name"))[0] ?? at);
+          } else if (/^Set-WinfleetService$/i.test(call.name)) {
+            assert.ok(!strings("binarypath").some((x) => OWN_LOG_FILE.test(x)), `${at} opens a log file of its own`);
+          }
+        }
+      }
+    }
+    assert.deepEqual(hosted.sort(), ["containerd", "csi-proxy", "kubelet", "winfleet-kube-proxy"]);
+    // Where the retention task looks: var\log and everything under it.
+    const retention = facts("prereqs", "log-retention.ps1");
+    const sweep = retention.commands.find((x) => /^Remove-WinfleetOldLogs$/i.test(x.name));
+    const directory = sweep && argumentFor(sweep, "directory");
+    assert.ok(directory, "log-retention.ps1 sweeps a directory");
+    // (The task finds the content root from its own location, so the path is the literal under $root.)
+    assert.deepEqual(directory.strings, ["var\\log"]);
+    assert.deepEqual(directory.variables, ["root"]);
   });
 
   it("a daily task deletes rotated logs past their age and count", () => {

@@ -6,9 +6,15 @@
  * scripts' parse trees; no Windows host needed.
  */
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { join } from "node:path";
+import { before, describe, it } from "node:test";
 import { BROKER_CONFIG, NODE_KUBECONFIG } from "../../components/pool-render";
-import { type AnalyzedComponent, stringsOfVariable } from "../../agent/content/analysis";
+import {
+  type AnalyzedComponent,
+  type AnalyzedContent,
+  analyzeContent,
+  stringsOfVariable,
+} from "../../agent/content/analysis";
 import { evaluatePath, sectionEffects } from "../../agent/content/host-effects";
 import { shippedContent } from "./shipped";
 
@@ -220,7 +226,51 @@ describe("lifecycle conventions", () => {
   });
 });
 
+/** The content as 1.0.0 shipped it, whose calico component downloaded Calico's zip with a digest from the stack. */
+const CONTENT_1_0_0 = join(__dirname, "..", "fixtures", "content-1.0.0");
+
+/**
+ * The only downloads whose digest the stack provides (a variable, required, so an unset one fails
+ * closed), each because no value published beside the release has been pinned here.
+ */
+const DIGEST_FROM_THE_STACK: Readonly<Record<string, string>> = {
+  "csi-proxy": "the build AKS ships: neither kubernetes-csi/csi-proxy nor AgentBaker publishes a checksum",
+  rke2: "RKE2 publishes sha256sum-amd64.txt beside the release, but no repository commits it",
+};
+
+/** `component/artifact` for each download of `content` whose digest is a variable, not a literal. */
+const digestsFromTheStack = (content: AnalyzedContent): string[] =>
+  content.components.flatMap((c) =>
+    c.artifacts.filter((a) => a.sha256Variable !== undefined).map((a) => `${c.metadata.name}/${a.name}`),
+  );
+
 describe("downloads", () => {
+  let released: AnalyzedContent | undefined;
+  before(async () => {
+    released = await analyzeContent(CONTENT_1_0_0);
+  });
+
+  it("pins every digest a release publishes: only csi-proxy's and RKE2's come from the stack (1.0.0 left Calico's zip to it)", () => {
+    assert.deepEqual(digestsFromTheStack(shipped.content).sort(), ["csi-proxy/csi-proxy", "join-rke2/rke2"]);
+    for (const a of shipped.content.components.flatMap((c) => c.artifacts.filter((x) => x.sha256Variable)))
+      assert.ok(DIGEST_FROM_THE_STACK[a.name], a.name);
+    // What the review found: Calico's release publishes SHA256SUMS, yet 1.0.0 took the zip's digest from a variable.
+    assert.ok(released, "1.0.0 analysed");
+    assert.deepEqual(digestsFromTheStack(released).sort(), [
+      "calico/calico-windows",
+      "csi-proxy/csi-proxy",
+      "join-rke2/rke2",
+    ]);
+  });
+
+  it("downloads nothing of Calico's on the node: its containers' images are the cluster's operator's", () => {
+    const calico = component("calico");
+    assert.deepEqual(calico.artifacts, []);
+    assert.equal(calico.artifactsWhere, undefined);
+    for (const s of calico.scripts)
+      assert.ok(!s.facts.commands.some((x) => /^(Get|Expand)-WinfleetArtifact$/i.test(x.name)), s.where);
+  });
+
   it("pins each digest in the content, or names the variable the stack sets it in, and says where it comes from", () => {
     const downloading = shipped.content.components.filter((c) =>
       c.scripts.some((s) => s.facts.commands.some((x) => x.name === "Get-WinfleetArtifact")),

@@ -101,7 +101,8 @@ describe("the broker on \\\\.\\pipe\\rancher_wins", () => {
       const r = await runThroughWins(processes(), cmd, undefined, ["/d", "/c", `exit ${code}`]);
       assert.equal(r.code, code, `cmd /c exit ${code}: ${r.err}`);
     }
-    // 0xC0000005 (an access violation) and -1: a DWORD on Windows, signed in the protocol's int32.
+    // 0xC0000005 (an access violation): a DWORD on Windows, signed in the protocol's int32. How every
+    // code maps (0, 255, -1 as 0xFFFFFFFF, signals) is agent/broker/child-exit.test.ts's, without a process.
     for (const [given, seen] of [["-1073741819", -1073741819]] as const) {
       const r = await runThroughWins(processes(), cmd, undefined, ["/d", "/c", `exit ${given}`]);
       assert.equal(r.code, seen, `cmd /c exit ${given}: ${r.err}`);

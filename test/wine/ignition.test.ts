@@ -7,12 +7,18 @@
  * that are not file names; paths longer than MAX_PATH through Node's `\\?\`
  * prefix; a file another process opened without FILE_SHARE_DELETE, or a
  * read-only one, refusing to be replaced; junctions and symbolic links, which
- * Node reads back as links.
+ * Node reads back as links; the state directory's DACL (below each root, for
+ * the ledger), which each apply sets with icacls and reads back through
+ * PowerShell's Get-Acl (state-acl.win32.ts).
  * Wine differs: it creates `CON` and `a.` as ordinary files (Windows opens the
  * console and drops the dot: the agent refuses both before either happens), and
  * Wine 8 has no junctions or symbolic links at all, so root confinement through
  * them is asserted only on Windows (the Windows workflow); here the test checks
  * that Wine still refuses to make one, so a Wine that gains them is noticed.
+ * Wine's icacls changes nothing and its powershell.exe prints nothing, so the
+ * state directory's DACL is applied but left unconfirmed: only a Windows host
+ * confirms it (the Windows workflow, where an apply whose state directory is
+ * not private after icacls fails).
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";

@@ -6,11 +6,20 @@
  * 3010, after which the test starts it again as a supervisor would.
  *
  * Relies on (Windows): a file renamed over another replacing it whole (the
- * journal's atomic writes), the lock's named pipe, TerminateProcess ending the
- * agent at once (the crash seam's kill), cmd's exit codes.
+ * journal's atomic writes), the lock's named pipe (created as its first
+ * instance, given back when its agent ends however it ends), TerminateProcess
+ * ending the agent at once (the crash seam's kill), cmd's exit codes, and the
+ * state directory's DACL, which each run sets with icacls and reads back
+ * through PowerShell's Get-Acl (state-acl.win32.ts).
  * Wine differs: it does not enforce a named pipe's first instance, on which the
- * lock relies to keep a second agent out (one agent runs at a time here; the
- * lock's own tests run on Linux); its reboot is this exit, not shutdown.exe.
+ * lock relies to keep a second agent out, so only a Windows host confirms that
+ * a second agent is refused; no suite here starts one, natively either (one
+ * agent runs at a time; the lock's own tests run on Linux, where it is an
+ * abstract socket). Wine's icacls changes nothing and its powershell.exe prints
+ * nothing, so the state directory's DACL is applied but left unconfirmed: only
+ * a Windows host confirms it (the Windows workflow, where a run whose state
+ * directory is not private after icacls fails). A reboot here is this exit, not
+ * shutdown.exe.
  */
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";

@@ -1,6 +1,9 @@
 # csi-proxy install (and post_upgrade): csi-proxy.exe, which lets CSI node
 # plugins in containers manage the host's disks, volumes and SMB shares over
-# named pipes, as the csi-proxy service (restarted on failure).
+# named pipes, as the csi-proxy service (restarted on failure). It runs under
+# NSSM, logging to stderr, so its log rotates at 10 MB and the log retention
+# task deletes the old ones: klog's own -log_file never rotates (past its size
+# cap klog starts the same file over).
 $ErrorActionPreference = 'Stop'
 Import-Module (Join-Path $env:WINFLEET_ROOT 'k\winfleet\common\WinfleetCommon.psm1') -Force
 $root = Get-WinfleetRoot
@@ -17,8 +20,8 @@ if (-not (Test-WinfleetFileCurrent -Source $source -Destination $csiProxy)) {
 }
 $null = Remove-WinfleetItem -Path $staging
 
-$binaryPath = '"{0}" -windows-service -log_file="{1}" -logtostderr=false' -f $csiProxy, (Join-Path $root 'var\log\csi-proxy\csi-proxy.log')
-$service = Set-WinfleetService -Name 'csi-proxy' -BinaryPath $binaryPath -DisplayName 'csi-proxy' -Description 'winfleet: CSI proxy for CSI node plugins' -StartupType 'Automatic'
+# Not -windows-service: NSSM is the service, csi-proxy a console program under it.
+$service = Set-WinfleetHostedService -Name 'csi-proxy' -Program $csiProxy -Arguments '-logtostderr=true' -LogFile (Join-Path $root 'var\log\csi-proxy\csi-proxy.log') -DisplayName 'csi-proxy' -Description 'winfleet: CSI proxy for CSI node plugins' -StartupType 'Automatic'
 if (($binaryChanged -or $service.Changed) -and (Get-Service -Name 'csi-proxy').Status -eq 'Running') {
     Restart-WinfleetService -Name 'csi-proxy'
 }

@@ -106,8 +106,10 @@ $configuration = [ordered]@{
     enforceNodeAllocatable         = @()
     resolvConf                     = ''
     systemReserved                 = [ordered]@{ cpu = '500m'; memory = '2Gi'; 'ephemeral-storage' = '1Gi' }
-    # evictionHard replaces the kubelet's defaults as a whole: memory stays in.
-    evictionHard                   = [ordered]@{ 'memory.available' = '100Mi'; 'nodefs.available' = '10%'; 'imagefs.available' = '15%' }
+    # evictionHard replaces the kubelet's defaults as a whole, so it repeats
+    # them: the Windows kubelet's are memory 500Mi (100Mi is Linux's), nodefs
+    # 10%, imagefs 15% (pkg/kubelet/eviction/defaults_windows.go).
+    evictionHard                   = [ordered]@{ 'memory.available' = '500Mi'; 'nodefs.available' = '10%'; 'imagefs.available' = '15%' }
     maxPods                        = $maxPods
     registerWithTaints             = $taints
 }

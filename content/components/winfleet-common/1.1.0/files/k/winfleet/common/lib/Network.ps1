@@ -11,23 +11,21 @@ $script:CalicoRegistryKey = 'HKLM:\SOFTWARE\Tigera\Calico'
 
 function Import-WinfleetHns {
     # Makes the HNS cmdlets (Get-HnsNetwork, Get-HnsEndpoint, Get-HnsPolicyList
-    # and their Remove- pairs) available to the caller: Calico's hns.psm1 when
-    # Calico is installed, else the inbox HostNetworkingService module. Throws
-    # when neither is there, rather than skip HNS work.
+    # and their Remove- pairs) available to the caller, from the inbox
+    # HostNetworkingService module. Never from Calico's hns.psm1: a node-side
+    # Calico kept it in C:\CalicoWindows, under C:\'s inherited ACL, where any
+    # user may create that directory and a module SYSTEM would load. Throws
+    # when the module is not there, rather than skip HNS work.
     [CmdletBinding()]
     param()
     if ($null -ne (Get-Command -Name 'Get-HnsPolicyList' -ErrorAction SilentlyContinue)) {
         return
     }
-    $calicoHns = Get-WinfleetPath -Relative 'CalicoWindows\libs\hns\hns.psm1'
-    if (Test-Path -LiteralPath $calicoHns -PathType Leaf) {
-        Import-Module -Name $calicoHns -Global -DisableNameChecking
-    }
-    elseif ($null -ne (Get-Module -ListAvailable -Name 'HostNetworkingService')) {
+    if ($null -ne (Get-Module -ListAvailable -Name 'HostNetworkingService')) {
         Import-Module -Name 'HostNetworkingService' -Global -DisableNameChecking
     }
     if ($null -eq (Get-Command -Name 'Get-HnsNetwork' -ErrorAction SilentlyContinue)) {
-        throw "the HNS cmdlets are not available: neither $calicoHns nor the HostNetworkingService module is on this host"
+        throw 'the HNS cmdlets are not available: the HostNetworkingService module (Windows Server 2019 and later, with the Containers feature) is not on this host'
     }
 }
 
