@@ -46,7 +46,7 @@ const content = writeContent(
 function writeFleet(stack: string, hosts: number, version: number, width: string): void {
   writeFileSync(
     stack,
-    `config:\n  winfleet:fleet:\n    content: { dir: ${content}, template: svc, templateVersion: "${version}" }\n    pools:\n      - { name: local, kind: local, hosts: ${hosts} }\n    upgrader: { image: "winfleet-agent:local", maxUnavailable: "${width}" }\n`,
+    `config:\n  winfleet:fleet:\n    content: { dir: ${content}, template: svc, templateVersion: "${version}" }\n    pools:\n      - { name: local, kind: local, hosts: ${hosts} }\n    upgrader: { image: "winfleet-agent:local", maxUnavailable: ${width.endsWith("%") ? `"${width}"` : width} }\n`,
   );
 }
 
