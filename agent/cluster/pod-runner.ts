@@ -23,7 +23,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ContainerLogWriter } from "./container-log";
-import { type KubeClient, KubeError } from "./kube-client";
+import type { KubeClient } from "./kube-client";
 import { listAndWatch } from "./list-and-watch";
 import { type Container, type ContainerLogRef, type Pod, type PodHost, type Running, expand, now } from "./pod-model";
 import { endsItself, podStatus } from "./pod-status";
@@ -381,30 +381,29 @@ export class PodRunner {
 
   /**
    * The kubelet's last word on a graceful deletion: the containers are gone, remove the pod now. Tried again until the
-   * API server takes it: the pod's object does not change once its end is written, so no later event would bring it
-   * back here, and a drain would wait on it for ever.
+   * pod is gone: its object does not change once its end is written, so no later event would bring it back here, and
+   * a drain would wait on it for ever. Only a read says it is gone: a restarted API server's NodeRestriction answers a
+   * node's delete with 404 until its own cache holds the pod again.
    */
   private async remove(pod: Pod): Promise<void> {
     this.pods.delete(pod.metadata.uid);
     const name = `${this.nodeName}: pod ${pod.metadata.name}`;
+    const path = `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`;
     let pause = this.host.retryMs ?? 1000;
-    let failed = false;
+    let said: string | undefined;
     for (;;) {
       try {
-        await this.api.call("DELETE", `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`, {
-          gracePeriodSeconds: 0,
-          preconditions: { uid: pod.metadata.uid },
-        });
-        if (failed) this.host.log?.(`${name}: removed`);
+        await this.api.call("DELETE", path, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } });
+        if (said !== undefined) this.host.log?.(`${name}: removed`);
         return;
       } catch (e) {
-        // Only these answers are final: the pod is gone already (404), or another of the same name is (409). A
-        // restarted API server refuses a node (403) until its Node authorizer has seen the node's pods again.
-        const final = e instanceof KubeError && (e.status === 404 || e.status === 409);
-        if (final || this.stopping.signal.aborted) return;
-        if (!failed) this.host.log?.(`${name}: not removed yet (retrying): ${String(e)}`);
-        failed = true;
+        if (this.stopping.signal.aborted) return;
+        const text = String(e);
+        if (text !== said) this.host.log?.(`${name}: not removed yet (retrying): ${text}`);
+        said = text;
       }
+      const still = await this.api.getOrUndefined<Pod>(path).catch(() => pod);
+      if (still?.metadata.uid !== pod.metadata.uid) return;
       await new Promise((res) => setTimeout(res, pause));
       pause = Math.min(pause * 2, 10_000);
     }
