@@ -37,11 +37,22 @@ export async function listAndWatch<T>(api: KubeClient, path: string, options: Li
       if (signal.aborted) break;
       if (!failing) options.log?.(`listing or watching failed (retrying): ${String(e)}`);
       failing = true;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, pause);
-        signal.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
-      });
+      await pauseFor(pause, signal);
       pause = Math.min(pause * 2, 10_000);
     }
   }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function pauseFor(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }

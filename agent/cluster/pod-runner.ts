@@ -24,7 +24,7 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ContainerLogWriter } from "./container-log";
 import type { KubeClient } from "./kube-client";
-import { listAndWatch } from "./list-and-watch";
+import { listAndWatch, pauseFor } from "./list-and-watch";
 import { type Container, type ContainerLogRef, type Pod, type PodHost, type Running, expand, now } from "./pod-model";
 import { endsItself, podStatus } from "./pod-status";
 
@@ -35,6 +35,8 @@ export class PodRunner {
   private loop: Promise<void> = Promise.resolve();
   /** Pod events are handled one at a time, in the order the API server sent them. */
   private handling: Promise<void> = Promise.resolve();
+  /** Removals under way, by pod uid: each ends when the pod is seen gone (a DELETED event, or absent from a list). */
+  private readonly removing = new Map<string, AbortController>();
 
   constructor(
     private readonly api: KubeClient,
@@ -62,7 +64,7 @@ export class PodRunner {
       `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${this.nodeName}`)}`,
       {
         onList: (items) => this.enqueue(() => this.reconcile(items)),
-        onEvent: (type, pod) => void this.enqueue(() => (type === "DELETED" ? this.forget(pod) : this.take(pod))),
+        onEvent: (type, pod) => void this.enqueue(async () => (type === "DELETED" ? this.forget(pod) : this.take(pod))),
         signal: this.stopping.signal,
         ...(this.host.retryMs !== undefined ? { retryMs: this.host.retryMs } : {}),
         log: (line) => this.host.log?.(`${this.nodeName}: pods: ${line}`),
@@ -79,7 +81,8 @@ export class PodRunner {
   /** A full list: every pod in it is taken, and a pod running here that is not in it is gone. */
   private async reconcile(items: readonly Pod[]): Promise<void> {
     const seen = new Set(items.map((p) => p.metadata.uid));
-    for (const pod of items) await this.take(pod);
+    for (const [uid, removal] of this.removing) if (!seen.has(uid)) removal.abort();
+    for (const pod of items) this.take(pod);
     for (const [uid, r] of this.pods) {
       if (!seen.has(uid) && !r.terminating) {
         await this.kill(r);
@@ -90,6 +93,7 @@ export class PodRunner {
 
   /** A pod gone from the API server: its processes end. */
   private async forget(pod: Pod): Promise<void> {
+    this.removing.get(pod.metadata.uid)?.abort();
     const running = this.pods.get(pod.metadata.uid);
     if (!running || running.terminating) return;
     await this.kill(running);
@@ -97,12 +101,12 @@ export class PodRunner {
   }
 
   /** A pod as the API server has it now: started when new, ended in its grace period and removed when being deleted. */
-  private async take(pod: Pod): Promise<void> {
+  private take(pod: Pod): void {
     if (this.stopping.signal.aborted) return;
     const running = this.pods.get(pod.metadata.uid);
     if (pod.metadata.deletionTimestamp) {
       // Each pod ends in its own time: one pod's grace period does not hold up the others.
-      if (!running) await this.remove(pod);
+      if (!running) this.remove(pod);
       else if (!running.terminating) {
         this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ending it`);
         running.terminating = this.terminate(running, pod).catch((e: unknown) =>
@@ -376,37 +380,42 @@ export class PodRunner {
     r.ready = false;
     if (r.initialized) await this.report(r);
     await this.kill(r);
-    await this.remove(pod);
+    this.remove(pod);
   }
 
   /**
-   * The kubelet's last word on a graceful deletion: the containers are gone, remove the pod now. Tried again until the
-   * pod is gone: its object does not change once its end is written, so no later event would bring it back here, and
-   * a drain would wait on it for ever. Only a read says it is gone: a restarted API server's NodeRestriction answers a
-   * node's delete with 404 until its own cache holds the pod again.
+   * The kubelet's last word on a graceful deletion: the containers are gone, remove the pod now. In the background,
+   * tried again until the pod is seen gone: its object does not change once its end is written, so no later event
+   * would bring it back here, and a drain would wait on it for ever; and no answer to the delete is taken as "gone",
+   * as a restarted API server's NodeRestriction answers a node's delete with 404 until its cache holds the pod again.
    */
-  private async remove(pod: Pod): Promise<void> {
-    this.pods.delete(pod.metadata.uid);
+  private remove(pod: Pod): void {
+    const uid = pod.metadata.uid;
+    this.pods.delete(uid);
+    if (this.removing.has(uid)) return;
+    const gone = new AbortController();
+    this.removing.set(uid, gone);
+    const signal = AbortSignal.any([gone.signal, this.stopping.signal]);
     const name = `${this.nodeName}: pod ${pod.metadata.name}`;
     const path = `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`;
-    let pause = this.host.retryMs ?? 1000;
-    let said: string | undefined;
-    for (;;) {
-      try {
-        await this.api.call("DELETE", path, { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid } });
-        if (said !== undefined) this.host.log?.(`${name}: removed`);
-        return;
-      } catch (e) {
-        if (this.stopping.signal.aborted) return;
-        const text = String(e);
-        if (text !== said) this.host.log?.(`${name}: not removed yet (retrying): ${text}`);
-        said = text;
+    const attempt = async (): Promise<void> => {
+      let pause = this.host.retryMs ?? 1000;
+      let said: string | undefined;
+      while (!signal.aborted) {
+        try {
+          await this.api.call("DELETE", path, { gracePeriodSeconds: 0, preconditions: { uid } });
+          if (said !== undefined) this.host.log?.(`${name}: removed`);
+          return;
+        } catch (e) {
+          const text = String(e);
+          if (text !== said && !signal.aborted) this.host.log?.(`${name}: not removed yet (retrying): ${text}`);
+          said = text;
+        }
+        await pauseFor(pause, signal);
+        pause = Math.min(pause * 2, 10_000);
       }
-      const still = await this.api.getOrUndefined<Pod>(path).catch(() => pod);
-      if (still?.metadata.uid !== pod.metadata.uid) return;
-      await new Promise((res) => setTimeout(res, pause));
-      pause = Math.min(pause * 2, 10_000);
-    }
+    };
+    void attempt().finally(() => this.removing.delete(uid));
   }
 
   private async kill(r: Running): Promise<void> {
