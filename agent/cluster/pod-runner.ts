@@ -20,11 +20,12 @@
  * and they stay in the fleet's process group, so a fleet killed outright takes them along.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ContainerLogWriter } from "./container-log";
 import type { KubeClient } from "./kube-client";
-import { listAndWatch, pauseFor } from "./list-and-watch";
+import { listAndWatch } from "./list-and-watch";
+import { deletePodUntilGone, mountConfigMaps } from "./pod-io";
 import { type Container, type ContainerLogRef, type Pod, type PodHost, type Running, expand, now } from "./pod-model";
 import { endsItself, podStatus } from "./pod-status";
 
@@ -171,7 +172,7 @@ export class PodRunner {
     for (;;) {
       if (r.stopped) return false;
       try {
-        await this.mountVolumes(r);
+        await mountConfigMaps(this.api, r.pod, this.podDir(r));
         if (said !== undefined) this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: volumes mounted`);
         return true;
       } catch (e) {
@@ -182,21 +183,6 @@ export class PodRunner {
       }
       await new Promise((res) => setTimeout(res, pause));
       pause = Math.min(pause * 2, 10_000);
-    }
-  }
-
-  private async mountVolumes(r: Running): Promise<void> {
-    const dir = this.podDir(r);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    for (const v of r.pod.spec.volumes ?? []) {
-      if (!v.configMap) continue;
-      const cm = await this.api.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>(
-        `/api/v1/namespaces/${r.pod.metadata.namespace}/configmaps/${v.configMap.name}`,
-      );
-      await mkdir(join(dir, v.name), { recursive: true });
-      for (const [k, text] of Object.entries(cm.data ?? {})) await writeFile(join(dir, v.name, k), text);
-      for (const [k, b64] of Object.entries(cm.binaryData ?? {}))
-        await writeFile(join(dir, v.name, k), Buffer.from(b64, "base64"));
     }
   }
 
@@ -385,9 +371,9 @@ export class PodRunner {
 
   /**
    * The kubelet's last word on a graceful deletion: the containers are gone, remove the pod now. In the background,
-   * tried again until the pod is seen gone: its object does not change once its end is written, so no later event
-   * would bring it back here, and a drain would wait on it for ever; and no answer to the delete is taken as "gone",
-   * as a restarted API server's NodeRestriction answers a node's delete with 404 until its cache holds the pod again.
+   * beside the event queue, tried again until the pod is seen gone (a DELETED event, or absent from a list): its object
+   * does not change once its end is written, so no later event would bring it back here, and a drain would wait on it
+   * for ever.
    */
   private remove(pod: Pod): void {
     const uid = pod.metadata.uid;
@@ -395,27 +381,10 @@ export class PodRunner {
     if (this.removing.has(uid)) return;
     const gone = new AbortController();
     this.removing.set(uid, gone);
-    const signal = AbortSignal.any([gone.signal, this.stopping.signal]);
-    const name = `${this.nodeName}: pod ${pod.metadata.name}`;
-    const path = `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`;
-    const attempt = async (): Promise<void> => {
-      let pause = this.host.retryMs ?? 1000;
-      let said: string | undefined;
-      while (!signal.aborted) {
-        try {
-          await this.api.call("DELETE", path, { gracePeriodSeconds: 0, preconditions: { uid } });
-          if (said !== undefined) this.host.log?.(`${name}: removed`);
-          return;
-        } catch (e) {
-          const text = String(e);
-          if (text !== said && !signal.aborted) this.host.log?.(`${name}: not removed yet (retrying): ${text}`);
-          said = text;
-        }
-        await pauseFor(pause, signal);
-        pause = Math.min(pause * 2, 10_000);
-      }
-    };
-    void attempt().finally(() => this.removing.delete(uid));
+    void deletePodUntilGone(this.api, pod, AbortSignal.any([gone.signal, this.stopping.signal]), {
+      ...(this.host.retryMs !== undefined ? { retryMs: this.host.retryMs } : {}),
+      log: (line) => this.host.log?.(`${this.nodeName}: pod ${pod.metadata.name}: ${line}`),
+    }).finally(() => this.removing.delete(uid));
   }
 
   private async kill(r: Running): Promise<void> {
