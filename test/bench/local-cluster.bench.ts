@@ -159,8 +159,9 @@ async function fleetOf(hosts: number): Promise<void> {
     let version = 1;
     for (const width of WIDTHS) {
       writeFleet(stack, hosts, ++version, width);
+      // The DaemonSet controller rounds a percentage up (a Deployment's maxUnavailable rounds down).
       const w = width.endsWith("%")
-        ? Math.max(1, Math.floor((hosts * Number(width.slice(0, -1))) / 100))
+        ? Math.max(1, Math.ceil((hosts * Number(width.slice(0, -1))) / 100))
         : Number(width);
       let worst = 0;
       let watching = true;
