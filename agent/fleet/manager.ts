@@ -334,11 +334,14 @@ export class FleetManager {
 
   /**
    * Configures a host for `target` (unless `configure` is false: something else moves it) and waits until its agent
-   * converged there or failed.
+   * converged there or failed. The host has `hostTimeoutMs` from the moment it is moved; when something else moves it
+   * (the DaemonSet controller, at its own pace and in its own order), from the moment its agent starts applying the
+   * target: at `maxUnavailable: 1` the last of 50 hosts waits many minutes for its turn, through no fault of its own.
    */
   private move(host: Host, target: HostTarget, configure = true, cancel?: AbortSignal): Promise<HostOutcome> {
     return new Promise<HostOutcome>((resolve) => {
       const timeoutMs = this.options.hostTimeoutMs ?? 5 * 60_000;
+      let timer: NodeJS.Timeout | undefined;
       const finish = (o: HostOutcome): void => {
         clearTimeout(timer);
         this.waiters.delete(waiter);
@@ -346,20 +349,29 @@ export class FleetManager {
         resolve(o);
       };
       const onCancel = (): void => finish({ ok: false, step: "(none)", error: "the rollout ended first" });
-      const timer = setTimeout(
-        () =>
-          finish({
-            ok: false,
-            step: host.view.step
-              ? `${host.view.step.component} ${host.view.step.phase}: ${host.view.step.title}`
-              : "(none)",
-            error: `did not converge within ${timeoutMs / 1000} s`,
-          }),
-        timeoutMs,
-      );
+      const arm = (): void => {
+        timer ??= setTimeout(
+          () =>
+            finish({
+              ok: false,
+              step: host.view.step
+                ? `${host.view.step.component} ${host.view.step.phase}: ${host.view.step.title}`
+                : "(none)",
+              error: `did not converge within ${timeoutMs / 1000} s`,
+            }),
+          timeoutMs,
+        );
+      };
+      if (configure) arm();
       const watch = outcomeWatcher(target);
       const waiter = (h: Host, e: LifecycleEvent): void => {
         if (h !== host) return;
+        if (
+          e.type === "apply-started" &&
+          e.template.name === target.template &&
+          e.template.version === target.templateVersion
+        )
+          arm();
         const outcome = watch(e);
         if (outcome) finish(outcome);
       };
