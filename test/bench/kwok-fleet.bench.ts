@@ -18,7 +18,8 @@ import { startControlPlane, type ControlPlane } from "../../agent/cluster/contro
 import { findEngines } from "../../agent/cluster/engines";
 import { tlsBootstrap } from "../../agent/cluster/node-stand-in";
 import { runNodeApprover } from "../../agent/cluster/node-approver";
-import { LOCAL_NAMESPACE, LOCAL_STACK, deployClusterSide, nodeToken } from "../../agent/fleet/cluster";
+import { LOCAL_NAMESPACE, LOCAL_STACK, deployClusterSide } from "../../agent/fleet/cluster";
+import { NODE_NAMES_CONFIGMAP, renderBootstrapToken } from "../../components/cluster-render";
 import type { FleetSpec } from "../../agent/fleet/spec";
 import { POOL_LABEL, STACK_LABEL, stackSlug } from "../../components";
 import { freePort, writeContent } from "../support";
@@ -81,15 +82,34 @@ async function main(): Promise<void> {
     const specFor = (version: number, width: string): FleetSpec => {
       writeFileSync(
         stackFile,
-        `config:\n  winfleet:fleet:\n    content: { dir: ${content}, template: svc, templateVersion: "${version}" }\n    pools:\n      - { name: sim, kind: local, hosts: ${N} }\n    upgrader: { image: "winfleet-agent:sim", maxUnavailable: ${width.endsWith("%") ? `"${width}"` : width} }\n`,
+        `config:\n  winfleet:fleet:\n    content: { dir: ${content}, template: svc, templateVersion: "${version}" }\n    pools:\n      - { name: sim, kind: local, hosts: 1 }\n    upgrader: { image: "winfleet-agent:sim", maxUnavailable: ${width.endsWith("%") ? `"${width}"` : width} }\n`,
       );
-      const spec = { stack: "sim", stackFile, pool: "sim", hosts: N, maxUnavailable: 1, content, cluster: true };
+      const spec = { stack: "sim", stackFile, pool: "sim", hosts: 1, maxUnavailable: 1, content, cluster: true };
       return { ...spec, template: "svc", templateVersion: String(version) };
     };
-    // The program makes a bootstrap token for each of the pool's N hosts, as for any pool.
     let t = performance.now();
     const side = await deployClusterSide(specFor(1, "10%"), cp, join(work, "cluster"), log);
-    console.log(`cluster side for ${N} hosts deployed by pulumi up in ${s(performance.now() - t)}`);
+    console.log(`cluster side deployed by pulumi up in ${s(performance.now() - t)}`);
+    // A local pool holds at most 50 real hosts; a pool of N is a cloud pool's size, whose nodes join with its one
+    // token (as a scale set's do). The benchmark makes that token as the program renders one, and names its nodes
+    // in the approver's ConfigMap, which the program's next deploy rewrites (the nodes have joined by then).
+    const simToken = { id: "simpol", secret: "k8s0sim0bench000" };
+    await admin.post(
+      "/api/v1/namespaces/kube-system/secrets",
+      renderBootstrapToken(
+        {
+          ...simToken,
+          expiration: new Date(Date.now() + 86_400_000).toISOString(),
+          pool: "sim",
+          stack: LOCAL_STACK,
+        },
+        "the kwok benchmark's simulated pool",
+      ),
+    );
+    const names = Array.from({ length: N }, (_, k) => simName(k + 1));
+    await admin.patch(`/api/v1/namespaces/${LOCAL_NAMESPACE}/configmaps/${NODE_NAMES_CONFIGMAP}`, {
+      data: { [simToken.id]: JSON.stringify({ pool: "sim", names }) },
+    });
     // winfleet's approver signs each node's first certificate for the name its token was made for, as in any cluster.
     void runNodeApprover(admin, LOCAL_NAMESPACE, {
       signal: approving.signal,
@@ -115,7 +135,7 @@ async function main(): Promise<void> {
           const c = await tlsBootstrap({
             server: cp.server,
             caPem: cp.caPem,
-            bootstrapToken: await nodeToken(admin, LOCAL_STACK, name),
+            bootstrapToken: `${simToken.id}.${simToken.secret}`,
             nodeName: name,
             labels,
             dir: join(work, "nodes", name),
