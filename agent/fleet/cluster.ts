@@ -207,17 +207,16 @@ export async function clusterStackYaml(
   return toYaml({ config: { "winfleet:fleet": fleet } });
 }
 
-/** The cluster side as deployed: the bootstrap token the program made, and how to deploy a changed spec again. */
+/** The cluster side as deployed, and how to deploy a changed spec again. */
 export interface ClusterSide {
-  readonly tokenId: string;
-  readonly tokenSecret: string;
   /** Deploys `spec` again with the real engine (a new template version, new content, another pace). */
   readonly deploy: (spec: FleetSpec) => Promise<void>;
 }
 
 /**
  * Deploys the cluster side of `spec` to `cp` with the stack's real Pulumi program through the Automation API (a copy
- * of the project and a file backend under `<dir>/pulumi`), with a new bootstrap token.
+ * of the project and a file backend under `<dir>/pulumi`), with a new token secret, from which the program derives
+ * each host's bootstrap token (`nodeToken` reads one back).
  */
 export async function deployClusterSide(
   spec: FleetSpec,
@@ -265,7 +264,7 @@ export async function deployClusterSide(
     log(`deploying ${next.template} ${next.templateVersion} to the cluster side with pulumi up…`);
     await up();
   };
-  return { tokenId, tokenSecret, deploy };
+  return { deploy };
 }
 
 /** Starts the control plane, deploys the cluster side with the real engine, and joins every host of `spec`. */
