@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import type { LifecycleEvent } from "../lifecycle";
 import { buildFleetContent } from "./content";
 import { Host, type HostEvent, type HostView } from "./host";
-import { type HostOutcome, type RolloutResult, outcomeWatcher, rollOut } from "./rollout";
+import { type HostOutcome, type RolloutResult, outcomeWatcher, rollOut, startsHostTimeout } from "./rollout";
 import { type FleetSpec, type HostTarget, hostNames, hostPaths, sandboxWhitelist } from "./spec";
 
 /** What subscribers hear. */
@@ -366,12 +366,7 @@ export class FleetManager {
       const watch = outcomeWatcher(target);
       const waiter = (h: Host, e: LifecycleEvent): void => {
         if (h !== host) return;
-        if (
-          e.type === "apply-started" &&
-          e.template.name === target.template &&
-          e.template.version === target.templateVersion
-        )
-          arm();
+        if (startsHostTimeout(target, e)) arm();
         const outcome = watch(e);
         if (outcome) finish(outcome);
       };

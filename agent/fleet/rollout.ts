@@ -84,3 +84,14 @@ export function outcomeWatcher(target: TargetTemplate): (e: LifecycleEvent) => H
     return undefined;
   };
 }
+
+/**
+ * Whether `e` starts a host's convergence timeout in a rollout to `target` that something else paces (the DaemonSet
+ * controller, in its own order): the host's first run of the target. Waiting for its turn is not the host's delay;
+ * at `maxUnavailable: 1` the last of 50 hosts waits many minutes for it.
+ */
+export function startsHostTimeout(target: TargetTemplate, e: LifecycleEvent): boolean {
+  return (
+    e.type === "apply-started" && e.template.name === target.template && e.template.version === target.templateVersion
+  );
+}
