@@ -6,8 +6,9 @@
 //        the code and the static checks of test/ci and test/content, without the suites under
 //        test/ that start processes, servers, fleets and engines (docs/testing.md, "Where tests live").
 // The suites under test/wine run on Windows' Node.js: npm run test:wine (scripts/wine/run-tests.mjs).
-// Files run WINFLEET_TEST_CONCURRENCY at a time (default: the cores, at least 2): the end-to-end suites spend most of
-// their time waiting on control planes, timers and child processes, so two overlap well even on two cores.
+// Files run WINFLEET_TEST_CONCURRENCY at a time (default: the cores, from 2 to 4): the end-to-end suites spend most of
+// their time waiting on control planes, timers and child processes, so two overlap well even on two cores; past four,
+// that many control planes and fleets at once would make their own timing the thing under test.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -46,7 +47,7 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-const concurrency = Number(process.env.WINFLEET_TEST_CONCURRENCY) || Math.max(2, availableParallelism());
+const concurrency = Number(process.env.WINFLEET_TEST_CONCURRENCY) || Math.min(4, Math.max(2, availableParallelism()));
 const out = mkdtempSync(join(tmpdir(), "winfleet-test-"));
 const tap = join(out, "report.tap");
 const args = [
