@@ -92,27 +92,44 @@ export function describeDaemonSet(d: DaemonSetStatus | undefined): string {
   return `generation ${d.metadata.generation} (observed ${s.observedGeneration ?? "-"}): ${s.updatedNumberScheduled ?? 0} updated, ${s.numberAvailable ?? 0} available, ${s.numberUnavailable ?? 0} unavailable of ${s.desiredNumberScheduled ?? 0}`;
 }
 
-/**
- * Resolves once the DaemonSet's controller has begun rolling a template newer than generation `after` (a pod of it
- * exists) but not finished.
- */
-export async function midRollout(kube: KubeClient, after: number, hosts: number, timeoutMs = 240_000): Promise<void> {
+/** Polls the DaemonSet until `ok` holds; a timeout says what it last looked like. */
+async function waitForDaemonSet(
+  kube: KubeClient,
+  ok: (d: DaemonSetStatus) => boolean,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
   let last: DaemonSetStatus | undefined;
   await kube
     .waitFor(
       async () => {
         const d = await kube.getOrUndefined<DaemonSetStatus>(DAEMONSET).catch(() => undefined);
         last = d ?? last;
-        if (!d || d.metadata.generation <= after || d.status.observedGeneration !== d.metadata.generation) return false;
-        const updated = d.status.updatedNumberScheduled ?? 0;
-        return updated >= 1 && updated < hosts;
+        return d !== undefined && ok(d);
       },
       timeoutMs,
-      "the DaemonSet controller to be rolling the new template",
+      what,
     )
     .catch((e: unknown) => {
       throw new Error(`${String(e)}; last seen: ${describeDaemonSet(last)}`);
     });
+}
+
+/**
+ * Resolves once the DaemonSet's controller has begun rolling a template newer than generation `after` (a pod of it
+ * exists) but not finished.
+ */
+export async function midRollout(kube: KubeClient, after: number, hosts: number, timeoutMs = 240_000): Promise<void> {
+  await waitForDaemonSet(
+    kube,
+    (d) => {
+      if (d.metadata.generation <= after || d.status.observedGeneration !== d.metadata.generation) return false;
+      const updated = d.status.updatedNumberScheduled ?? 0;
+      return updated >= 1 && updated < hosts;
+    },
+    timeoutMs,
+    "the DaemonSet controller to be rolling the new template",
+  );
 }
 
 /** The DaemonSet's generation now. */
@@ -122,27 +139,16 @@ export async function generation(kube: KubeClient): Promise<number> {
 
 /** Resolves once the controller has rolled the DaemonSet's current template to every one of `hosts`, all available. */
 export async function rolledOut(kube: KubeClient, hosts: number, timeoutMs = 60_000): Promise<void> {
-  let last: DaemonSetStatus | undefined;
-  await kube
-    .waitFor(
-      async () => {
-        const d = await kube.getOrUndefined<DaemonSetStatus>(DAEMONSET).catch(() => undefined);
-        last = d ?? last;
-        const s = d?.status;
-        return (
-          s !== undefined &&
-          s.observedGeneration === d?.metadata.generation &&
-          s.updatedNumberScheduled === hosts &&
-          s.numberAvailable === hosts &&
-          (s.numberUnavailable ?? 0) === 0
-        );
-      },
-      timeoutMs,
-      `the DaemonSet to be rolled out to ${hosts} hosts`,
-    )
-    .catch((e: unknown) => {
-      throw new Error(`${String(e)}; last seen: ${describeDaemonSet(last)}`);
-    });
+  await waitForDaemonSet(
+    kube,
+    ({ metadata, status: s }) =>
+      s.observedGeneration === metadata.generation &&
+      s.updatedNumberScheduled === hosts &&
+      s.numberAvailable === hosts &&
+      (s.numberUnavailable ?? 0) === 0,
+    timeoutMs,
+    `the DaemonSet to be rolled out to ${hosts} hosts`,
+  );
 }
 
 /** The pids of processes whose command line mentions every one of `needles`. */
