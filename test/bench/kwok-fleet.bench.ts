@@ -232,7 +232,7 @@ async function main(): Promise<void> {
     const leases = perNodeMin(["PUT leases", "PATCH leases"]);
     // Each annotation patch of the agent's comes with a patch of its condition (nodes/status, which kwok writes too).
     const winfleet = perNodeMin(["POST events", "PATCH nodes", "PATCH nodes"]);
-    console.log(`writes at rest, per node per minute, by resource: ${JSON.stringify(rest)}`);
+    console.log(`writes at rest in one minute, all ${N} nodes, by resource: ${JSON.stringify(rest)}`);
     goal(
       `winfleet's writes at rest per node per minute (Events, Node annotations and condition; ${N} nodes)`,
       `${winfleet.toFixed(3)}, Lease renewals ${leases.toFixed(2)}`,

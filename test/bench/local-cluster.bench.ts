@@ -148,7 +148,7 @@ async function fleetOf(hosts: number): Promise<void> {
     await new Promise((r) => setTimeout(r, 60_000));
     const rest = writesByResource(delta(m0, await scrape(kube)));
     const per = (k: string[]) => k.reduce((n, x) => n + (rest[x] ?? 0), 0) / hosts;
-    console.log(`   writes at rest per node per minute: ${JSON.stringify(rest)}`);
+    console.log(`   writes at rest in one minute, all ${hosts} nodes: ${JSON.stringify(rest)}`);
     goal(
       `winfleet's writes at rest per node per minute, ${hosts} real hosts (Events, Node annotations and condition)`,
       `${per(["POST events", "PATCH nodes", "PATCH nodes"]).toFixed(3)}, Lease renewals ${per(["PUT leases", "PATCH leases"]).toFixed(2)}`,
