@@ -253,13 +253,38 @@ describe(
       await kube.patch("/apis/apps/v1/namespaces/default/deployments/web", {
         spec: { template: { metadata: { annotations: { "winfleet.test/restarted": String(Date.now()) } } } },
       });
-      const spread = await pollUntil(() => {
-        // The old pods gone, not only terminating: the pods below are the ones the budget holds.
-        const live = [...pods.values()];
-        return (
-          live.length === REPLICAS && live.every(ready) && HOSTS.every((h) => live.some((p) => p.spec.nodeName === h))
-        );
-      }, 120_000);
+      const spread = await pollUntil(
+        async () => {
+          // The old pods gone, not only terminating: the pods below are the ones the budget holds. And the Deployment's
+          // rollout over: between two of its steps there can be four ready pods, spread, and an old one it then deletes
+          // (which no budget holds back).
+          const live = [...pods.values()];
+          if (
+            live.length !== REPLICAS ||
+            !live.every(ready) ||
+            !HOSTS.every((h) => live.some((p) => p.spec.nodeName === h))
+          )
+            return false;
+          const web = await kube.get<{
+            metadata: { generation: number };
+            status: {
+              observedGeneration?: number;
+              replicas?: number;
+              updatedReplicas?: number;
+              availableReplicas?: number;
+            };
+          }>("/apis/apps/v1/namespaces/default/deployments/web");
+          const s = web.status;
+          return (
+            s.observedGeneration === web.metadata.generation &&
+            s.replicas === REPLICAS &&
+            s.updatedReplicas === REPLICAS &&
+            s.availableReplicas === REPLICAS
+          );
+        },
+        120_000,
+        250,
+      );
       assert.ok(spread, "the web pods run on both nodes again");
       await budget(0);
       const before = new Set(pods.keys());
