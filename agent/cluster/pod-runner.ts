@@ -19,14 +19,15 @@
  * first process: processes it starts are not ended with it (no job object or cgroup holds them),
  * and they stay in the fleet's process group, so a fleet killed outright takes them along.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ContainerLogWriter } from "./container-log";
+import { commandOf, endProcesses, spawnContainer, untilExit } from "./container-process";
 import type { KubeClient } from "./kube-client";
 import { listAndWatch } from "./list-and-watch";
 import { deletePodUntilGone, mountConfigMaps } from "./pod-io";
-import { type Container, type ContainerLogRef, type Pod, type PodHost, type Running, expand, now } from "./pod-model";
+import { type Container, type ContainerLogRef, type Pod, type PodHost, type Running, now } from "./pod-model";
 import { endsItself, podStatus } from "./pod-status";
 
 /** Runs the pods bound to one node. */
@@ -198,7 +199,7 @@ export class PodRunner {
     for (const c of r.pod.spec.initContainers ?? []) {
       for (;;) {
         if (r.stopped || r.failed) return;
-        const code = await this.exec(r, c, this.command(c), 0, await this.logOf(r, c));
+        const code = await this.exec(r, c, commandOf(c), 0, await this.logOf(r, c));
         if (code === 0) break;
         r.initError = `init container ${c.name} exited ${code}`;
         this.host.log?.(`${this.nodeName}: pod ${r.pod.metadata.name}: ${r.initError}`);
@@ -215,7 +216,7 @@ export class PodRunner {
     r.initError = undefined;
     for (const c of r.pod.spec.containers) {
       const log = await this.logOf(r, c);
-      const child = this.spawn(r, c, this.command(c), log);
+      const child = this.spawn(r, c, commandOf(c), log);
       r.processes.push(child);
       r.main.set(c.name, child);
       void this.watchExit(r, c, child, log);
@@ -245,16 +246,6 @@ export class PodRunner {
         r.probeTimer = setTimeout(() => void check().catch(() => undefined), (probe.periodSeconds ?? 10) * 1000);
     };
     await check();
-  }
-
-  private command(c: Container): string[] {
-    return [...(c.command ?? []), ...(c.args ?? [])];
-  }
-
-  private envOf(r: Running, c: Container): Record<string, string> {
-    const env: Record<string, string> = { ...this.host.env, CONTAINER_SANDBOX_MOUNT_POINT: this.podDir(r) };
-    for (const e of c.env ?? []) if (e.value !== undefined) env[e.name] = expand(e.value, env);
-    return env;
   }
 
   private async logOf(r: Running, c: Container): Promise<ContainerLogWriter> {
@@ -298,17 +289,7 @@ export class PodRunner {
   }
 
   private spawn(r: Running, c: Container, words: readonly string[], log?: ContainerLogWriter): ChildProcess {
-    const env = this.envOf(r, c);
-    const [first = "", ...rest] = words.map((w) => expand(w, env));
-    const mapped = this.host.commands[first];
-    const [cmd = first, ...pre] = mapped ?? [first];
-    const child = spawn(cmd, [...pre, ...rest], {
-      cwd: this.podDir(r),
-      env: { PATH: process.env.PATH ?? "", ...env },
-      stdio: log ? ["ignore", "pipe", "pipe"] : "ignore",
-    });
-    child.on("error", () => undefined);
-    return child;
+    return spawnContainer(this.host, this.podDir(r), c, words, log);
   }
 
   /** Runs a command to its end (bounded by `timeoutMs` when not 0); its exit code, 127 when it cannot start. */
@@ -321,22 +302,12 @@ export class PodRunner {
   ): Promise<number> {
     const child = this.spawn(r, c, words, log);
     r.processes.push(child);
-    const logged = Promise.all([
-      child.stdout && log?.attach(child.stdout, "stdout"),
-      child.stderr && log?.attach(child.stderr, "stderr"),
-    ]);
-    const code = await new Promise<number>((resolve) => {
-      const timer = timeoutMs > 0 ? setTimeout(() => child.kill("SIGKILL"), timeoutMs) : undefined;
-      child.once("error", () => resolve(127));
-      child.once("exit", (code) => {
-        if (timer) clearTimeout(timer);
-        const i = r.processes.indexOf(child);
-        if (i >= 0) r.processes.splice(i, 1);
-        resolve(code ?? 1);
-      });
-    });
-    await logged;
-    return code;
+    try {
+      return await untilExit(child, timeoutMs, log);
+    } finally {
+      const i = r.processes.indexOf(child);
+      if (i >= 0) r.processes.splice(i, 1);
+    }
   }
 
   /**
@@ -349,16 +320,7 @@ export class PodRunner {
     r.stopped = true;
     if (r.probeTimer) clearTimeout(r.probeTimer);
     if (r.deadlineTimer) clearTimeout(r.deadlineTimer);
-    const alive = (p: ChildProcess): boolean => p.exitCode === null && p.signalCode === null;
-    const ended = r.processes.map((p) =>
-      alive(p) ? new Promise<void>((resolve) => p.once("exit", () => resolve())) : Promise.resolve(),
-    );
-    for (const p of r.processes) if (alive(p)) p.kill("SIGTERM");
-    const killer = setTimeout(() => {
-      for (const p of r.processes) if (alive(p)) p.kill("SIGKILL");
-    }, grace * 1000);
-    await Promise.all(ended);
-    clearTimeout(killer);
+    await endProcesses(r.processes, grace * 1000);
     // What watchExit records may lag the exit by the container's last output: every container has an end here.
     for (const [name, p] of r.main)
       if (!r.exited.has(name))
@@ -391,17 +353,7 @@ export class PodRunner {
     r.stopped = true;
     if (r.probeTimer) clearTimeout(r.probeTimer);
     if (r.deadlineTimer) clearTimeout(r.deadlineTimer);
-    await Promise.all(
-      r.processes.map(
-        (p) =>
-          new Promise<void>((resolve) => {
-            if (p.exitCode !== null || p.signalCode !== null) return resolve();
-            p.once("exit", () => resolve());
-            p.kill("SIGTERM");
-            setTimeout(() => p.kill("SIGKILL"), 5000).unref();
-          }),
-      ),
-    );
+    await endProcesses(r.processes, 5000);
     await Promise.all([...r.logs.values()].map((l) => l.close()));
     await rm(this.podDir(r), { recursive: true, force: true });
     // The kubelet removes a deleted pod's logs with it.
