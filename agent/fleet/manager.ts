@@ -7,6 +7,7 @@
  */
 import { readFile } from "node:fs/promises";
 import type { LifecycleEvent } from "../lifecycle";
+import { rollThroughCluster } from "./cluster-rollout";
 import { buildFleetContent } from "./content";
 import { Host, type HostEvent, type HostView } from "./host";
 import { type HostOutcome, type RolloutResult, outcomeWatcher, rollOut, startsHostTimeout } from "./rollout";
@@ -198,7 +199,21 @@ export class FleetManager {
           state: "started",
           text: `${spec.template} ${spec.templateVersion}: ${pending.length} to roll through the DaemonSet controller (maxUnavailable ${spec.maxUnavailable})`,
         });
-        const result = await this.rollThroughCluster(spec, target, pending, this.options.deploy, signal);
+        const result = await rollThroughCluster({
+          spec,
+          pending: pending.map((h) => ({ name: h.name, watch: (stop) => this.move(h, target, false, stop) })),
+          deploy: this.options.deploy,
+          settled: this.options.settled,
+          converged: (name) => {
+            this.emit({
+              type: "rollout",
+              state: "host",
+              text: `${name} converged to ${spec.template} ${spec.templateVersion}`,
+            });
+            this.hosts.get(name)?.adopt(target);
+          },
+          signal,
+        });
         this.last = result;
         this.emit({ type: "rollout", state: "finished", text: describeResult(result), result });
         return result;
@@ -244,91 +259,6 @@ export class FleetManager {
       return result;
     } finally {
       this.rolling = false;
-    }
-  }
-
-  /**
-   * Cluster mode: deploys `spec`, then watches each pending host's agent as the upgrader pods move
-   * it. The first failure halts the rollout, as the DaemonSet controller stops there: the hosts
-   * not converged yet are reported as not started.
-   */
-  private async rollThroughCluster(
-    spec: FleetSpec,
-    target: HostTarget,
-    pending: readonly Host[],
-    deploy: (spec: FleetSpec) => Promise<void>,
-    signal: AbortSignal,
-  ): Promise<RolloutResult> {
-    const done: string[] = [];
-    // Once the rollout has an outcome (or the fleet stops), the watches still waiting end with it:
-    // a halted rollout never moves the hosts they wait for.
-    const finished = new AbortController();
-    const stop = AbortSignal.any([signal, finished.signal]);
-    const watches = pending.map((h) => this.move(h, target, false, stop).then((o) => ({ host: h.name, o })));
-    try {
-      await deploy(spec);
-    } catch (e) {
-      finished.abort();
-      return {
-        kind: "halted",
-        host: "(cluster)",
-        step: "pulumi up",
-        error: String(e instanceof Error ? e.message : e),
-        done,
-        untouched: pending.map((h) => h.name),
-      };
-    }
-    const outcome = new Promise<RolloutResult>((resolve) => {
-      let left = watches.length;
-      for (const w of watches) {
-        void w.then(({ host, o }) => {
-          if (!o.ok) {
-            resolve({
-              kind: "halted",
-              host,
-              step: o.step,
-              error: o.error,
-              done: [...done],
-              untouched: pending.map((h) => h.name).filter((n) => n !== host && !done.includes(n)),
-            });
-            return;
-          }
-          this.emit({
-            type: "rollout",
-            state: "host",
-            text: `${host} converged to ${spec.template} ${spec.templateVersion}`,
-          });
-          this.hosts.get(host)?.adopt(target);
-          done.push(host);
-          if (--left === 0) void this.settle(signal, done).then(resolve);
-        });
-      }
-    });
-    try {
-      return await outcome;
-    } finally {
-      finished.abort();
-    }
-  }
-
-  /**
-   * A rollout whose hosts all converged is done once the upgrader DaemonSets settle too: the next
-   * one then starts from pods that are all available.
-   */
-  private async settle(signal: AbortSignal, done: readonly string[]): Promise<RolloutResult> {
-    try {
-      await this.options.settled?.(signal);
-      return { kind: "done", hosts: [...done] };
-    } catch (e) {
-      const error = e instanceof Error ? e.message : String(e);
-      return {
-        kind: "halted",
-        host: "(cluster)",
-        step: "upgrader DaemonSet rollout",
-        error,
-        done: [...done],
-        untouched: [],
-      };
     }
   }
 
