@@ -69,7 +69,7 @@ export interface TargetTemplate {
  */
 export function outcomeWatcher(target: TargetTemplate): (e: LifecycleEvent) => HostOutcome | undefined {
   let applyingTarget = false;
-  const isTarget = (t: TemplateRef): boolean => t.name === target.template && t.version === target.templateVersion;
+  const isTarget = (t: TemplateRef): boolean => isTemplate(t, target);
   return (e) => {
     if (e.type === "apply-started") applyingTarget = isTarget(e.template);
     else if (e.type === "apply-converged" && isTarget(e.template)) return { ok: true };
@@ -91,7 +91,9 @@ export function outcomeWatcher(target: TargetTemplate): (e: LifecycleEvent) => H
  * at `maxUnavailable: 1` the last of 50 hosts waits many minutes for it.
  */
 export function startsHostTimeout(target: TargetTemplate, e: LifecycleEvent): boolean {
-  return (
-    e.type === "apply-started" && e.template.name === target.template && e.template.version === target.templateVersion
-  );
+  return e.type === "apply-started" && isTemplate(e.template, target);
+}
+
+function isTemplate(t: TemplateRef, target: TargetTemplate): boolean {
+  return t.name === target.template && t.version === target.templateVersion;
 }
